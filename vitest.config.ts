@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Integration tests open real DuckDB files and spawn the built CLI: keep parallelism modest on 2 cores.
+    maxWorkers: 2,
+    pool: 'forks',
+  },
+});
