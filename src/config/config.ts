@@ -1,0 +1,90 @@
+import { z } from 'zod';
+import { SyncError } from '../util/errors.js';
+import { SETTINGS, type SettingKey } from './settings.js';
+
+type Schemas = { [K in SettingKey]: (typeof SETTINGS)[K]['schema'] };
+
+/** The parsed, frozen configuration. Units are in the names (`…Ms` milliseconds, `…Bytes` bytes). */
+export type Config = Readonly<{ [K in SettingKey]: z.output<Schemas[K]> }>;
+
+/** Values given on the command line; they win over the environment. `undefined` means "not given". */
+export type ConfigOverrides = Partial<Record<SettingKey, string | number | boolean | undefined>>;
+
+const schema = z.object(
+  Object.fromEntries(Object.entries(SETTINGS).map(([key, def]) => [key, def.schema])) as Schemas,
+);
+
+/**
+ * Parses the configuration once: flags (`overrides`) over environment variables over defaults.
+ * Empty environment values count as unset.
+ *
+ * @throws SyncError `CONFIG_INVALID` (exitCode 2) naming every bad variable, its value and what is allowed,
+ *   before any work starts.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): Config {
+  const raw: Record<string, unknown> = {};
+  const origin: Record<string, string> = {};
+  for (const [key, def] of Object.entries(SETTINGS)) {
+    const flag = overrides[key as SettingKey];
+    const fromEnv = env[def.env];
+    if (flag !== undefined) {
+      raw[key] = flag;
+      origin[key] = `--${kebab(key)}`;
+    } else if (fromEnv !== undefined && fromEnv !== '') {
+      raw[key] = fromEnv;
+      origin[key] = def.env;
+    }
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const key = String(issue.path[0]) as SettingKey;
+      const def = SETTINGS[key];
+      const where = origin[key] ?? def.env;
+      const shown = key === 'apiKey' ? '[redacted]' : JSON.stringify(raw[key]);
+      return `${where}=${shown} is not valid: expected ${def.allowed}`;
+    });
+    throw new SyncError('CONFIG_INVALID', `Invalid configuration:\n  ${problems.join('\n  ')}`, {
+      exitCode: 2,
+      context: { problems },
+    });
+  }
+  return Object.freeze(parsed.data) as Config;
+}
+
+/** The same config with the given keys replaced (validated again); the original is untouched. */
+export function withOverrides(config: Config, overrides: ConfigOverrides): Config {
+  const env: NodeJS.ProcessEnv = {};
+  const asOverrides: ConfigOverrides = {};
+  for (const [key, value] of Object.entries(config)) {
+    if (value !== undefined) asOverrides[key as SettingKey] = value as string | number | boolean;
+  }
+  return loadConfig(env, { ...asOverrides, ...overrides });
+}
+
+/** Markdown table of every setting, for the README (`reports-sync config --markdown`). */
+export function settingsMarkdown(): string {
+  const defaults = schema.parse({});
+  const rows = Object.entries(SETTINGS).map(([key, def]) => {
+    const value = defaults[key as SettingKey];
+    const shown = value === undefined ? '(unset)' : `\`${String(value)}\``;
+    return `| \`${def.env}\` | ${shown} | ${def.doc} |`;
+  });
+  return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
+}
+
+function kebab(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/** Throws `CONFIG_INVALID` (exit 2) when no upstream base URL is configured. */
+export function requireBaseUrl(config: Config): string {
+  if (!config.baseUrl) {
+    throw new SyncError(
+      'CONFIG_INVALID',
+      'No upstream configured: set REPORTS_BASE_URL (or pass --base-url), e.g. REPORTS_BASE_URL=https://reports.example.org',
+      { exitCode: 2 },
+    );
+  }
+  return config.baseUrl;
+}

@@ -1,0 +1,192 @@
+import { z } from 'zod';
+
+/**
+ * One configurable setting: its config key, environment variable, zod schema (which also coerces the
+ * env string), default and the sentence the README's configuration table shows. The table in README.md
+ * is generated from this list (`reports-sync config --markdown`), so the two cannot drift.
+ */
+export interface SettingDef<S extends z.ZodType = z.ZodType> {
+  env: string;
+  schema: S;
+  doc: string;
+  /** How a user writes an allowed value, for error messages ("an integer from 1 to 1000000"). */
+  allowed: string;
+}
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const ratio = z.coerce.number().min(0).max(1);
+const urlPath = z.string().regex(/^\/[^\s?#]*$/, 'must start with / and hold no query');
+const boolish = z
+  .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])])
+  .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes');
+
+/** Every setting of reports-sync, keyed by its config name. Defaults live in the schemas. */
+export const SETTINGS = {
+  baseUrl: {
+    env: 'REPORTS_BASE_URL',
+    schema: z
+      .url({ protocol: /^https?$/ })
+      .transform((u) => u.replace(/\/+$/, ''))
+      .optional(),
+    allowed: 'an http(s) URL such as https://reports.example.org',
+    doc: 'Upstream base URL (the public API lives under `/api/v1/public`). Unset: `npm start` runs the bundled simulator.',
+  },
+  warehouse: {
+    env: 'REPORTS_WAREHOUSE',
+    schema: z.string().min(1).default('data/warehouse.duckdb'),
+    allowed: 'a file path',
+    doc: 'DuckDB warehouse file.',
+  },
+  apiKey: {
+    env: 'REPORTS_API_KEY',
+    schema: z.string().min(1).optional(),
+    allowed: 'a non-empty string',
+    doc: 'Optional partner key, sent as `X-API-Key`. Never logged, never sent to another origin.',
+  },
+  ndjsonPath: {
+    env: 'REPORTS_NDJSON_PATH',
+    schema: urlPath.default('/api/v1/public/reports.ndjson'),
+    allowed: 'a path starting with /',
+    doc: 'Path of the NDJSON export (not shown in the seed).',
+  },
+  csvPath: {
+    env: 'REPORTS_CSV_PATH',
+    schema: urlPath.default('/api/v1/public/reports.csv'),
+    allowed: 'a path starting with /',
+    doc: 'Path of the paged CSV export.',
+  },
+  statsPath: {
+    env: 'REPORTS_STATS_PATH',
+    schema: urlPath.default('/api/v1/public/reports/stats'),
+    allowed: 'a path starting with /',
+    doc: 'Path of the aggregate counters.',
+  },
+  csvPageSize: {
+    env: 'REPORTS_CSV_PAGE_SIZE',
+    schema: int(1, 1_000_000).default(1000),
+    allowed: 'an integer from 1 to 1000000',
+    doc: 'Rows per CSV page (`pageSize`).',
+  },
+  csvPageParam: {
+    env: 'REPORTS_CSV_PAGE_PARAM',
+    schema: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+      .default('page'),
+    allowed: 'a query parameter name',
+    doc: 'Name of the 1-based page parameter of the CSV export.',
+  },
+  csvMaxPages: {
+    env: 'REPORTS_CSV_MAX_PAGES',
+    schema: int(1, 10_000_000).default(100_000),
+    allowed: 'an integer from 1 to 10000000',
+    doc: 'A CSV export with more pages than this fails (runaway paging guard).',
+  },
+  connectTimeoutMs: {
+    env: 'REPORTS_CONNECT_TIMEOUT_MS',
+    schema: int(1, 600_000).default(10_000),
+    allowed: 'milliseconds from 1 to 600000',
+    doc: 'TCP/TLS connect timeout (ms).',
+  },
+  headersTimeoutMs: {
+    env: 'REPORTS_HEADERS_TIMEOUT_MS',
+    schema: int(1, 3_600_000).default(60_000),
+    allowed: 'milliseconds from 1 to 3600000',
+    doc: 'Time to wait for response headers (ms).',
+  },
+  bodyTimeoutMs: {
+    env: 'REPORTS_BODY_TIMEOUT_MS',
+    schema: int(1, 3_600_000).default(60_000),
+    allowed: 'milliseconds from 1 to 3600000',
+    doc: 'Longest silence between two body chunks (ms): a stalled body fails instead of hanging.',
+  },
+  retries: {
+    env: 'REPORTS_RETRIES',
+    schema: int(0, 100).default(5),
+    allowed: 'an integer from 0 to 100',
+    doc: 'Retries of a request or export after 429/502/503/504, resets and timeouts.',
+  },
+  retryBaseMs: {
+    env: 'REPORTS_RETRY_BASE_MS',
+    schema: int(0, 600_000).default(500),
+    allowed: 'milliseconds from 0 to 600000',
+    doc: 'First backoff delay (ms); doubles per attempt, jittered; `Retry-After` wins when longer.',
+  },
+  retryMaxTimeMs: {
+    env: 'REPORTS_RETRY_MAX_TIME_MS',
+    schema: int(0, 86_400_000).default(300_000),
+    allowed: 'milliseconds from 0 to 86400000',
+    doc: 'Total time budget for retries of one request or export (ms).',
+  },
+  maxRedirects: {
+    env: 'REPORTS_MAX_REDIRECTS',
+    schema: int(0, 20).default(5),
+    allowed: 'an integer from 0 to 20',
+    doc: 'Redirects followed per request.',
+  },
+  batchSize: {
+    env: 'REPORTS_BATCH_SIZE',
+    schema: int(1, 1_000_000).default(10_000),
+    allowed: 'an integer from 1 to 1000000',
+    doc: 'Records appended to staging per batch (one checkpoint per batch).',
+  },
+  maxRejectRatio: {
+    env: 'REPORTS_MAX_REJECT_RATIO',
+    schema: ratio.default(0.05),
+    allowed: 'a number from 0 to 1',
+    doc: 'A run whose rejected/read ratio exceeds this fails and merges nothing.',
+  },
+  maxRecordBytes: {
+    env: 'REPORTS_MAX_RECORD_BYTES',
+    schema: int(1024, 1_073_741_824).default(8 * 1024 * 1024),
+    allowed: 'bytes from 1024 to 1073741824',
+    doc: 'Longest NDJSON line / CSV record (bytes); a longer one is quarantined, not loaded into memory.',
+  },
+  rejectRawMaxBytes: {
+    env: 'REPORTS_REJECT_RAW_MAX_BYTES',
+    schema: int(64, 16 * 1024 * 1024).default(64 * 1024),
+    allowed: 'bytes from 64 to 16777216',
+    doc: 'Raw text kept per quarantined record (bytes); longer text is cut and marked truncated.',
+  },
+  tombstoneMinShare: {
+    env: 'REPORTS_TOMBSTONE_MIN_SHARE',
+    schema: ratio.default(0.9),
+    allowed: 'a number from 0 to 1',
+    doc: 'Tombstones are only inferred when a full export holds at least this share of current rows.',
+  },
+  statsDiffWarn: {
+    env: 'REPORTS_STATS_DIFF_WARN',
+    schema: int(0, 1_000_000_000).default(0),
+    allowed: 'a non-negative integer',
+    doc: 'Warn when upstream `/stats` total and the warehouse total differ by more than this many reports.',
+  },
+  duckdbMemoryLimit: {
+    env: 'REPORTS_DUCKDB_MEMORY_LIMIT',
+    schema: z
+      .string()
+      .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i)
+      .default('256MiB'),
+    allowed: 'a DuckDB size such as 256MiB or 1GB',
+    doc: 'DuckDB `memory_limit` (bounds the warehouse side of a sync).',
+  },
+  duckdbThreads: {
+    env: 'REPORTS_DUCKDB_THREADS',
+    schema: int(1, 256).default(2),
+    allowed: 'an integer from 1 to 256',
+    doc: 'DuckDB `threads`.',
+  },
+  logLevel: {
+    env: 'REPORTS_LOG_LEVEL',
+    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    allowed: 'one of fatal, error, warn, info, debug, trace, silent',
+    doc: 'Log level (pino).',
+  },
+  logPretty: {
+    env: 'REPORTS_LOG_PRETTY',
+    schema: boolish.optional(),
+    allowed: 'true or false',
+    doc: 'Force pretty (true) or JSON (false) logs; default: pretty on a TTY.',
+  },
+} satisfies Record<string, SettingDef>;
+
+export type SettingKey = keyof typeof SETTINGS;

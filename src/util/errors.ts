@@ -1,0 +1,47 @@
+/**
+ * The one error type of reports-sync. Every failure that reaches a user carries:
+ * - `code`: stable, grep-able (`CONFIG_INVALID`, `HTTP_STATUS`, `WAREHOUSE_LOCKED`, …), in the spirit of undici's `UND_ERR_*`;
+ * - `context`: JSON-able facts (URL without secrets, file, line, status) for logs and the run log;
+ * - `retryable`: whether the same call may succeed later (429/5xx/reset/timeout) — the retry loop reads it;
+ * - `cause`: the underlying error, when there is one.
+ */
+export class SyncError extends Error {
+  override readonly name = 'SyncError';
+  readonly code: string;
+  readonly context: Record<string, unknown>;
+  readonly retryable: boolean;
+  /** Process exit code a CLI should use when this error ends a command (1 = run failed, 2 = usage/config). */
+  readonly exitCode: number;
+
+  constructor(
+    code: string,
+    message: string,
+    options: {
+      context?: Record<string, unknown>;
+      retryable?: boolean;
+      cause?: unknown;
+      exitCode?: number;
+    } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.context = options.context ?? {};
+    this.retryable = options.retryable ?? false;
+    this.exitCode = options.exitCode ?? 1;
+  }
+
+  /** A JSON-able summary for logs and `sync_runs.error` (no stack, no secrets: callers never put secrets in context). */
+  toJSON(): Record<string, unknown> {
+    return { code: this.code, message: this.message, context: this.context, retryable: this.retryable };
+  }
+}
+
+/** True when `err` is a {@link SyncError} with one of the given codes (or any code when none are given). */
+export function isSyncError(err: unknown, ...codes: string[]): err is SyncError {
+  return err instanceof SyncError && (codes.length === 0 || codes.includes(err.code));
+}
+
+/** The message of any thrown value, for places that must print something readable. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

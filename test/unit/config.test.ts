@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig, settingsMarkdown } from '../../src/config/config.js';
+import { SETTINGS } from '../../src/config/settings.js';
+import { SyncError } from '../../src/util/errors.js';
+
+describe('loadConfig', () => {
+  it('applies defaults and freezes the result', () => {
+    const config = loadConfig({});
+    expect(config.warehouse).toBe('data/warehouse.duckdb');
+    expect(config.ndjsonPath).toBe('/api/v1/public/reports.ndjson');
+    expect(config.baseUrl).toBeUndefined();
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('reads the environment, and flags win over it', () => {
+    const env = { REPORTS_BASE_URL: 'http://127.0.0.1:9/', REPORTS_BATCH_SIZE: '250' };
+    expect(loadConfig(env).baseUrl).toBe('http://127.0.0.1:9');
+    expect(loadConfig(env).batchSize).toBe(250);
+    expect(loadConfig(env, { batchSize: 7 }).batchSize).toBe(7);
+  });
+
+  it('refuses a bad value naming the variable, the value and what is allowed', () => {
+    let error: unknown;
+    try {
+      loadConfig({ REPORTS_BATCH_SIZE: 'abc', REPORTS_MAX_REJECT_RATIO: '2' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(SyncError);
+    const e = error as SyncError;
+    expect(e.code).toBe('CONFIG_INVALID');
+    expect(e.exitCode).toBe(2);
+    expect(e.message).toContain(
+      'REPORTS_BATCH_SIZE="abc" is not valid: expected an integer from 1 to 1000000',
+    );
+    expect(e.message).toContain('REPORTS_MAX_REJECT_RATIO="2"');
+  });
+
+  it('names the flag when the bad value came from a flag, and never shows the API key', () => {
+    expect(() => loadConfig({}, { baseUrl: 'ftp://x' })).toThrow(/--base-url="ftp:\/\/x"/);
+    expect(() => loadConfig({ REPORTS_API_KEY: '' }, { apiKey: '' })).toThrow(/\[redacted\]/);
+  });
+
+  it('documents every setting in the README table', () => {
+    const table = settingsMarkdown();
+    for (const def of Object.values(SETTINGS)) expect(table).toContain(`\`${def.env}\``);
+  });
+});
