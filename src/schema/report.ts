@@ -1,0 +1,248 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { normalizeTimestamp } from './timestamp.js';
+
+/**
+ * One citizen report in canonical form — what the warehouse stores and the reader serves.
+ * Source of the shape: the seed's Report (`destination`, `status`, a location) and DESIGN.md §2.
+ *
+ * - `id`: the upstream key, always a string (numbers are coerced).
+ * - `status`, `destination`: upper-snake codes from open lists (unknown values are drift, not errors).
+ * - `category`, `description`, `address`: text kept byte for byte; an empty string is normalised to `null`
+ *   (CSV cannot tell the two apart, and NDJSON/CSV must load to identical rows).
+ * - `lat`/`lng`: WGS84 degrees, both or neither.
+ * - `createdAt`/`updatedAt`: UTC, `toISOString()` form (see {@link normalizeTimestamp}).
+ * - `extra`: every wire field we do not model, in wire order, or `null` when there is none.
+ */
+export interface Report {
+  id: string;
+  status: string;
+  destination: string;
+  category: string | null;
+  description: string | null;
+  lat: number | null;
+  lng: number | null;
+  address: string | null;
+  createdAt: string;
+  updatedAt: string;
+  extra: Record<string, unknown> | null;
+}
+
+/** The wire object of a report (NDJSON line, list item): upstream field names, `location` nested, extras last. */
+export type WireReport = Record<string, unknown>;
+
+/** The known field names of the wire format, in wire order (the CSV columns use `lat`/`lng` instead of `location`). */
+export const WIRE_FIELDS = [
+  'id',
+  'status',
+  'destination',
+  'category',
+  'description',
+  'location',
+  'address',
+  'createdAt',
+  'updatedAt',
+] as const;
+
+/** CSV export columns (DESIGN.md §2), before any extra columns. */
+export const CSV_COLUMNS = [
+  'id',
+  'status',
+  'destination',
+  'category',
+  'description',
+  'lat',
+  'lng',
+  'address',
+  'createdAt',
+  'updatedAt',
+] as const;
+
+/** Known values (seed: `ROAD_CONTROL`, `SUBMITTED`; the rest from DESIGN.md §3's lifecycle). Lists are open. */
+export const KNOWN_STATUSES = ['SUBMITTED', 'IN_PROGRESS', 'RESOLVED', 'REJECTED'] as const;
+
+// Keys that are aliases of the location (DESIGN.md §2) and so never land in `extra`.
+const LOCATION_KEYS = new Set(['location', 'lat', 'lng', 'lon', 'latitude', 'longitude']);
+const MODELLED_KEYS = new Set<string>([...WIRE_FIELDS, ...LOCATION_KEYS]);
+
+const MAX_TEXT = 1_000_000;
+const code = z.string().max(128).regex(/\S/, 'must not be blank');
+const text = z
+  .string()
+  .max(MAX_TEXT)
+  .nullish()
+  .transform((v) => (v === undefined || v === null || v === '' ? null : v));
+const id = z.union([
+  z.string().max(256).regex(/\S/, 'must not be blank'),
+  z
+    .number()
+    .int()
+    .nonnegative()
+    .transform((n) => String(n)),
+]);
+const timestamp = z.string().transform((value, ctx) => {
+  const normalized = normalizeTimestamp(value);
+  if (normalized === null) {
+    ctx.addIssue({ code: 'custom', message: 'not an ISO 8601 timestamp with offset' });
+    return z.NEVER;
+  }
+  return normalized;
+});
+const numeric = z.union([
+  z.number(),
+  z
+    .string()
+    .regex(/^\s*-?\d+(\.\d+)?([eE][-+]?\d+)?\s*$/, 'not a number')
+    .transform(Number),
+]);
+const latitude = numeric.pipe(z.number().min(-90).max(90));
+const longitude = numeric.pipe(z.number().min(-180).max(180));
+const optionalCoordinate = <T extends z.ZodType>(s: T) =>
+  z
+    .union([z.null(), z.undefined(), z.literal('')])
+    .transform(() => null)
+    .or(s);
+
+/** The fields every wire variant must produce before they become a {@link Report}. */
+const core = z
+  .object({
+    id,
+    status: code,
+    destination: code,
+    category: text,
+    description: text,
+    lat: optionalCoordinate(latitude),
+    lng: optionalCoordinate(longitude),
+    address: text,
+    createdAt: timestamp,
+    updatedAt: timestamp.optional(),
+  })
+  .superRefine((r, ctx) => {
+    if ((r.lat === null) !== (r.lng === null)) {
+      ctx.addIssue({ code: 'custom', path: ['location'], message: 'lat and lng must be given together' });
+    }
+  });
+
+/** One problem found in a wire record: the zod issue path (dotted) and message. Stored in `rejected_records.issues`. */
+export interface RecordIssue {
+  path: string;
+  message: string;
+}
+
+/** The outcome of validating one wire record: a canonical report, or the issues that quarantine it. */
+export type ValidationResult = { ok: true; report: Report } | { ok: false; issues: RecordIssue[] };
+
+/**
+ * Validates one NDJSON object (or list item). Accepts the location as `location: {lat, lng|lon}`,
+ * `location: {latitude, longitude}` or top-level `latitude/longitude` / `lat` + `lng|lon` (DESIGN.md §2 aliases).
+ * Unknown fields go to `extra` unchanged. Never throws.
+ */
+export function validateWireReport(value: unknown): ValidationResult {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, issues: [{ path: '', message: 'expected a JSON object' }] };
+  }
+  const obj = value as Record<string, unknown>;
+  const loc = readLocation(obj);
+  if ('issue' in loc) return { ok: false, issues: [loc.issue] };
+  const extra = extraOf(obj, MODELLED_KEYS);
+  return finish(core.safeParse({ ...obj, lat: loc.lat, lng: loc.lng }), extra);
+}
+
+/**
+ * Validates one CSV row (column name → cell text, as csv-parse's `columns: true` gives it). Coerces
+ * `lat`/`lng` from text; empty cells are `null`; non-empty extra columns go to `extra` as strings.
+ * Never throws.
+ */
+export function validateCsvReport(row: Record<string, string | undefined>): ValidationResult {
+  const extra: Record<string, unknown> = {};
+  let hasExtra = false;
+  for (const key of Object.keys(row)) {
+    if (MODELLED_KEYS.has(key)) continue;
+    const cell = row[key];
+    if (cell === undefined || cell === '') continue;
+    extra[key] = cell;
+    hasExtra = true;
+  }
+  return finish(core.safeParse(row), hasExtra ? extra : null);
+}
+
+function finish(parsed: z.ZodSafeParseResult<z.output<typeof core>>, extra: Record<string, unknown> | null) {
+  if (!parsed.success) return { ok: false as const, issues: toIssues(parsed.error) };
+  const r = parsed.data;
+  const report: Report = {
+    id: r.id,
+    status: r.status,
+    destination: r.destination,
+    category: r.category,
+    description: r.description,
+    lat: r.lat,
+    lng: r.lng,
+    address: r.address,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt ?? r.createdAt,
+    extra,
+  };
+  return { ok: true as const, report };
+}
+
+function readLocation(obj: Record<string, unknown>): { lat: unknown; lng: unknown } | { issue: RecordIssue } {
+  const loc = obj.location;
+  if (loc !== undefined && loc !== null) {
+    if (typeof loc !== 'object' || Array.isArray(loc)) {
+      return { issue: { path: 'location', message: 'expected an object {lat, lng} or null' } };
+    }
+    const l = loc as Record<string, unknown>;
+    return { lat: l.lat ?? l.latitude, lng: l.lng ?? l.lon ?? l.longitude };
+  }
+  return { lat: obj.lat ?? obj.latitude, lng: obj.lng ?? obj.lon ?? obj.longitude };
+}
+
+function extraOf(obj: Record<string, unknown>, known: Set<string>): Record<string, unknown> | null {
+  let extra: Record<string, unknown> | null = null;
+  for (const key of Object.keys(obj)) {
+    if (known.has(key)) continue;
+    extra ??= {};
+    extra[key] = obj[key];
+  }
+  return extra;
+}
+
+function toIssues(error: z.ZodError): RecordIssue[] {
+  return error.issues.map((issue) => ({
+    path: issue.path.map(String).join('.') || '',
+    message: issue.message,
+  }));
+}
+
+/**
+ * The wire object of a report: upstream field names in {@link WIRE_FIELDS} order, `location` as
+ * `{lat, lng}` or `null`, then the `extra` fields. The simulator and the reader both serialise through
+ * this, which is what makes their bodies comparable byte for byte.
+ */
+export function toWire(report: Report): WireReport {
+  const wire: WireReport = {
+    id: report.id,
+    status: report.status,
+    destination: report.destination,
+    category: report.category,
+    description: report.description,
+    location: report.lat === null || report.lng === null ? null : { lat: report.lat, lng: report.lng },
+    address: report.address,
+    createdAt: report.createdAt,
+    updatedAt: report.updatedAt,
+  };
+  if (report.extra) {
+    for (const [key, value] of Object.entries(report.extra)) if (!(key in wire)) wire[key] = value;
+  }
+  return wire;
+}
+
+/**
+ * Content hash of a report (hex SHA-1 of its canonical wire JSON): equal hashes mean no business change.
+ * Used by the merge to tell changed from unchanged (DESIGN.md §6).
+ */
+export function contentHash(report: Report): string {
+  return createHash('sha1')
+    .update(JSON.stringify(toWire(report)))
+    .digest('hex');
+}

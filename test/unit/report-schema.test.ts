@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { contentHash, toWire, validateCsvReport, validateWireReport } from '../../src/schema/report.js';
+
+const base = {
+  id: '1',
+  status: 'SUBMITTED',
+  destination: 'ROAD_CONTROL',
+  category: 'Pothole',
+  description: 'Loch in der Straße\r\nbitte reparieren',
+  location: { lat: 50.94, lng: 6.96 },
+  address: 'Domkloster 4',
+  createdAt: '2016-02-16T21:26:00+01:00',
+  updatedAt: '2016-02-17T08:00:00+01:00',
+};
+
+describe('validateWireReport', () => {
+  it('normalises timestamps to UTC, keeps text byte for byte and unknown fields in extra', () => {
+    const r = validateWireReport({ ...base, ward: '12' });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.report.createdAt).toBe('2016-02-16T20:26:00.000Z');
+    expect(r.report.description).toBe(base.description);
+    expect(r.report.extra).toEqual({ ward: '12' });
+    expect(toWire(r.report)).toMatchObject({ location: { lat: 50.94, lng: 6.96 }, ward: '12' });
+  });
+
+  it('accepts the location aliases and numeric ids', () => {
+    const { location: _location, ...rest } = base;
+    for (const alias of [
+      { latitude: 50.94, longitude: 6.96 },
+      { lat: '50.94', lon: '6.96' },
+      { location: { latitude: 50.94, longitude: 6.96 } },
+    ]) {
+      const r = validateWireReport({ ...rest, ...alias, id: 42 });
+      expect(r.ok && r.report.lat === 50.94 && r.report.lng === 6.96 && r.report.id === '42').toBe(true);
+    }
+  });
+
+  it.each([
+    ['missing id', { id: undefined }, 'id'],
+    ['blank id', { id: '  ' }, 'id'],
+    ['impossible latitude', { location: { lat: 169492, lng: 6.9 } }, 'lat'],
+    ['unparseable date', { createdAt: '16.02.2016, 21:26 Uhr' }, 'createdAt'],
+    ['date without offset', { createdAt: '2016-02-16T21:26:00' }, 'createdAt'],
+    ['impossible day', { createdAt: '2016-02-30T21:26:00Z' }, 'createdAt'],
+    ['missing status', { status: null }, 'status'],
+    ['half a location', { location: { lat: 50.9 } }, 'location'],
+  ])('rejects %s with the issue path', (_name, patch, path) => {
+    const r = validateWireReport({ ...base, ...patch });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.issues.map((i) => i.path)).toContain(path);
+  });
+
+  it('rejects a value that is not an object', () => {
+    expect(validateWireReport([1, 2]).ok).toBe(false);
+  });
+});
+
+describe('validateCsvReport', () => {
+  it('loads the same report as the NDJSON form (parity of the two wire formats)', () => {
+    const json = validateWireReport({ ...base, ward: '12' });
+    const csv = validateCsvReport({
+      id: '1',
+      status: 'SUBMITTED',
+      destination: 'ROAD_CONTROL',
+      category: 'Pothole',
+      description: base.description,
+      lat: '50.94',
+      lng: '6.96',
+      address: 'Domkloster 4',
+      createdAt: base.createdAt,
+      updatedAt: base.updatedAt,
+      ward: '12',
+      empty: '',
+    });
+    expect(csv).toEqual(json);
+  });
+
+  it('treats empty cells as null and rejects a half location', () => {
+    const r = validateCsvReport({
+      id: '1',
+      status: 'S',
+      destination: 'D',
+      lat: '',
+      lng: '',
+      createdAt: base.createdAt,
+    });
+    expect(r.ok && r.report.lat === null && r.report.category === null).toBe(true);
+    expect(
+      validateCsvReport({
+        id: '1',
+        status: 'S',
+        destination: 'D',
+        lat: '1',
+        lng: '',
+        createdAt: base.createdAt,
+      }).ok,
+    ).toBe(false);
+  });
+});
+
+describe('contentHash', () => {
+  it('changes with any business field and not otherwise', () => {
+    const a = validateWireReport(base);
+    const b = validateWireReport({ ...base });
+    const c = validateWireReport({ ...base, status: 'RESOLVED' });
+    if (!a.ok || !b.ok || !c.ok) throw new Error('fixture invalid');
+    expect(contentHash(a.report)).toBe(contentHash(b.report));
+    expect(contentHash(a.report)).not.toBe(contentHash(c.report));
+  });
+});
