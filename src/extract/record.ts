@@ -1,0 +1,35 @@
+/**
+ * Where a record came from in an export, for the run log and the quarantine: physical 1-based `line`
+ * of the body (NDJSON line, or the CSV record's first line), and for paged exports the 1-based `page`
+ * and the 1-based data `row` within the page.
+ */
+export interface RecordLocation {
+  line: number;
+  page?: number;
+  row?: number;
+}
+
+/** Renders a location as people read it: `line 12`, `page 3, row 17, line 40`. */
+export function formatLocation(loc: RecordLocation): string {
+  const parts: string[] = [];
+  if (loc.page !== undefined) parts.push(`page ${loc.page}`);
+  if (loc.row !== undefined) parts.push(`row ${loc.row}`);
+  parts.push(`line ${loc.line}`);
+  return parts.join(', ');
+}
+
+/**
+ * One unit coming out of an extract stage: either a parsed value still to validate, or a record that
+ * already failed (malformed JSON, CSV quote error, over-long line). `raw` is the record's text as
+ * received (possibly cut to a bound, then `rawTruncated` is set and `rawBytes` gives the full size).
+ */
+export type Extracted =
+  | { kind: 'value'; location: RecordLocation; raw: string; value: unknown }
+  | {
+      kind: 'malformed';
+      location: RecordLocation;
+      raw: string;
+      rawTruncated?: boolean;
+      rawBytes?: number;
+      issues: { path: string; message: string }[];
+    };
