@@ -1,0 +1,90 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { SyncError } from '../util/errors.js';
+
+/** Options of {@link openWarehouse}. */
+export interface WarehouseOptions {
+  /** DuckDB `memory_limit`, e.g. `256MiB`. */
+  memoryLimit?: string;
+  /** DuckDB `threads`. */
+  threads?: number;
+  /** Open read-only (analysts' copies; never migrates). */
+  readOnly?: boolean;
+  /** Where the published snapshot lives, named in the "locked" message. */
+  publishedPath?: string;
+}
+
+/**
+ * The process's one handle on the warehouse file. DuckDB allows one read-write process per file, and two
+ * `DuckDBInstance`s on one file in one process silently become two databases (DESIGN.md §6, measured), so
+ * jobs and the reader share this instance and take connections from it.
+ */
+export interface Warehouse {
+  readonly path: string;
+  readonly instance: DuckDBInstance;
+  /** A new connection on the shared instance (each connection has its own transaction). */
+  connect(): Promise<DuckDBConnection>;
+  /** Closes the instance; connections become unusable. Idempotent. */
+  close(): void;
+}
+
+/**
+ * Opens (creating the file and its folder when needed) the DuckDB warehouse at `path`.
+ *
+ * @throws SyncError `WAREHOUSE_LOCKED` (exit 2) when another process holds the file, naming that process
+ *   and the published copy; `WAREHOUSE_OPEN` (exit 1) for other failures (unwritable folder, corrupt file).
+ */
+export async function openWarehouse(path: string, options: WarehouseOptions = {}): Promise<Warehouse> {
+  const absolute = resolve(path);
+  const settings: Record<string, string> = {};
+  if (options.memoryLimit) settings.memory_limit = options.memoryLimit;
+  if (options.threads) settings.threads = String(options.threads);
+  if (options.readOnly) settings.access_mode = 'READ_ONLY';
+  if (options.readOnly && !existsSync(absolute)) {
+    throw new SyncError(
+      'WAREHOUSE_MISSING',
+      `No warehouse at ${absolute} yet: run \`reports-sync sync\` (or \`npm start\`) first, or pass --warehouse PATH`,
+      { context: { path: absolute } },
+    );
+  }
+  let instance: DuckDBInstance;
+  try {
+    if (!options.readOnly) mkdirSync(dirname(absolute), { recursive: true });
+    instance = await DuckDBInstance.create(absolute, settings);
+  } catch (err) {
+    throw openError(err, absolute, options.publishedPath);
+  }
+  let closed = false;
+  return {
+    path: absolute,
+    instance,
+    connect: () => instance.connect(),
+    close: () => {
+      if (closed) return;
+      closed = true;
+      instance.closeSync();
+    },
+  };
+}
+
+function openError(err: unknown, path: string, publishedPath?: string): SyncError {
+  const message = err instanceof Error ? err.message : String(err);
+  const lock = /Conflicting lock is held in (.*?) \(PID (\d+)\)/.exec(message);
+  if (lock || /Could not set lock on file/.test(message)) {
+    const holder = lock ? `${lock[1]} (PID ${lock[2]})` : 'another process';
+    const published = publishedPath
+      ? ` A read-only published copy for queries is at ${publishedPath} (written after each successful run).`
+      : '';
+    return new SyncError(
+      'WAREHOUSE_LOCKED',
+      `The warehouse ${path} is in use by ${holder}; DuckDB allows one process at a time. ` +
+        `Stop that process, or run this command inside it (reports-sync run owns the warehouse).${published}`,
+      { exitCode: 2, context: { path, pid: lock ? Number(lock[2]) : undefined }, cause: err },
+    );
+  }
+  return new SyncError('WAREHOUSE_OPEN', `Cannot open the warehouse ${path}: ${message}`, {
+    context: { path },
+    cause: err,
+  });
+}

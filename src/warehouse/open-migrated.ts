@@ -1,0 +1,35 @@
+import type { Config } from '../config/config.js';
+import { openWarehouse, type Warehouse } from './database.js';
+import { migrate } from './migrate.js';
+import { join, dirname } from 'node:path';
+
+/** The published copy's path for a warehouse path (`data/warehouse.duckdb` → `data/published/warehouse.duckdb`). */
+export function publishedPathFor(warehousePath: string): string {
+  return join(dirname(warehousePath), 'published', 'warehouse.duckdb');
+}
+
+/**
+ * Opens the configured warehouse read-write with the configured DuckDB limits and brings its schema to
+ * the current migration. The caller owns the returned handle (one per process).
+ *
+ * @throws SyncError `WAREHOUSE_LOCKED` (exit 2) or `WAREHOUSE_OPEN` (exit 1), see {@link openWarehouse}
+ */
+export async function openMigratedWarehouse(config: Config): Promise<Warehouse> {
+  const warehouse = await openWarehouse(config.warehouse, {
+    memoryLimit: config.duckdbMemoryLimit,
+    threads: config.duckdbThreads,
+    publishedPath: publishedPathFor(config.warehouse),
+  });
+  try {
+    const connection = await warehouse.connect();
+    try {
+      await migrate(connection);
+    } finally {
+      connection.closeSync();
+    }
+  } catch (err) {
+    warehouse.close();
+    throw err;
+  }
+  return warehouse;
+}

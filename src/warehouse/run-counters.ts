@@ -1,0 +1,35 @@
+/**
+ * The figures of one run, kept in memory while it goes and written to `sync_runs` at every checkpoint
+ * and at the end. Counts are records; `bytesRead` is bytes of response bodies.
+ * Invariant checked at the end of every run: `recordsRead = recordsLoaded + recordsRejected`.
+ */
+export interface RunCounters {
+  recordsRead: number;
+  recordsLoaded: number;
+  recordsRejected: number;
+  duplicates: number;
+  inserted: number;
+  updated: number;
+  unchanged: number;
+  removed: number;
+  revived: number;
+  bytesRead: number;
+  pages: number;
+}
+
+/** Fresh all-zero counters. */
+export function emptyCounters(): RunCounters {
+  return {
+    recordsRead: 0,
+    recordsLoaded: 0,
+    recordsRejected: 0,
+    duplicates: 0,
+    inserted: 0,
+    updated: 0,
+    unchanged: 0,
+    removed: 0,
+    revived: 0,
+    bytesRead: 0,
+    pages: 0,
+  };
+}

@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { RunCounters } from './run-counters.js';
+
+/** Outcome of a run as stored in `sync_runs.status`. */
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'aborted';
+
+/**
+ * A new run id: sortable by start time, unique per process (`20261121T144800123Z-ndjson-1a2b3c`).
+ */
+export function newRunId(source: string, now: Date = new Date()): string {
+  return `${now.toISOString().replace(/[-:.]/g, '')}-${source}-${randomBytes(3).toString('hex')}`;
+}
+
+/** Inserts the `sync_runs` row of a starting run (status `running`). */
+export async function startRun(
+  connection: DuckDBConnection,
+  run: { runId: string; job: string; source: string; upstreamUrl?: string | undefined; startedAt: Date },
+): Promise<void> {
+  await connection.run(
+    `INSERT INTO sync_runs (run_id, job, source, status, started_at, upstream_url)
+     VALUES ($run, $job, $source, 'running', $started::TIMESTAMPTZ, $url)`,
+    {
+      run: run.runId,
+      job: run.job,
+      source: run.source,
+      started: run.startedAt.toISOString(),
+      url: run.upstreamUrl ?? null,
+    },
+  );
+}
+
+/** Writes the counters of a run (call inside the transaction that commits the work they describe). */
+export async function saveCounters(
+  connection: DuckDBConnection,
+  runId: string,
+  c: RunCounters,
+): Promise<void> {
+  await connection.run(
+    `UPDATE sync_runs SET records_read = $read, records_loaded = $loaded, records_rejected = $rejected,
+       duplicates = $duplicates, inserted = $inserted, updated = $updated, unchanged = $unchanged,
+       removed = $removed, revived = $revived, bytes_read = $bytes, pages = $pages
+     WHERE run_id = $run`,
+    {
+      run: runId,
+      read: c.recordsRead,
+      loaded: c.recordsLoaded,
+      rejected: c.recordsRejected,
+      duplicates: c.duplicates,
+      inserted: c.inserted,
+      updated: c.updated,
+      unchanged: c.unchanged,
+      removed: c.removed,
+      revived: c.revived,
+      bytes: c.bytesRead,
+      pages: c.pages,
+    },
+  );
+}
+
+/** Extra facts a run may record; only the given ones are written. */
+export interface RunFacts {
+  exportEtag?: string | null;
+  exportLastModified?: string | null;
+  attempts?: number;
+  complete?: boolean;
+  tombstonesNote?: string | null;
+  statsTotalUpstream?: number | null;
+  statsTotalWarehouse?: number | null;
+  statsTotalDiff?: number | null;
+}
+
+const FACT_COLUMNS: Record<keyof RunFacts, string> = {
+  exportEtag: 'export_etag',
+  exportLastModified: 'export_last_modified',
+  attempts: 'attempts',
+  complete: 'complete',
+  tombstonesNote: 'tombstones_note',
+  statsTotalUpstream: 'stats_total_upstream',
+  statsTotalWarehouse: 'stats_total_warehouse',
+  statsTotalDiff: 'stats_total_diff',
+};
+
+/** Records facts about a run (validator of the export, attempts, completeness, stats comparison). */
+export async function saveFacts(connection: DuckDBConnection, runId: string, facts: RunFacts): Promise<void> {
+  const entries = Object.entries(facts).filter(([, v]) => v !== undefined) as [keyof RunFacts, unknown][];
+  if (entries.length === 0) return;
+  const sets = entries.map(([k]) => `${FACT_COLUMNS[k]} = $${k}`).join(', ');
+  const params = Object.fromEntries(entries.map(([k, v]) => [k, v as string | number | boolean | null]));
+  await connection.run(`UPDATE sync_runs SET ${sets} WHERE run_id = $run`, { ...params, run: runId });
+}
+
+/** Marks a run finished with its outcome and, for failures, the error as JSON (no secrets). */
+export async function finishRun(
+  connection: DuckDBConnection,
+  runId: string,
+  status: Exclude<RunStatus, 'running'>,
+  error?: Record<string, unknown>,
+): Promise<void> {
+  await connection.run(
+    `UPDATE sync_runs SET status = $status, finished_at = now(), error = $error::JSON WHERE run_id = $run`,
+    { run: runId, status, error: error ? JSON.stringify(error) : null },
+  );
+}
+
+/**
+ * Runs left `running` by a process that died (SIGKILL, power loss) are marked `aborted` at the next start,
+ * and their staging rows are dropped unless a resumable source will pick them up (`keepRunIds`).
+ * Returns the run ids that were closed.
+ */
+export async function closeStaleRuns(
+  connection: DuckDBConnection,
+  keepRunIds: string[] = [],
+): Promise<string[]> {
+  const rows = (
+    await connection.runAndReadAll(`SELECT run_id FROM sync_runs WHERE status = 'running'`)
+  ).getRowObjectsJS();
+  const stale = rows.map((r) => String(r.run_id)).filter((id) => !keepRunIds.includes(id));
+  for (const runId of stale) {
+    await connection.run('BEGIN TRANSACTION');
+    await connection.run(
+      `UPDATE sync_runs SET status = 'aborted', finished_at = now(),
+         error = '{"code":"RUN_INTERRUPTED","message":"the process ended before the run finished"}'::JSON
+       WHERE run_id = $run`,
+      { run: runId },
+    );
+    await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
+    await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
+    await connection.run('COMMIT');
+  }
+  return stale;
+}

@@ -1,0 +1,204 @@
+import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
+import type { RecordLocation } from '../extract/record.js';
+import { formatLocation } from '../extract/record.js';
+import type { RecordIssue, Report } from '../schema/report.js';
+import { saveCounters } from './runs.js';
+import type { RunCounters } from './run-counters.js';
+
+/** A record that failed parsing or validation, as stored in `rejected_records`. */
+export interface Reject {
+  location: RecordLocation;
+  raw: string;
+  rawTruncated?: boolean | undefined;
+  /** Size of the full raw record in bytes (when `raw` was cut). */
+  rawBytes?: number | undefined;
+  recordId?: string | undefined;
+  issues: RecordIssue[];
+}
+
+/** What a checkpoint records besides the counters: where a resumed run continues. */
+export interface CheckpointInfo {
+  page?: number | undefined;
+  nextUrl?: string | undefined;
+}
+
+interface StagedRow {
+  report: Report;
+  hash: string;
+  location: RecordLocation;
+}
+
+/**
+ * Buffers valid reports and rejects of one run and commits them in batches: each {@link flush} is one
+ * transaction holding the batch's staging rows (DuckDB Appender), its rejects, a `sync_checkpoints` row
+ * and the run's counters, so a crash leaves whole batches only (DESIGN.md §6).
+ */
+export class StagingWriter {
+  private rows: StagedRow[] = [];
+  private rejects: Reject[] = [];
+  private seq = 0;
+  private batch = 0;
+
+  /**
+   * @param rawMaxBytes raw text kept per reject (bytes); longer text is cut and flagged
+   */
+  constructor(
+    private readonly connection: DuckDBConnection,
+    private readonly runId: string,
+    private readonly source: string,
+    private readonly rawMaxBytes: number,
+    /** Sequence number to continue from when resuming a run (staged rows already hold 0..seq-1). */
+    startSeq = 0,
+    startBatch = 0,
+  ) {
+    this.seq = startSeq;
+    this.batch = startBatch;
+  }
+
+  /** Buffered records not yet committed. */
+  get pending(): number {
+    return this.rows.length + this.rejects.length;
+  }
+
+  /** Next staging sequence number (records staged so far, across resumes). */
+  get nextSeq(): number {
+    return this.seq + this.rows.length;
+  }
+
+  /** Buffers one valid report with its content hash. */
+  add(report: Report, hash: string, location: RecordLocation): void {
+    this.rows.push({ report, hash, location });
+  }
+
+  /** Buffers one rejected record. */
+  reject(reject: Reject): void {
+    this.rejects.push(reject);
+  }
+
+  /**
+   * Commits the buffered rows, rejects, a checkpoint and `counters` in one transaction.
+   * Rolls back and rethrows on any failure (nothing of the batch is kept).
+   */
+  async flush(counters: RunCounters, checkpoint: CheckpointInfo = {}): Promise<void> {
+    const c = this.connection;
+    await c.run('BEGIN TRANSACTION');
+    try {
+      if (this.rows.length > 0) await this.appendRows();
+      if (this.rejects.length > 0) await this.appendRejects();
+      this.batch += 1;
+      await c.run(
+        `INSERT INTO sync_checkpoints VALUES ($run, $batch, $page, $read, $loaded, $rejected, $bytes, $next, now())`,
+        {
+          run: this.runId,
+          batch: this.batch,
+          page: checkpoint.page ?? null,
+          read: counters.recordsRead,
+          loaded: counters.recordsLoaded,
+          rejected: counters.recordsRejected,
+          bytes: counters.bytesRead,
+          next: checkpoint.nextUrl ?? null,
+        },
+      );
+      await saveCounters(c, this.runId, counters);
+      await c.run('COMMIT');
+    } catch (err) {
+      await c.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    this.seq += this.rows.length;
+    this.rows = [];
+    this.rejects = [];
+  }
+
+  /** Drops everything this run staged (used when an export restarts from its beginning). */
+  async discard(): Promise<void> {
+    this.rows = [];
+    this.rejects = [];
+    this.seq = 0;
+    this.batch = 0;
+    const c = this.connection;
+    await c.run('BEGIN TRANSACTION');
+    await c.run('DELETE FROM staging_reports WHERE run_id = $run', { run: this.runId });
+    await c.run('DELETE FROM rejected_records WHERE run_id = $run', { run: this.runId });
+    await c.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: this.runId });
+    await c.run('COMMIT');
+  }
+
+  private async appendRows(): Promise<void> {
+    const appender = await this.connection.createAppender('staging_reports');
+    try {
+      let seq = this.seq;
+      for (const { report: r, hash, location } of this.rows) {
+        appender.appendVarchar(this.runId);
+        appender.appendBigInt(BigInt(seq++));
+        appender.appendVarchar(formatLocation(location));
+        appender.appendVarchar(r.id);
+        appender.appendVarchar(r.status);
+        appender.appendVarchar(r.destination);
+        appendText(appender, r.category);
+        appendText(appender, r.description);
+        appendNumber(appender, r.lat);
+        appendNumber(appender, r.lng);
+        appendText(appender, r.address);
+        // Strings are cast by DuckDB to TIMESTAMPTZ/JSON: faster than building typed JS values (issue #7).
+        appender.appendVarchar(r.createdAt);
+        appender.appendVarchar(r.updatedAt);
+        appendText(appender, r.extra === null ? null : JSON.stringify(r.extra));
+        appender.appendVarchar(hash);
+        appender.endRow();
+      }
+      appender.flushSync();
+    } finally {
+      appender.closeSync();
+    }
+  }
+
+  private async appendRejects(): Promise<void> {
+    const appender = await this.connection.createAppender('rejected_records');
+    const now = new Date().toISOString();
+    try {
+      for (const r of this.rejects) {
+        const fullBytes = r.rawBytes ?? Buffer.byteLength(r.raw);
+        const cut = fullBytes > this.rawMaxBytes || r.rawTruncated === true;
+        const raw = Buffer.byteLength(r.raw) > this.rawMaxBytes ? cutUtf8(r.raw, this.rawMaxBytes) : r.raw;
+        appender.appendVarchar(this.runId);
+        appender.appendVarchar(this.source);
+        appender.appendVarchar(formatLocation(r.location));
+        appender.appendBigInt(BigInt(r.location.line));
+        appendNumber(appender, r.location.page ?? null, true);
+        if (r.location.row === undefined) appender.appendNull();
+        else appender.appendBigInt(BigInt(r.location.row));
+        appendText(appender, r.recordId ?? null);
+        appender.appendVarchar(raw);
+        appender.appendBoolean(cut);
+        appender.appendBigInt(BigInt(fullBytes));
+        appender.appendVarchar(JSON.stringify(r.issues));
+        appender.appendVarchar(now);
+        appender.endRow();
+      }
+      appender.flushSync();
+    } finally {
+      appender.closeSync();
+    }
+  }
+}
+
+function appendText(appender: DuckDBAppender, value: string | null): void {
+  if (value === null) appender.appendNull();
+  else appender.appendVarchar(value);
+}
+
+function appendNumber(appender: DuckDBAppender, value: number | null, integer = false): void {
+  if (value === null) appender.appendNull();
+  else if (integer) appender.appendInteger(value);
+  else appender.appendDouble(value);
+}
+
+/** Cuts a string to at most `maxBytes` UTF-8 bytes without splitting a character. */
+export function cutUtf8(text: string, maxBytes: number): string {
+  const buf = Buffer.from(text, 'utf8');
+  if (buf.length <= maxBytes) return text;
+  let end = maxBytes;
+  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
+  return buf.subarray(0, end).toString('utf8');
+}
