@@ -66,20 +66,26 @@ const LOCATION_KEYS = new Set(['location', 'lat', 'lng', 'lon', 'latitude', 'lon
 const MODELLED_KEYS = new Set<string>([...WIRE_FIELDS, ...LOCATION_KEYS]);
 
 const MAX_TEXT = 1_000_000;
-const code = z.string().max(128).regex(/\S/, 'must not be blank');
+const code = z
+  .string({ error: 'expected a non-blank code string' })
+  .max(128)
+  .regex(/\S/, 'must not be blank');
 const text = z
   .string()
   .max(MAX_TEXT)
   .nullish()
   .transform((v) => (v === undefined || v === null || v === '' ? null : v));
-const id = z.union([
-  z.string().max(256).regex(/\S/, 'must not be blank'),
-  z
-    .number()
-    .int()
-    .nonnegative()
-    .transform((n) => String(n)),
-]);
+const id = z.union(
+  [
+    z.string().max(256).regex(/\S/, 'must not be blank'),
+    z
+      .number()
+      .int()
+      .nonnegative()
+      .transform((n) => String(n)),
+  ],
+  { error: 'expected a non-blank string or a non-negative integer' },
+);
 const timestamp = z.string().transform((value, ctx) => {
   const normalized = normalizeTimestamp(value);
   if (normalized === null) {

@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.js';
 import { openWarehouse, type Warehouse } from './database.js';
 import { migrate } from './migrate.js';
+import { closeStaleRuns } from './runs.js';
 import { join, dirname } from 'node:path';
 
 /** The published copy's path for a warehouse path (`data/warehouse.duckdb` → `data/published/warehouse.duckdb`). */
@@ -10,7 +11,7 @@ export function publishedPathFor(warehousePath: string): string {
 
 /**
  * Opens the configured warehouse read-write with the configured DuckDB limits and brings its schema to
- * the current migration. The caller owns the returned handle (one per process).
+ * the current migration, and closes runs left `running` by a dead process. The caller owns the returned handle (one per process).
  *
  * @throws SyncError `WAREHOUSE_LOCKED` (exit 2) or `WAREHOUSE_OPEN` (exit 1), see {@link openWarehouse}
  */
@@ -24,6 +25,8 @@ export async function openMigratedWarehouse(config: Config): Promise<Warehouse> 
     const connection = await warehouse.connect();
     try {
       await migrate(connection);
+      // We hold the file exclusively now, so any run still marked running died with its process.
+      await closeStaleRuns(connection);
     } finally {
       connection.closeSync();
     }

@@ -1,0 +1,69 @@
+import type { Writable } from 'node:stream';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { RunSummary } from '../sync/run-sync.js';
+import { formatTable } from './format-table.js';
+
+/**
+ * Prints a readable account of runs to `out`: outcome, records read/loaded/rejected, inserted/updated/
+ * unchanged, duration and records/s, reject reasons, then the warehouse's current reports by destination
+ * and status.
+ */
+export async function printRunSummaries(
+  connection: DuckDBConnection,
+  summaries: RunSummary[],
+  out: Writable,
+): Promise<void> {
+  for (const s of summaries) {
+    const c = s.counters;
+    const seconds = s.durationMs / 1000;
+    const rate = seconds > 0 ? Math.round(c.recordsRead / seconds) : c.recordsRead;
+    out.write(`\nRun ${s.runId} (${s.source}): ${s.status.toUpperCase()} in ${seconds.toFixed(2)} s`);
+    out.write(s.attempts > 1 ? ` after ${s.attempts} attempts\n` : '\n');
+    if (s.error) out.write(`  error: ${s.error.message}\n`);
+    out.write(
+      `  records: ${c.recordsRead} read, ${c.recordsLoaded} loaded, ${c.recordsRejected} rejected` +
+        ` (${rate.toLocaleString('en-US')} records/s, ${(c.bytesRead / 1024 / 1024).toFixed(1)} MiB)\n`,
+    );
+    if (s.status === 'succeeded') {
+      out.write(
+        `  merge:   ${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged, ` +
+          `${c.revived} revived, ${c.removed} removed, ${c.duplicates} duplicates superseded\n`,
+      );
+    }
+    const reasons = (
+      await connection.runAndReadAll(
+        `SELECT coalesce(nullif(issues->>'$[0].path', ''), '(record)') || ': ' || (issues->>'$[0].message') AS reason,
+                count(*) AS records, string_agg(location, '; ' ORDER BY line) AS "where"
+         FROM rejected_records WHERE run_id = $run GROUP BY ALL ORDER BY records DESC, reason`,
+        { run: s.runId },
+      )
+    ).getRowObjectsJson();
+    if (reasons.length > 0) {
+      out.write('  rejected records (quarantined in rejected_records):\n');
+      out.write(indent(formatTable(reasons.map((r) => ({ ...r, where: clip(String(r.where), 60) }))), 4));
+    }
+  }
+  const byDestination = (
+    await connection.runAndReadAll(
+      `PIVOT (SELECT destination, status FROM reports WHERE removed_at IS NULL)
+       ON status USING count(*) GROUP BY destination ORDER BY destination`,
+    )
+  ).getRowObjectsJson();
+  const total = (
+    await connection.runAndReadAll(`SELECT count(*) AS n FROM reports WHERE removed_at IS NULL`)
+  ).getRowObjectsJson()[0]?.n;
+  out.write(`\nWarehouse: ${String(total)} current reports, by destination and status:\n`);
+  out.write(indent(formatTable(byDestination), 2));
+}
+
+function indent(text: string, n: number): string {
+  const pad = ' '.repeat(n);
+  return text
+    .split('\n')
+    .map((l) => (l ? pad + l : l))
+    .join('\n');
+}
+
+function clip(text: string, n: number): string {
+  return text.length > n ? `${text.slice(0, n - 1)}…` : text;
+}

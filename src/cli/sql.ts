@@ -1,0 +1,62 @@
+import { Option, type Command } from 'commander';
+import { stringify } from 'csv-stringify/sync';
+import { openWarehouse } from '../warehouse/database.js';
+import { publishedPathFor } from '../warehouse/open-migrated.js';
+import { SyncError, errorMessage } from '../util/errors.js';
+import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
+import { formatTable } from './format-table.js';
+
+/** `reports-sync sql "<query>"`: read-only SQL on the warehouse, printed as a table, CSV or JSON. */
+export function registerSql(program: Command): void {
+  withCommonOptions(
+    program
+      .command('sql')
+      .description('Run read-only SQL on the warehouse and print the result')
+      .argument('<query>', 'SQL to run, e.g. "select status, count(*) from reports group by all"')
+      .addOption(
+        new Option('--format <format>', 'output format').choices(['table', 'csv', 'json']).default('table'),
+      ),
+    { upstream: false },
+  )
+    .addHelpText(
+      'after',
+      '\nTables: reports, report_versions, sync_runs, rejected_records, stats_snapshots, stats_values.\n' +
+        'The warehouse is opened read-only; statements that write are refused.',
+    )
+    .action(async (query: string, flags: CommonFlags & { format: 'table' | 'csv' | 'json' }) => {
+      const { config } = configFromFlags(flags);
+      const warehouse = await openWarehouse(config.warehouse, {
+        readOnly: true,
+        publishedPath: publishedPathFor(config.warehouse),
+      });
+      try {
+        const connection = await warehouse.connect();
+        let rows: Record<string, unknown>[];
+        try {
+          rows = (await connection.runAndReadAll(query)).getRowObjectsJson();
+        } catch (err) {
+          throw new SyncError('SQL_ERROR', errorMessage(err), { exitCode: 1 });
+        } finally {
+          connection.closeSync();
+        }
+        process.stdout.write(render(rows, flags.format));
+      } finally {
+        warehouse.close();
+      }
+    });
+}
+
+function render(rows: Record<string, unknown>[], format: 'table' | 'csv' | 'json'): string {
+  switch (format) {
+    case 'json':
+      return `${JSON.stringify(rows, null, 2)}\n`;
+    case 'csv':
+      return stringify(rows, {
+        header: true,
+        columns: rows[0] ? Object.keys(rows[0]) : [],
+        cast: { object: (v) => JSON.stringify(v) },
+      });
+    case 'table':
+      return formatTable(rows);
+  }
+}

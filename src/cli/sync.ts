@@ -1,0 +1,41 @@
+import { Option, type Command } from 'commander';
+import { createHttpAgent } from '../upstream/http-agent.js';
+import { requireBaseUrl } from '../config/config.js';
+import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
+import { SYNC_TARGETS, syncTarget, type SyncTarget } from '../sync/sync-sources.js';
+import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
+import { printRunSummaries } from './print-summary.js';
+
+/** `reports-sync sync`: one sync of the upstream into the warehouse. Exit 0 success, 1 run failed, 2 usage/config. */
+export function registerSync(program: Command): void {
+  withCommonOptions(
+    program
+      .command('sync')
+      .description(
+        'Sync the upstream exports into the warehouse once (idempotent: re-running changes nothing new)',
+      )
+      .addOption(
+        new Option('--source <source>', 'what to sync: default = NDJSON export then /stats snapshot')
+          .choices([...SYNC_TARGETS])
+          .default('default'),
+      ),
+  ).action(async (flags: CommonFlags & { source: SyncTarget }) => {
+    const { config, logger } = configFromFlags(flags);
+    requireBaseUrl(config);
+    const warehouse = await openMigratedWarehouse(config);
+    const dispatcher = createHttpAgent(config);
+    try {
+      const summaries = await syncTarget({ warehouse, config, dispatcher, logger, target: flags.source });
+      const connection = await warehouse.connect();
+      try {
+        await printRunSummaries(connection, summaries, process.stdout);
+      } finally {
+        connection.closeSync();
+      }
+      process.exitCode = summaries.every((s) => s.status === 'succeeded') ? 0 : 1;
+    } finally {
+      await dispatcher.close();
+      warehouse.close();
+    }
+  });
+}

@@ -1,0 +1,49 @@
+import type { Dispatcher } from 'undici';
+import type { Config } from '../config/config.js';
+import type { Extracted } from '../extract/record.js';
+import type { ValidationResult } from '../schema/report.js';
+import type { Logger } from '../util/logger.js';
+
+/** Marks the end of a unit the runner commits as one checkpoint (a CSV page). */
+export interface CheckpointMark {
+  kind: 'checkpoint';
+  page: number;
+  /** Where a resumed run continues, when known. */
+  nextUrl?: string | undefined;
+}
+
+/** What a source reports about the export it reads. */
+export interface ExportInfo {
+  /** URL that answered (without secrets). */
+  url: string;
+  /** The export's validator, for resume and the run log. */
+  etag?: string | undefined;
+  lastModified?: string | undefined;
+}
+
+/** Hooks a source calls while reading; provided by the runner. */
+export interface ReadContext {
+  config: Config;
+  dispatcher: Dispatcher;
+  logger: Logger;
+  signal?: AbortSignal | undefined;
+  /** Count body bytes as they arrive. */
+  addBytes(n: number): void;
+  /** Called once the export answered (after redirects). */
+  setExportInfo(info: ExportInfo): void;
+  /** Resume point from an interrupted run of the same export, if any (page sources only). */
+  resumeFrom?: { page: number; nextUrl?: string | undefined; etag?: string | undefined } | undefined;
+}
+
+/**
+ * One upstream export declared as data (STYLE.md: a stream is a small declared unit): how to read it from
+ * the start (called again on every retry), and how to validate one of its values into a Report.
+ */
+export interface ExportSource {
+  /** `ndjson` | `csv`: stored in `sync_runs.source` and `reports.source`. */
+  name: string;
+  /** True when the whole export is read (a full refresh), so unseen reports may be tombstoned. */
+  fullExport: boolean;
+  read(ctx: ReadContext): AsyncIterable<Extracted | CheckpointMark>;
+  validate(value: unknown): ValidationResult;
+}

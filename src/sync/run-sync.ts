@@ -1,0 +1,288 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Dispatcher } from 'undici';
+import type { Config } from '../config/config.js';
+import { contentHash } from '../schema/report.js';
+import { withRetry } from '../upstream/with-retry.js';
+import { errorMessage, isSyncError, SyncError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { clearStaging, mergeStaging } from '../warehouse/merge.js';
+import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
+import {
+  closeStaleRuns,
+  finishRun,
+  newRunId,
+  saveCounters,
+  saveFacts,
+  startRun,
+  type RunStatus,
+} from '../warehouse/runs.js';
+import { StagingWriter } from '../warehouse/staging.js';
+import type { ExportInfo, ExportSource } from './export-source.js';
+
+/** Figures a long run reports while it goes (see `onProgress`). */
+export interface Progress {
+  runId: string;
+  source: string;
+  counters: Readonly<RunCounters>;
+  /** Milliseconds since the run started. */
+  elapsedMs: number;
+  /** Current page of a paged export. */
+  page?: number | undefined;
+}
+
+/** Options of {@link runSync}. */
+export interface RunSyncOptions {
+  connection: DuckDBConnection;
+  config: Config;
+  dispatcher: Dispatcher;
+  logger: Logger;
+  source: ExportSource;
+  /** Job name for `sync_runs.job` (defaults to `sync-<source>`). */
+  job?: string;
+  /** Aborting stops the run between records; it is recorded as `aborted` and nothing is merged. */
+  signal?: AbortSignal;
+  /** Called after each committed batch. */
+  onProgress?: (p: Progress) => void;
+  /** Hook run inside the final transaction, after the merge (tombstones, stats snapshot). */
+  afterMerge?: (ctx: AfterMergeContext) => Promise<void>;
+}
+
+/** What {@link RunSyncOptions.afterMerge} gets: the open transaction's connection and the run so far. */
+export interface AfterMergeContext {
+  connection: DuckDBConnection;
+  runId: string;
+  now: Date;
+  counters: RunCounters;
+  exportInfo: ExportInfo | undefined;
+  complete: boolean;
+}
+
+/** The outcome of a run, as the CLI prints it and `sync_runs` stores it. */
+export interface RunSummary {
+  runId: string;
+  source: string;
+  status: RunStatus;
+  counters: RunCounters;
+  durationMs: number;
+  attempts: number;
+  exportInfo?: ExportInfo | undefined;
+  error?: SyncError | undefined;
+}
+
+/**
+ * The one runner that wires extract → validate → load for any {@link ExportSource} (STYLE.md §dlt):
+ * a `sync_runs` row at start; records streamed, validated with zod and staged in batches (each batch a
+ * transaction with its checkpoint); on a retryable failure the export restarts from its beginning and
+ * the run's staging is discarded; at the end one transaction merges, runs `afterMerge`, clears staging
+ * and finishes the run row. Rejected records are quarantined, never dropped; a run whose reject ratio
+ * passes `maxRejectRatio` fails without merging.
+ *
+ * Never throws for a failed run: the failure is in the summary (`status`, `error`) and in `sync_runs`.
+ * Throws only when the warehouse itself cannot be written.
+ */
+export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
+  const { connection, config, source } = options;
+  const started = new Date();
+  const runId = newRunId(source.name, started);
+  const logger = options.logger.child({
+    runId,
+    job: options.job ?? `sync-${source.name}`,
+    source: source.name,
+  });
+  await startRun(connection, {
+    runId,
+    job: options.job ?? `sync-${source.name}`,
+    source: source.name,
+    upstreamUrl: config.baseUrl,
+    startedAt: started,
+  });
+  logger.info('run started');
+
+  let counters = emptyCounters();
+  let exportInfo: ExportInfo | undefined;
+  let attempts = 0;
+  const writer = new StagingWriter(connection, runId, source.name, config.rejectRawMaxBytes);
+  let page: number | undefined;
+  const progress = () =>
+    options.onProgress?.({
+      runId,
+      source: source.name,
+      counters,
+      elapsedMs: Date.now() - started.getTime(),
+      page,
+    });
+
+  const readAll = async (attempt: number) => {
+    attempts = attempt;
+    if (attempt > 1) {
+      // A broken body restarts the export from its start: never splice attempts together (DESIGN.md §4).
+      await writer.discard();
+      counters = emptyCounters();
+    }
+    const ctx = {
+      config,
+      dispatcher: options.dispatcher,
+      logger,
+      signal: options.signal,
+      addBytes: (n: number) => {
+        counters.bytesRead += n;
+      },
+      setExportInfo: (info: ExportInfo) => {
+        exportInfo = info;
+      },
+    };
+    for await (const item of source.read(ctx)) {
+      if (options.signal?.aborted) throw abortError();
+      if (item.kind === 'checkpoint') {
+        page = item.page;
+        counters.pages = item.page;
+        await writer.flush(counters, { page: item.page, nextUrl: item.nextUrl });
+        progress();
+        continue;
+      }
+      counters.recordsRead++;
+      if (item.kind === 'malformed') {
+        counters.recordsRejected++;
+        writer.reject(item);
+      } else {
+        const result = source.validate(item.value);
+        if (result.ok) {
+          counters.recordsLoaded++;
+          writer.add(result.report, contentHash(result.report), item.location);
+        } else {
+          counters.recordsRejected++;
+          writer.reject({
+            location: item.location,
+            raw: item.raw,
+            recordId: idOf(item.value),
+            issues: result.issues,
+          });
+        }
+      }
+      if (writer.pending >= config.batchSize) {
+        await writer.flush(counters, { page });
+        progress();
+      }
+    }
+    await writer.flush(counters, { page });
+    progress();
+  };
+
+  try {
+    await withRetry(`${source.name} export`, config, logger, readAll, options.signal);
+    checkRejectRatio(counters, config.maxRejectRatio);
+    const now = new Date();
+    await connection.run('BEGIN TRANSACTION');
+    try {
+      const merged = await mergeStaging(connection, { runId, source: source.name, now });
+      Object.assign(counters, {
+        duplicates: merged.duplicates,
+        inserted: merged.inserted,
+        updated: merged.updated,
+        unchanged: merged.unchanged,
+        revived: merged.revived,
+      });
+      await options.afterMerge?.({ connection, runId, now, counters, exportInfo, complete: true });
+      await saveCounters(connection, runId, counters);
+      await saveFacts(connection, runId, {
+        attempts,
+        complete: true,
+        exportEtag: exportInfo?.etag ?? null,
+        exportLastModified: exportInfo?.lastModified ?? null,
+      });
+      await clearStaging(connection, runId);
+      await finishRun(connection, runId, 'succeeded');
+      await connection.run('COMMIT');
+    } catch (err) {
+      await connection.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    const summary = {
+      runId,
+      source: source.name,
+      status: 'succeeded' as const,
+      counters,
+      attempts,
+      exportInfo,
+    };
+    const durationMs = Date.now() - started.getTime();
+    logger.info({ ...counters, durationMs }, 'run succeeded');
+    return { ...summary, durationMs };
+  } catch (err) {
+    const aborted = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED');
+    const error = asSyncError(err);
+    await recordFailure(
+      connection,
+      runId,
+      aborted ? 'aborted' : 'failed',
+      error,
+      counters,
+      attempts,
+      exportInfo,
+    );
+    logger.error({ err: error.toJSON(), ...counters }, aborted ? 'run aborted' : 'run failed');
+    return {
+      runId,
+      source: source.name,
+      status: aborted ? 'aborted' : 'failed',
+      counters,
+      durationMs: Date.now() - started.getTime(),
+      attempts,
+      exportInfo,
+      error,
+    };
+  }
+}
+
+async function recordFailure(
+  connection: DuckDBConnection,
+  runId: string,
+  status: 'failed' | 'aborted',
+  error: SyncError,
+  counters: RunCounters,
+  attempts: number,
+  exportInfo: ExportInfo | undefined,
+): Promise<void> {
+  await connection.run('BEGIN TRANSACTION');
+  await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
+  await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
+  await saveCounters(connection, runId, counters);
+  await saveFacts(connection, runId, {
+    attempts,
+    complete: false,
+    exportEtag: exportInfo?.etag ?? null,
+    exportLastModified: exportInfo?.lastModified ?? null,
+  });
+  await finishRun(connection, runId, status, error.toJSON());
+  await connection.run('COMMIT');
+}
+
+/** Fails a run whose rejected/read ratio is over the limit (DESIGN.md §5, default 5%). */
+function checkRejectRatio(c: RunCounters, max: number): void {
+  if (c.recordsRead === 0) return;
+  const ratio = c.recordsRejected / c.recordsRead;
+  if (ratio > max) {
+    throw new SyncError(
+      'REJECT_RATIO',
+      `${c.recordsRejected} of ${c.recordsRead} records rejected (${(ratio * 100).toFixed(1)}%), over the ` +
+        `${(max * 100).toFixed(1)}% limit (REPORTS_MAX_REJECT_RATIO): nothing merged; see rejected_records`,
+      { context: { rejected: c.recordsRejected, read: c.recordsRead, limit: max } },
+    );
+  }
+}
+
+function asSyncError(err: unknown): SyncError {
+  if (err instanceof SyncError) return err;
+  if (err instanceof Error && err.name === 'AbortError') return abortError();
+  return new SyncError('RUN_FAILED', errorMessage(err), { cause: err });
+}
+
+function abortError(): SyncError {
+  return new SyncError('RUN_ABORTED', 'the run was stopped before it finished (shutdown)');
+}
+
+function idOf(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const id = (value as Record<string, unknown>).id;
+  return typeof id === 'string' || typeof id === 'number' ? String(id) : undefined;
+}

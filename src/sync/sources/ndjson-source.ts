@@ -1,0 +1,45 @@
+import { extractNdjson } from '../../extract/ndjson.js';
+import { header, networkError, openStream } from '../../upstream/open-stream.js';
+import { validateWireReport } from '../../schema/report.js';
+import { requireBaseUrl } from '../../config/config.js';
+import { countBytes } from '../count-bytes.js';
+import type { ExportSource, ReadContext } from '../export-source.js';
+
+/**
+ * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the seed does not
+ * show the path, DESIGN.md §2): one streamed GET, one report per line.
+ */
+export const ndjsonSource: ExportSource = {
+  name: 'ndjson',
+  fullExport: true,
+  validate: validateWireReport,
+  async *read(ctx: ReadContext) {
+    const url = `${requireBaseUrl(ctx.config)}${ctx.config.ndjsonPath}`;
+    const res = await openStream(url, {
+      dispatcher: ctx.dispatcher,
+      apiKey: ctx.config.apiKey,
+      maxRedirects: ctx.config.maxRedirects,
+      signal: ctx.signal,
+      headers: { accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1' },
+    });
+    ctx.setExportInfo({
+      url: res.url,
+      etag: header(res.headers, 'etag'),
+      lastModified: header(res.headers, 'last-modified'),
+    });
+    try {
+      yield* extractNdjson(
+        countBytes(res.body, (n) => ctx.addBytes(n)),
+        {
+          maxRecordBytes: ctx.config.maxRecordBytes,
+          rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
+          url: res.url,
+        },
+      );
+    } catch (err) {
+      throw networkError(err, res.url);
+    } finally {
+      res.body.destroy();
+    }
+  },
+};
