@@ -1,0 +1,149 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { generateDataset, GENERATED_MAX } from '../simulator/generate.js';
+import { loadDataset } from '../simulator/load-dataset.js';
+import { parseFaultSpec } from '../simulator/parse-fault-spec.js';
+import { startSimulator, type SimulatorHandle } from '../simulator/server.js';
+import type { Dataset } from '../simulator/dataset.js';
+import type { FaultSpec } from '../simulator/faults.js';
+import { SyncError } from '../util/errors.js';
+import { createLogger } from '../util/logger.js';
+import { sampleDatasetPath } from '../util/package-root.js';
+
+/** The sample dataset served when neither `--dataset` nor `--generate` is given, relative to the package root. */
+export const DEFAULT_DATASET = 'data/sample/reports.ndjson';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+const FAULT_HELP = `
+Fault switches (--fault, repeatable): <endpoint>:<kind>[=<value>][,<option>=<value>]...
+  endpoint: ndjson | csv | list | geojson | stats | all     option times=N: only the first N requests
+  all:latency=200                          wait 200 ms before the headers
+  ndjson:stall[=BYTES]                     headers (and BYTES of body), then nothing
+  ndjson:status=503,times=2,retryAfter=1   503 (or 429, ...) with Retry-After: 1; retryAfterForm=date for an HTTP date
+  ndjson:reset=65536                       TCP reset after 65536 body bytes
+  ndjson:cut=10000                         close-delimited body (Connection: close) ended mid-line near 10000 bytes
+  csv:chunkedCut=5000                      chunked body closed after 5000 bytes, no terminating chunk
+  ndjson:malformed=100  |  ndjson:malformed,at=0+7   a non-JSON line after every 100 records / before records 0 and 7
+  csv:csvWart=unclosedQuote,at=3           also strayQuote, raggedRow, bom, mixedNewlines, blankLines (every=K or at=I+J)
+  ndjson:giant=8000000,at=2                record 2 gets an 8 MB description
+  ndjson:duplicates=5                      every 5th record also as an older or tied version (newer first/last/tie)
+  ndjson:redirect=loop | csv:redirect=login | all:redirect=crossOrigin,to=http://127.0.0.1:5001 (or to=5001)
+  ndjson:regenerate                        a new export (ETag, order) on every request; Range ignored
+  csv:ignorePage                           the page parameter is ignored (page 1 every time)
+
+Admin endpoints (for tests): POST /__admin/advance?days=N, GET|POST|DELETE /__admin/faults,
+GET|DELETE /__admin/requests. The first line on stdout is "listening on <base URL>".
+
+Examples:
+  reports-sync simulate --port 8787
+  reports-sync simulate --generate 1000000 --seed 7
+  reports-sync simulate --dataset test/fixtures/simulator/small.ndjson --advance-days 3 --fault ndjson:status=503,times=2
+`;
+
+interface SimulateOptions {
+  port: string;
+  host: string;
+  dataset?: string;
+  generate?: string;
+  seed: string;
+  advanceDays: string;
+  fault?: string[];
+  logLevel: string;
+}
+
+/**
+ * Registers `reports-sync simulate`: serves the public API from a dataset file or a generated dataset on
+ * loopback until SIGINT/SIGTERM (DESIGN.md §3). Prints `listening on <base URL>` as the first stdout line;
+ * request logs go to stderr (pino).
+ *
+ * Bad option values end the command with a `SyncError` of exitCode 2 (`CLI_INVALID_OPTION`,
+ * `FAULT_SPEC_INVALID`, `DATASET_NOT_FOUND`, `SIMULATOR_LISTEN`).
+ */
+export function registerSimulate(program: Command): void {
+  program
+    .command('simulate')
+    .summary('serve the public reports API from a dataset, with fault switches')
+    .description(
+      'Serve the public citizen-reports API (/api/v1/public: list, NDJSON and paged CSV exports, GeoJSON, ' +
+        'stats) from an NDJSON dataset file or a generated dataset, for the demo, tests and benchmarks. ' +
+        'Faults make it misbehave on purpose; simulated days create history (status moves, new and ' +
+        'unpublished reports).',
+    )
+    .option('--port <n>', 'TCP port (0 = a free port)', '0')
+    .option('--host <host>', 'interface to bind', '127.0.0.1')
+    .option('--dataset <path>', `NDJSON dataset file (default: ${DEFAULT_DATASET} of the package)`)
+    .option(
+      '--generate <n>',
+      `serve n synthetic reports instead of a file (constant memory, up to ${GENERATED_MAX})`,
+    )
+    .option('--seed <s>', 'integer seed of --generate and of simulated days', '1')
+    .option('--advance-days <n>', 'advance the data n simulated days before serving', '0')
+    .option('--fault <spec>', 'fault switch, repeatable (syntax below)', (v: string, all?: string[]) => [
+      ...(all ?? []),
+      v,
+    ])
+    .option('--log-level <level>', `log level: ${LOG_LEVELS.join(', ')}`, 'info')
+    .addHelpText('after', FAULT_HELP)
+    .action(async (opts: SimulateOptions) => {
+      await runSimulate(opts);
+    });
+}
+
+async function runSimulate(opts: SimulateOptions): Promise<void> {
+  const port = integerOption('--port', opts.port, 0, 65_535);
+  const seed = integerOption('--seed', opts.seed, 0, 2 ** 32 - 1);
+  const days = integerOption('--advance-days', opts.advanceDays, 0, 3650);
+  if (!LOG_LEVELS.includes(opts.logLevel)) {
+    throw usage(`--log-level must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(opts.logLevel)})`);
+  }
+  if (opts.dataset !== undefined && opts.generate !== undefined) {
+    throw usage('--dataset and --generate exclude each other: serve a file or a generated dataset');
+  }
+  const faults: FaultSpec[] = (opts.fault ?? []).map(parseFaultSpec);
+  const logger = createLogger(opts.logLevel);
+
+  let dataset: Dataset;
+  if (opts.generate !== undefined) {
+    dataset = generateDataset(integerOption('--generate', opts.generate, 0, GENERATED_MAX), seed);
+  } else {
+    // The package root is found from this module's URL (src/cli or dist/src/cli): see util/package-root.ts.
+    const path = opts.dataset === undefined ? sampleDatasetPath() : resolve(opts.dataset);
+    if (!existsSync(path)) {
+      throw new SyncError(
+        'DATASET_NOT_FOUND',
+        `Dataset file not found: ${path}. Pass --dataset PATH, or --generate N for a synthetic dataset` +
+          (opts.dataset === undefined ? ' (npm run sample:build builds the sample).' : '.'),
+        { exitCode: 2, context: { path } },
+      );
+    }
+    dataset = await loadDataset(path, { seed });
+  }
+  if (days > 0) dataset.advanceDays(days);
+
+  const sim: SimulatorHandle = await startSimulator({ dataset, port, host: opts.host, faults, logger });
+  process.stdout.write(`listening on ${sim.url}\n`);
+  await new Promise<void>((done) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      logger.info({ signal }, 'simulator stopping');
+      void sim.close().then(done);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  logger.flush?.();
+}
+
+function integerOption(name: string, text: string, min: number, max: number): number {
+  if (!/^\d{1,12}$/.test(text) || Number(text) < min || Number(text) > max) {
+    throw usage(`${name} must be an integer from ${min} to ${max} (got ${JSON.stringify(text)})`);
+  }
+  return Number(text);
+}
+
+function usage(message: string): SyncError {
+  return new SyncError('CLI_INVALID_OPTION', message, { exitCode: 2 });
+}

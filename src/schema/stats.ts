@@ -1,0 +1,37 @@
+import type { Report } from './report.js';
+
+/**
+ * The body of `GET /reports/stats`: counters over the published, valid reports. The seed names no field
+ * ("Fields of the aggregate counters: not shown"); this is our reading (DESIGN.md §2: `total`, `byStatus`,
+ * `byDestination`). Keys of both maps are sorted, so equal data gives byte-equal JSON.
+ */
+export interface ReportStats {
+  total: number;
+  byStatus: Record<string, number>;
+  byDestination: Record<string, number>;
+}
+
+/**
+ * Counts reports by status and by destination. Pure: the simulator and the reader compute the same shape
+ * from the same reports. Accepts any iterable (a generated dataset streams millions of small objects
+ * through it without holding them).
+ */
+export function computeStats(reports: Iterable<Pick<Report, 'status' | 'destination'>>): ReportStats {
+  const byStatus = new Map<string, number>();
+  const byDestination = new Map<string, number>();
+  let total = 0;
+  for (const r of reports) {
+    total++;
+    byStatus.set(r.status, (byStatus.get(r.status) ?? 0) + 1);
+    byDestination.set(r.destination, (byDestination.get(r.destination) ?? 0) + 1);
+  }
+  return { total, byStatus: sortedRecord(byStatus), byDestination: sortedRecord(byDestination) };
+}
+
+function sortedRecord(counts: Map<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  // Code-unit order, not locale order: the same on every machine.
+  for (const key of [...counts.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)))
+    out[key] = counts.get(key) ?? 0;
+  return out;
+}

@@ -1,0 +1,132 @@
+import { stringify } from 'csv-stringify/sync';
+import type { CsvQuery } from '../schema/public-query.js';
+import { CSV_COLUMNS } from '../schema/report.js';
+import { BodySink } from './body-sink.js';
+import { csvCells } from './csv-cells.js';
+import type { CsvWart, FaultOf } from './faults.js';
+import { withRecordFaults, type BodyRecord } from './record-faults.js';
+import { ifNoneMatchHits, sendNotModified } from './respond.js';
+import { CSV_EXPORT_PATH, responseValidators, type RouteContext } from './route-context.js';
+
+const CRLF = '\r\n';
+const DESCRIPTION = CSV_COLUMNS.indexOf('description');
+// Rows are serialised in batches: one csv-stringify call per batch keeps a 10,000-row page cheap.
+const BATCH = 500;
+
+/**
+ * `GET /reports.csv`: `302` to the file's real location ({@link CSV_EXPORT_PATH}) with the query kept as
+ * it came (seed: "Clients may need to follow an HTTP redirect"; DESIGN.md §2).
+ */
+export function redirectCsv(ctx: RouteContext): void {
+  const location = `${ctx.url.origin}${CSV_EXPORT_PATH}${ctx.url.search}`;
+  ctx.res.writeHead(302, { Location: location, 'Content-Type': 'text/plain; charset=utf-8' });
+  ctx.res.end(ctx.head ? undefined : `Found: ${location}\n`);
+}
+
+/**
+ * One page of the CSV export (seed rule 2: `pageSize` rows per page; `page` 1-based). Every page starts
+ * with the header row (`CSV_COLUMNS`, then the dataset's extra columns), then the entries
+ * `(page-1)*pageSize …` of the export in dataset order, warts included (csv-cells.ts says how).
+ * RFC 4180 quoting by csv-stringify, CRLF after every record. `Link: <next>; rel="next"` while a later
+ * page exists; `ETag`/`Last-Modified` of the export version on every page, 304 on a matching
+ * `If-None-Match`. A page past the end holds the header only.
+ */
+export async function serveCsvPage(ctx: RouteContext, query: CsvQuery): Promise<void> {
+  const { req, res, data, faults } = ctx;
+  const validators = responseValidators(ctx);
+  if (ctx.regeneration === 0 && ifNoneMatchHits(req, validators.etag)) {
+    sendNotModified(res, validators);
+    return;
+  }
+  const { pageSize } = query;
+  // The ignorePage fault: the body is page 1, but Link is built from the page asked for (a real bug's shape).
+  const page = faults.ignorePage ? 1 : query.page;
+  const headers: Record<string, string> = {
+    'Content-Type': 'text/csv; charset=utf-8',
+    ETag: validators.etag,
+    'Last-Modified': validators.lastModified,
+    'Cache-Control': 'no-cache',
+  };
+  if (query.page * pageSize < data.exportCount) {
+    headers.Link = `<${ctx.url.origin}${CSV_EXPORT_PATH}?pageSize=${pageSize}&page=${query.page + 1}>; rel="next"`;
+  }
+  if (ctx.head) {
+    res.writeHead(200, headers);
+    res.end();
+    return;
+  }
+  const columns = [...CSV_COLUMNS, ...data.extraColumns];
+  const entries = data.exportEntries((page - 1) * pageSize, pageSize, ctx.regeneration);
+  const sink = BodySink.open(res, 200, headers, faults);
+  await sink.writeAll(
+    csvPieces(columns, withRecordFaults(entries, faults), faults.csvWarts, data.extraColumns),
+  );
+  await sink.end();
+}
+
+function* csvPieces(
+  columns: string[],
+  records: Iterable<BodyRecord>,
+  warts: ReadonlyArray<FaultOf<'csvWart'>>,
+  extraColumns: readonly string[],
+): Generator<string> {
+  if (warts.some((w) => w.wart === 'bom')) yield '\uFEFF';
+  yield serialize([columns]);
+  const rowWarts = warts.filter((w) => w.wart !== 'bom');
+  let batch: string[][] = [];
+  let index = 0;
+  for (const record of records) {
+    const cells = csvCells(record, extraColumns);
+    const wart = rowWarts.find((w) => selects(w, index));
+    index++;
+    if (wart === undefined) {
+      batch.push(cells);
+      if (batch.length >= BATCH) {
+        yield serialize(batch);
+        batch = [];
+      }
+      continue;
+    }
+    if (batch.length > 0) yield serialize(batch);
+    batch = [];
+    yield brokenRow(cells, wart.wart);
+  }
+  if (batch.length > 0) yield serialize(batch);
+}
+
+/** Whether a row wart hits the 0-based data row `index` of the page (default: row 1). */
+function selects(wart: FaultOf<'csvWart'>, index: number): boolean {
+  if (wart.at?.includes(index)) return true;
+  if (wart.every !== undefined) return (index + 1) % wart.every === 0;
+  return wart.at === undefined && index === 1;
+}
+
+function serialize(rows: string[][]): string {
+  return stringify(rows, { record_delimiter: 'windows' });
+}
+
+/** The row, broken as the wart says (see faults.ts `csvWart`). */
+function brokenRow(cells: string[], wart: CsvWart): string {
+  const before = cells.slice(0, DESCRIPTION);
+  const description = cells[DESCRIPTION] ?? '';
+  const after = cells.slice(DESCRIPTION + 1);
+  const join = (part: string[]) => serialize([part]).slice(0, -CRLF.length);
+  switch (wart) {
+    case 'unclosedQuote':
+      // The quote opens and never closes: a parser swallows every later row into this field.
+      return `${join(before)},"${description.replace(/"/g, "'")},${join(after)}${CRLF}`;
+    case 'strayQuote': {
+      const plain = description.replace(/[",\r\n]/g, ' ') || 'stray';
+      const mid = Math.ceil(plain.length / 2);
+      return `${join(before)},${plain.slice(0, mid)}"${plain.slice(mid)},${join(after)}${CRLF}`;
+    }
+    case 'raggedRow':
+      return serialize([cells.slice(0, -1)]);
+    case 'mixedNewlines':
+      return `${serialize([cells]).slice(0, -CRLF.length)}\n`;
+    case 'blankLines':
+      return `${serialize([cells])}${CRLF}`;
+    case 'bom':
+      return serialize([cells]);
+  }
+}

@@ -1,0 +1,55 @@
+import type { GeojsonQuery } from '../schema/public-query.js';
+import { toWire, type Report } from '../schema/report.js';
+import { BodySink } from './body-sink.js';
+import { ifNoneMatchHits, sendNotModified } from './respond.js';
+import { responseValidators, type RouteContext } from './route-context.js';
+
+/**
+ * `GET /reports.geojson`: an RFC 7946 `FeatureCollection` of `Point` features (`coordinates: [lng, lat]`),
+ * one per valid, published report with a location, in list order (newest first) and with the list's
+ * filters. `properties` is the wire report without `location`; the feature `id` is the report id. No
+ * paging: the whole filtered set, streamed in chunks.
+ */
+export async function serveGeojson(ctx: RouteContext, query: GeojsonQuery): Promise<void> {
+  const { req, res, data, faults } = ctx;
+  const validators = responseValidators(ctx);
+  if (ifNoneMatchHits(req, validators.etag)) {
+    sendNotModified(res, validators);
+    return;
+  }
+  const headers = {
+    'Content-Type': 'application/geo+json; charset=utf-8',
+    ETag: validators.etag,
+    'Last-Modified': validators.lastModified,
+  };
+  if (ctx.head) {
+    res.writeHead(200, headers);
+    res.end();
+    return;
+  }
+  const sink = BodySink.open(res, 200, headers, faults);
+  await sink.writeAll(pieces(data.queryAll({ destination: query.destination, status: query.status })));
+  await sink.end();
+}
+
+function* pieces(reports: Iterable<Report>): Generator<string> {
+  yield '{"type":"FeatureCollection","features":[';
+  let first = true;
+  for (const report of reports) {
+    if (report.lat === null || report.lng === null) continue;
+    yield `${first ? '' : ','}${JSON.stringify(toFeature(report))}`;
+    first = false;
+  }
+  yield ']}\n';
+}
+
+/** The GeoJSON feature of a report that has a location. */
+export function toFeature(report: Report): Record<string, unknown> {
+  const { location: _location, ...properties } = toWire(report);
+  return {
+    type: 'Feature',
+    id: report.id,
+    geometry: { type: 'Point', coordinates: [report.lng, report.lat] },
+    properties,
+  };
+}

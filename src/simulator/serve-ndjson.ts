@@ -1,0 +1,52 @@
+import { toWire } from '../schema/report.js';
+import { BodySink } from './body-sink.js';
+import type { DatasetEntry } from './dataset.js';
+import { hasRecordFaults, withRecordFaults, type BodyRecord } from './record-faults.js';
+import { ifNoneMatchHits, sendNotModified } from './respond.js';
+import { responseValidators, type RouteContext } from './route-context.js';
+
+/**
+ * `GET /reports.ndjson`: the whole export, one JSON object per line in dataset order, warts as their raw
+ * line (DESIGN.md §2–3). Streamed in chunks of many lines with backpressure, never built whole.
+ * `ETag`/`Last-Modified` of the data state; a matching `If-None-Match` answers 304. A regenerated export
+ * (fault) starts at another record each time and ignores `Range` and `If-None-Match`.
+ */
+export async function serveNdjson(ctx: RouteContext): Promise<void> {
+  const { req, res, data, faults } = ctx;
+  const validators = responseValidators(ctx);
+  if (ctx.regeneration === 0 && ifNoneMatchHits(req, validators.etag)) {
+    sendNotModified(res, validators);
+    return;
+  }
+  const headers = {
+    'Content-Type': 'application/x-ndjson',
+    ETag: validators.etag,
+    'Last-Modified': validators.lastModified,
+    'Cache-Control': 'no-cache',
+  };
+  if (ctx.head) {
+    res.writeHead(200, headers);
+    res.end();
+    return;
+  }
+  const sink = BodySink.open(res, 200, headers, faults);
+  const entries = data.exportEntries(0, Number.POSITIVE_INFINITY, ctx.regeneration);
+  const lines = hasRecordFaults(faults)
+    ? recordLines(withRecordFaults(entries, faults))
+    : entryLines(entries);
+  await sink.writeAll(lines, '\n');
+  await sink.end();
+}
+
+function* entryLines(entries: Iterable<DatasetEntry>): Generator<string> {
+  for (const entry of entries) {
+    yield entry.kind === 'report' ? JSON.stringify(toWire(entry.report)) : entry.raw;
+  }
+}
+
+function* recordLines(records: Iterable<BodyRecord>): Generator<string> {
+  for (const r of records) {
+    if (r.kind === 'report') yield JSON.stringify(toWire(r.report));
+    else yield r.kind === 'wart' ? r.raw : r.text;
+  }
+}
