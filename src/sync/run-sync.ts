@@ -7,15 +7,7 @@ import { errorMessage, isSyncError, SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { clearStaging, mergeStaging } from '../warehouse/merge.js';
 import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
-import {
-  closeStaleRuns,
-  finishRun,
-  newRunId,
-  saveCounters,
-  saveFacts,
-  startRun,
-  type RunStatus,
-} from '../warehouse/runs.js';
+import { finishRun, newRunId, saveCounters, saveFacts, startRun, type RunStatus } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
 import type { ExportInfo, ExportSource } from './export-source.js';
 

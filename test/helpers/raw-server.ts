@@ -9,7 +9,9 @@ export interface RawServer {
 }
 
 /** Starts a server on 127.0.0.1 (free port) whose every answer is `handler`'s. */
-export async function startRawServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<RawServer> {
+export async function startRawServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<RawServer> {
   const requests: RawServer['requests'] = [];
   const server = createServer((req, res) => {
     requests.push({ url: req.url ?? '', headers: req.headers });

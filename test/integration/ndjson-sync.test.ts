@@ -177,7 +177,10 @@ describe('NDJSON sync of small exports', () => {
 
   it('handles a BOM, blank lines, CRLF and a malformed line without losing anything', async () => {
     // Exact bytes: the simulator normalises its file, so a raw server plays this export.
-    const body = '\uFEFF' + [record('A', 'SUBMITTED'), '', '{"id": "B", "status": ', '   ', record('C', 'RESOLVED')].join('\r\n') + '\r\n';
+    const body =
+      '\uFEFF' +
+      [record('A', 'SUBMITTED'), '', '{"id": "B", "status": ', '   ', record('C', 'RESOLVED')].join('\r\n') +
+      '\r\n';
     raw = await startRawServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
       res.end(body);

@@ -1,0 +1,66 @@
+import type { Command } from 'commander';
+import { loadDataset } from '../simulator/load-dataset.js';
+import { startSimulator } from '../simulator/server.js';
+import { createHttpAgent } from '../upstream/http-agent.js';
+import { withOverrides } from '../config/config.js';
+import { sampleDatasetPath } from '../util/package-root.js';
+import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
+import { syncTarget } from '../sync/sync-sources.js';
+import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
+import { printRunSummaries } from './print-summary.js';
+
+/**
+ * `reports-sync demo` (what `npm start` runs): with no upstream configured, serve the bundled real sample
+ * from the simulator on a free loopback port and sync it; with `REPORTS_BASE_URL` set, sync that upstream.
+ * Prints a readable summary. Exit 0 when every run succeeded, 1 otherwise.
+ */
+export function registerDemo(program: Command): void {
+  withCommonOptions(
+    program
+      .command('demo')
+      .description(
+        'Sync once and print a summary. Without REPORTS_BASE_URL: start the simulator with the real sample ' +
+          '(data/sample) on 127.0.0.1 and sync from it (offline)',
+      ),
+  ).action(async (flags: CommonFlags) => {
+    const parsed = configFromFlags(flags);
+    const logger = parsed.logger;
+    let config = parsed.config;
+    let stopSimulator: (() => Promise<void>) | undefined;
+    if (!config.baseUrl) {
+      const path = sampleDatasetPath();
+      const simulator = await startSimulator({
+        dataset: await loadDataset(path),
+        port: 0,
+        host: '127.0.0.1',
+      });
+      stopSimulator = () => simulator.close();
+      config = withOverrides(config, { baseUrl: simulator.url });
+      process.stdout.write(
+        `No REPORTS_BASE_URL set: serving the real sample ${path}\nfrom the simulator at ${simulator.url}\n`,
+      );
+    }
+    const warehouse = await openMigratedWarehouse(config);
+    const dispatcher = createHttpAgent(config);
+    try {
+      process.stdout.write(`Syncing ${config.baseUrl} into ${warehouse.path} …\n`);
+      const summaries = await syncTarget({ warehouse, config, dispatcher, logger, target: 'default' });
+      const connection = await warehouse.connect();
+      try {
+        await printRunSummaries(connection, summaries, process.stdout);
+      } finally {
+        connection.closeSync();
+      }
+      process.stdout.write(
+        `\nQuery it: npx reports-sync sql "select destination, status, count(*) from reports group by all"\n` +
+          `      or: duckdb -readonly ${config.warehouse}\n`,
+      );
+      process.exitCode = summaries.every((s) => s.status === 'succeeded') ? 0 : 1;
+    } finally {
+      await dispatcher.close();
+      warehouse.close();
+      await stopSimulator?.();
+      logger.flush?.();
+    }
+  });
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env node
+import { CommanderError } from 'commander';
+import { errorMessage, SyncError } from '../util/errors.js';
+import { buildProgram } from './program.js';
+
+// The bin entry: parse, run, and turn errors into a readable message and an exit code (never a stack
+// trace for an expected failure).
+try {
+  await buildProgram().parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    process.exitCode = err.exitCode === 0 ? 0 : 2;
+  } else if (err instanceof SyncError) {
+    process.stderr.write(`reports-sync: ${err.message}\n`);
+    process.exitCode = err.exitCode;
+  } else {
+    process.stderr.write(`reports-sync: unexpected error: ${errorMessage(err)}\n`);
+    if (err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+    process.exitCode = 1;
+  }
+}

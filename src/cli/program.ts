@@ -1,0 +1,29 @@
+import { Command } from 'commander';
+import { registerConfig } from './config-command.js';
+import { registerDemo } from './demo.js';
+import { registerSimulate } from './simulate.js';
+import { registerSql } from './sql.js';
+import { registerStatus } from './status.js';
+import { registerSync } from './sync.js';
+
+/**
+ * The `reports-sync` command line. Each command lives in its own file (`src/cli/<command>.ts`) and
+ * registers itself here. Exit codes: 0 success, 1 the run failed, 2 usage or configuration error
+ * (also: warehouse locked by another process).
+ */
+export function buildProgram(): Command {
+  const program = new Command('reports-sync')
+    .description(
+      'Mirror the public citizen-reports API (NDJSON + paged CSV exports, /stats) into a DuckDB warehouse,\n' +
+        'and serve the same public query shape from it.',
+    )
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  registerSync(program);
+  registerStatus(program);
+  registerSql(program);
+  registerDemo(program);
+  registerSimulate(program);
+  registerConfig(program);
+  return program;
+}
