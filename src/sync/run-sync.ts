@@ -10,6 +10,7 @@ import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
 import { finishRun, newRunId, saveCounters, saveFacts, startRun, type RunStatus } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
 import type { ExportInfo, ExportSource } from './export-source.js';
+import { KnownLines } from './known-lines.js';
 
 /** Figures a long run reports while it goes (see `onProgress`). */
 export interface Progress {
@@ -94,6 +95,8 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   let exportInfo: ExportInfo | undefined;
   let attempts = 0;
   const writer = new StagingWriter(connection, runId, source.name, config.rejectRawMaxBytes);
+  // Lines a current report came from are skipped before parsing (issue #7); loaded once per run.
+  const knownLines = await KnownLines.load(connection, source.name);
   let page: number | undefined;
   const progress = () =>
     options.onProgress?.({
@@ -122,6 +125,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       setExportInfo: (info: ExportInfo) => {
         exportInfo = info;
       },
+      knownLines,
     };
     for await (const item of source.read(ctx)) {
       if (options.signal?.aborted) throw abortError();
@@ -133,14 +137,17 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         continue;
       }
       counters.recordsRead++;
-      if (item.kind === 'malformed') {
+      if (item.kind === 'known') {
+        counters.recordsLoaded++;
+        writer.seen(item.lineHash);
+      } else if (item.kind === 'malformed') {
         counters.recordsRejected++;
         writer.reject(item);
       } else {
         const result = source.validate(item.value);
         if (result.ok) {
           counters.recordsLoaded++;
-          writer.add(result.report, contentHash(result.report), item.location);
+          writer.add(result.report, contentHash(result.report), item.location, item.lineHash);
         } else {
           counters.recordsRejected++;
           writer.reject({
@@ -237,6 +244,7 @@ async function recordFailure(
 ): Promise<void> {
   await connection.run('BEGIN TRANSACTION');
   await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
+  await connection.run('DELETE FROM staging_seen WHERE run_id = $run', { run: runId });
   await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
   await saveCounters(connection, runId, counters);
   await saveFacts(connection, runId, {

@@ -23,18 +23,24 @@ export interface CheckpointInfo {
 }
 
 interface StagedRow {
+  seq: number;
   report: Report;
   hash: string;
   location: RecordLocation;
+  lineHash: bigint | undefined;
 }
 
 /**
- * Buffers valid reports and rejects of one run and commits them in batches: each {@link flush} is one
- * transaction holding the batch's staging rows (DuckDB Appender), its rejects, a `sync_checkpoints` row
- * and the run's counters, so a crash leaves whole batches only (DESIGN.md §6).
+ * Buffers valid reports, known (unchanged) lines and rejects of one run and commits them in batches: each
+ * {@link flush} is one transaction holding the batch's staging rows (DuckDB Appender), the hashes of its
+ * known lines (`staging_seen`), its rejects, a `sync_checkpoints` row and the run's counters, so a crash
+ * leaves whole batches only (DESIGN.md §6). Every valid record gets the next sequence number (`seq`,
+ * arrival order: "last seen wins" on ties), staged or known.
  */
 export class StagingWriter {
   private rows: StagedRow[] = [];
+  private seenSeq: number[] = [];
+  private seenHash: bigint[] = [];
   private rejects: Reject[] = [];
   private seq = 0;
   private batch = 0;
@@ -57,17 +63,23 @@ export class StagingWriter {
 
   /** Buffered records not yet committed. */
   get pending(): number {
-    return this.rows.length + this.rejects.length;
+    return this.rows.length + this.seenSeq.length + this.rejects.length;
   }
 
-  /** Next staging sequence number (records staged so far, across resumes). */
+  /** Next staging sequence number (valid records so far, across resumes). */
   get nextSeq(): number {
-    return this.seq + this.rows.length;
+    return this.seq;
   }
 
-  /** Buffers one valid report with its content hash. */
-  add(report: Report, hash: string, location: RecordLocation): void {
-    this.rows.push({ report, hash, location });
+  /** Buffers one valid report with its content hash and, when known, the hash of its raw line. */
+  add(report: Report, hash: string, location: RecordLocation, lineHash?: bigint): void {
+    this.rows.push({ seq: this.seq++, report, hash, location, lineHash });
+  }
+
+  /** Buffers a known line (its report is current and unchanged): only its hash is staged. */
+  seen(lineHash: bigint): void {
+    this.seenSeq.push(this.seq++);
+    this.seenHash.push(lineHash);
   }
 
   /** Buffers one rejected record. */
@@ -84,6 +96,7 @@ export class StagingWriter {
     await c.run('BEGIN TRANSACTION');
     try {
       if (this.rows.length > 0) await this.appendRows();
+      if (this.seenSeq.length > 0) await this.appendSeen();
       if (this.rejects.length > 0) await this.appendRejects();
       this.batch += 1;
       await c.run(
@@ -105,20 +118,24 @@ export class StagingWriter {
       await c.run('ROLLBACK').catch(() => undefined);
       throw err;
     }
-    this.seq += this.rows.length;
     this.rows = [];
+    this.seenSeq = [];
+    this.seenHash = [];
     this.rejects = [];
   }
 
   /** Drops everything this run staged (used when an export restarts from its beginning). */
   async discard(): Promise<void> {
     this.rows = [];
+    this.seenSeq = [];
+    this.seenHash = [];
     this.rejects = [];
     this.seq = 0;
     this.batch = 0;
     const c = this.connection;
     await c.run('BEGIN TRANSACTION');
     await c.run('DELETE FROM staging_reports WHERE run_id = $run', { run: this.runId });
+    await c.run('DELETE FROM staging_seen WHERE run_id = $run', { run: this.runId });
     await c.run('DELETE FROM rejected_records WHERE run_id = $run', { run: this.runId });
     await c.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: this.runId });
     await c.run('COMMIT');
@@ -127,10 +144,9 @@ export class StagingWriter {
   private async appendRows(): Promise<void> {
     const appender = await this.connection.createAppender('staging_reports');
     try {
-      let seq = this.seq;
-      for (const { report: r, hash, location } of this.rows) {
+      for (const { seq, report: r, hash, location, lineHash } of this.rows) {
         appender.appendVarchar(this.runId);
-        appender.appendBigInt(BigInt(seq++));
+        appender.appendBigInt(BigInt(seq));
         appender.appendVarchar(formatLocation(location));
         appender.appendVarchar(r.id);
         appender.appendVarchar(r.status);
@@ -145,6 +161,23 @@ export class StagingWriter {
         appender.appendVarchar(r.updatedAt);
         appendText(appender, r.extra === null ? null : JSON.stringify(r.extra));
         appender.appendVarchar(hash);
+        if (lineHash === undefined) appender.appendNull();
+        else appender.appendBigInt(lineHash);
+        appender.endRow();
+      }
+      appender.flushSync();
+    } finally {
+      appender.closeSync();
+    }
+  }
+
+  private async appendSeen(): Promise<void> {
+    const appender = await this.connection.createAppender('staging_seen');
+    try {
+      for (let i = 0; i < this.seenSeq.length; i++) {
+        appender.appendVarchar(this.runId);
+        appender.appendBigInt(BigInt(this.seenSeq[i]!));
+        appender.appendBigInt(this.seenHash[i]!);
         appender.endRow();
       }
       appender.flushSync();
