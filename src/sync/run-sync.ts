@@ -164,6 +164,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       }
     }
     await writer.flush(counters, { page });
+    writer.close();
     progress();
   };
 
@@ -208,6 +209,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     logger.info({ ...counters, durationMs }, 'run succeeded');
     return { ...summary, durationMs };
   } catch (err) {
+    writer.close(); // drop what the appenders hold uncommitted
     const aborted = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED');
     const error = asSyncError(err);
     await recordFailure(

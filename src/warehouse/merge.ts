@@ -57,16 +57,19 @@ export async function mergeStaging(
        FROM arrived GROUP BY id
      ), decoded AS (
        SELECT id, (((k % ${KEY_SPLIT}) + ${KEY_SPLIT}) % ${KEY_SPLIT})::BIGINT AS sk FROM winners
+     ), picked AS (
+       SELECT id, sk // 2 AS seq, sk % 2 = 1 AS known FROM decoded
      )
-     SELECT d.id, d.sk // 2 AS seq, s.line_hash,
-       CASE WHEN d.sk % 2 = 1 THEN 'unchanged'
+     -- seq is shared by staged rows and known lines, so a known winner finds no staged row
+     SELECT p.id, p.seq, s.line_hash,
+       CASE WHEN p.known THEN 'unchanged'
             WHEN r.id IS NULL THEN 'insert'
             WHEN r.removed_at IS NOT NULL THEN 'revive'
             WHEN r.content_hash <> s.content_hash THEN 'update'
             ELSE 'unchanged' END AS change
-     FROM decoded d
-     LEFT JOIN staging_reports s ON s.run_id = $run AND s.seq = d.sk // 2 AND d.sk % 2 = 0
-     LEFT JOIN reports r ON r.id = d.id`,
+     FROM picked p
+     LEFT JOIN (SELECT seq, line_hash, content_hash FROM staging_reports WHERE run_id = $run) s ON s.seq = p.seq
+     LEFT JOIN reports r ON r.id = p.id`,
     runOnly,
   );
   const changed = `FROM merge_batch b JOIN staging_reports s ON s.run_id = $run AND s.seq = b.seq`;

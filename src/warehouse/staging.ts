@@ -44,6 +44,13 @@ export class StagingWriter {
   private rejects: Reject[] = [];
   private seq = 0;
   private batch = 0;
+  private buffered = 0;
+  /**
+   * Appenders opened after the first commit: later records go straight into DuckDB's appender buffer
+   * instead of living as JS objects until the batch commits (issue #7: those were promoted to the old
+   * generation and kept the JS heap ~100 MiB). Their buffers are flushed inside the batch transaction.
+   */
+  private direct: { rows: DuckDBAppender; seen: DuckDBAppender; count: number } | null = null;
 
   /**
    * @param rawMaxBytes raw text kept per reject (bytes); longer text is cut and flagged
@@ -63,7 +70,7 @@ export class StagingWriter {
 
   /** Buffered records not yet committed. */
   get pending(): number {
-    return this.rows.length + this.seenSeq.length + this.rejects.length;
+    return this.buffered;
   }
 
   /** Next staging sequence number (valid records so far, across resumes). */
@@ -73,17 +80,32 @@ export class StagingWriter {
 
   /** Buffers one valid report with its content hash and, when known, the hash of its raw line. */
   add(report: Report, hash: string, location: RecordLocation, lineHash?: bigint): void {
-    this.rows.push({ seq: this.seq++, report, hash, location, lineHash });
+    this.buffered++;
+    const d = this.direct;
+    if (d && d.count < DIRECT_MAX) {
+      d.count++;
+      appendStaged(d.rows, this.runId, this.seq++, report, hash, location, lineHash);
+    } else {
+      this.rows.push({ seq: this.seq++, report, hash, location, lineHash });
+    }
   }
 
   /** Buffers a known line (its report is current and unchanged): only its hash is staged. */
   seen(lineHash: bigint): void {
-    this.seenSeq.push(this.seq++);
-    this.seenHash.push(lineHash);
+    this.buffered++;
+    const d = this.direct;
+    if (d && d.count < DIRECT_MAX) {
+      d.count++;
+      appendSeen(d.seen, this.runId, this.seq++, lineHash);
+    } else {
+      this.seenSeq.push(this.seq++);
+      this.seenHash.push(lineHash);
+    }
   }
 
   /** Buffers one rejected record. */
   reject(reject: Reject): void {
+    this.buffered++;
     this.rejects.push(reject);
   }
 
@@ -95,8 +117,13 @@ export class StagingWriter {
     const c = this.connection;
     await c.run('BEGIN TRANSACTION');
     try {
+      if (this.direct) {
+        this.direct.rows.flushSync();
+        this.direct.seen.flushSync();
+        this.direct.count = 0;
+      }
       if (this.rows.length > 0) await this.appendRows();
-      if (this.seenSeq.length > 0) await this.appendSeen();
+      if (this.seenSeq.length > 0) await this.appendSeenRows();
       if (this.rejects.length > 0) await this.appendRejects();
       this.batch += 1;
       await c.run(
@@ -115,6 +142,7 @@ export class StagingWriter {
       await saveCounters(c, this.runId, counters);
       await c.run('COMMIT');
     } catch (err) {
+      this.close();
       await c.run('ROLLBACK').catch(() => undefined);
       throw err;
     }
@@ -122,10 +150,36 @@ export class StagingWriter {
     this.seenSeq = [];
     this.seenHash = [];
     this.rejects = [];
+    this.buffered = 0;
+    this.direct ??= {
+      rows: await c.createAppender('staging_reports'),
+      seen: await c.createAppender('staging_seen'),
+      count: 0,
+    };
+  }
+
+  /**
+   * Closes the writer's appenders, dropping whatever they hold that no {@link flush} committed. Call when
+   * the run's reading ends (after the last flush), before the merge. Idempotent.
+   */
+  close(): void {
+    const d = this.direct;
+    this.direct = null;
+    if (!d) return;
+    for (const appender of [d.rows, d.seen]) {
+      try {
+        appender.clear();
+        appender.closeSync();
+      } catch {
+        // an appender left in error by a failed flush has nothing to keep
+      }
+    }
   }
 
   /** Drops everything this run staged (used when an export restarts from its beginning). */
   async discard(): Promise<void> {
+    this.close();
+    this.buffered = 0;
     this.rows = [];
     this.seenSeq = [];
     this.seenHash = [];
@@ -144,26 +198,8 @@ export class StagingWriter {
   private async appendRows(): Promise<void> {
     const appender = await this.connection.createAppender('staging_reports');
     try {
-      for (const { seq, report: r, hash, location, lineHash } of this.rows) {
-        appender.appendVarchar(this.runId);
-        appender.appendBigInt(BigInt(seq));
-        appender.appendVarchar(formatLocation(location));
-        appender.appendVarchar(r.id);
-        appender.appendVarchar(r.status);
-        appender.appendVarchar(r.destination);
-        appendText(appender, r.category);
-        appendText(appender, r.description);
-        appendNumber(appender, r.lat);
-        appendNumber(appender, r.lng);
-        appendText(appender, r.address);
-        // Strings are cast by DuckDB to TIMESTAMPTZ/JSON: faster than building typed JS values (issue #7).
-        appender.appendVarchar(r.createdAt);
-        appender.appendVarchar(r.updatedAt);
-        appendText(appender, r.extra === null ? null : JSON.stringify(r.extra));
-        appender.appendVarchar(hash);
-        if (lineHash === undefined) appender.appendNull();
-        else appender.appendBigInt(lineHash);
-        appender.endRow();
+      for (const { seq, report, hash, location, lineHash } of this.rows) {
+        appendStaged(appender, this.runId, seq, report, hash, location, lineHash);
       }
       appender.flushSync();
     } finally {
@@ -171,14 +207,11 @@ export class StagingWriter {
     }
   }
 
-  private async appendSeen(): Promise<void> {
+  private async appendSeenRows(): Promise<void> {
     const appender = await this.connection.createAppender('staging_seen');
     try {
       for (let i = 0; i < this.seenSeq.length; i++) {
-        appender.appendVarchar(this.runId);
-        appender.appendBigInt(BigInt(this.seenSeq[i]!));
-        appender.appendBigInt(this.seenHash[i]!);
-        appender.endRow();
+        appendSeen(appender, this.runId, this.seenSeq[i]!, this.seenHash[i]!);
       }
       appender.flushSync();
     } finally {
@@ -214,6 +247,47 @@ export class StagingWriter {
       appender.closeSync();
     }
   }
+}
+
+// DuckDB's appender commits its buffer on its own past 204,800 rows (outside our batch transaction): stay
+// well below, and buffer in JS beyond (only with REPORTS_BATCH_SIZE above this).
+const DIRECT_MAX = 100_000;
+
+function appendStaged(
+  appender: DuckDBAppender,
+  runId: string,
+  seq: number,
+  r: Report,
+  hash: string,
+  location: RecordLocation,
+  lineHash: bigint | undefined,
+): void {
+  appender.appendVarchar(runId);
+  appender.appendBigInt(BigInt(seq));
+  appender.appendVarchar(formatLocation(location));
+  appender.appendVarchar(r.id);
+  appender.appendVarchar(r.status);
+  appender.appendVarchar(r.destination);
+  appendText(appender, r.category);
+  appendText(appender, r.description);
+  appendNumber(appender, r.lat);
+  appendNumber(appender, r.lng);
+  appendText(appender, r.address);
+  // Strings are cast by DuckDB to TIMESTAMPTZ/JSON: faster than building typed JS values (issue #7).
+  appender.appendVarchar(r.createdAt);
+  appender.appendVarchar(r.updatedAt);
+  appendText(appender, r.extra === null ? null : JSON.stringify(r.extra));
+  appender.appendVarchar(hash);
+  if (lineHash === undefined) appender.appendNull();
+  else appender.appendBigInt(lineHash);
+  appender.endRow();
+}
+
+function appendSeen(appender: DuckDBAppender, runId: string, seq: number, lineHash: bigint): void {
+  appender.appendVarchar(runId);
+  appender.appendBigInt(BigInt(seq));
+  appender.appendBigInt(lineHash);
+  appender.endRow();
 }
 
 function appendText(appender: DuckDBAppender, value: string | null): void {
