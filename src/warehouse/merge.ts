@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { DURABLE_STAGING, type StagingTables } from './staging-tables.js';
 
 /** What a merge did, in records. */
 export interface MergeResult {
@@ -39,18 +40,19 @@ const KEY_SPLIT = '2199023255552';
  */
 export async function mergeStaging(
   connection: DuckDBConnection,
-  run: { runId: string; source: string; now: Date },
+  run: { runId: string; source: string; now: Date; tables?: StagingTables | undefined },
 ): Promise<MergeResult> {
   const c = connection;
+  const { rows: staging, seen } = run.tables ?? DURABLE_STAGING;
   const runOnly = { run: run.runId };
   const all = { run: run.runId, now: run.now.toISOString(), source: run.source };
   await c.run(
     `CREATE OR REPLACE TEMP TABLE merge_batch AS
      WITH arrived AS (
-       SELECT id, updated_at, seq, 0 AS known FROM staging_reports WHERE run_id = $run
+       SELECT id, updated_at, seq, 0 AS known FROM ${staging} WHERE run_id = $run
        UNION ALL
        SELECT r.id, r.updated_at, s.seq, 1 AS known
-       FROM staging_seen s JOIN reports r ON r.line_hash = s.line_hash AND r.removed_at IS NULL
+       FROM ${seen} s JOIN reports r ON r.line_hash = s.line_hash AND r.removed_at IS NULL
        WHERE s.run_id = $run
      ), winners AS (
        SELECT id, max(epoch_us(updated_at)::HUGEINT * ${KEY_SPLIT} + seq * 2 + known) AS k
@@ -68,11 +70,11 @@ export async function mergeStaging(
             WHEN r.content_hash <> s.content_hash THEN 'update'
             ELSE 'unchanged' END AS change
      FROM picked p
-     LEFT JOIN (SELECT seq, line_hash, content_hash FROM staging_reports WHERE run_id = $run) s ON s.seq = p.seq
+     LEFT JOIN (SELECT seq, line_hash, content_hash FROM ${staging} WHERE run_id = $run) s ON s.seq = p.seq
      LEFT JOIN reports r ON r.id = p.id`,
     runOnly,
   );
-  const changed = `FROM merge_batch b JOIN staging_reports s ON s.run_id = $run AND s.seq = b.seq`;
+  const changed = `FROM merge_batch b JOIN ${staging} s ON s.run_id = $run AND s.seq = b.seq`;
   await c.run(
     `UPDATE reports SET last_seen_at = $now::TIMESTAMPTZ, run_id = $run,
        line_hash = coalesce(b.line_hash, reports.line_hash)
@@ -111,8 +113,8 @@ export async function mergeStaging(
   const counts = (
     await c.runAndReadAll(
       `SELECT
-         (SELECT count(*) FROM staging_reports WHERE run_id = $run)
-           + (SELECT count(*) FROM staging_seen WHERE run_id = $run) AS staged,
+         (SELECT count(*) FROM ${staging} WHERE run_id = $run)
+           + (SELECT count(*) FROM ${seen} WHERE run_id = $run) AS staged,
          count(*) AS "unique",
          count(*) FILTER (WHERE change = 'insert') AS inserted,
          count(*) FILTER (WHERE change = 'update') AS updated,
@@ -138,9 +140,13 @@ export async function mergeStaging(
 }
 
 /** Removes the run's staging rows, known lines and checkpoints (inside the finishing transaction). */
-export async function clearStaging(connection: DuckDBConnection, runId: string): Promise<void> {
-  await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
-  await connection.run('DELETE FROM staging_seen WHERE run_id = $run', { run: runId });
+export async function clearStaging(
+  connection: DuckDBConnection,
+  runId: string,
+  tables: StagingTables = DURABLE_STAGING,
+): Promise<void> {
+  await connection.run(`DELETE FROM ${tables.rows} WHERE run_id = $run`, { run: runId });
+  await connection.run(`DELETE FROM ${tables.seen} WHERE run_id = $run`, { run: runId });
   await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
   await connection.run('DROP TABLE IF EXISTS merge_batch');
 }
