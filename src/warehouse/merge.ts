@@ -74,42 +74,6 @@ export async function mergeStaging(
      LEFT JOIN reports r ON r.id = p.id`,
     runOnly,
   );
-  const changed = `FROM merge_batch b JOIN ${staging} s ON s.run_id = $run AND s.seq = b.seq`;
-  await c.run(
-    `UPDATE reports SET last_seen_at = $now::TIMESTAMPTZ, run_id = $run,
-       line_hash = coalesce(b.line_hash, reports.line_hash)
-     FROM merge_batch b
-     WHERE reports.id = b.id AND b.change = 'unchanged'`,
-    { run: run.runId, now: all.now },
-  );
-  await c.run(
-    `UPDATE report_versions SET valid_to = $now::TIMESTAMPTZ
-     WHERE valid_to IS NULL AND id IN (SELECT id FROM merge_batch WHERE change IN ('update', 'revive'))`,
-    { now: all.now },
-  );
-  await c.run(
-    `INSERT INTO report_versions (id, valid_from, valid_to, change, ${BUSINESS}, content_hash, run_id)
-     SELECT s.id, $now::TIMESTAMPTZ, NULL, b.change, ${COLUMNS.map((col) => `s.${col}`).join(', ')},
-       s.content_hash, $run
-     ${changed} WHERE b.change IN ('insert', 'update', 'revive')`,
-    { run: run.runId, now: all.now },
-  );
-  await c.run(
-    `UPDATE reports SET ${COLUMNS.map((col) => `${col} = u.${col}`).join(', ')},
-       content_hash = u.content_hash, line_hash = u.line_hash, last_seen_at = $now::TIMESTAMPTZ,
-       last_changed_at = $now::TIMESTAMPTZ, removed_at = NULL, source = $source, run_id = $run
-     FROM (SELECT s.* ${changed} WHERE b.change IN ('update', 'revive')) AS u
-     WHERE reports.id = u.id`,
-    all,
-  );
-  await c.run(
-    `INSERT INTO reports (id, ${BUSINESS}, content_hash, line_hash, first_seen_at, last_seen_at, last_changed_at,
-       removed_at, source, run_id)
-     SELECT s.id, ${COLUMNS.map((col) => `s.${col}`).join(', ')}, s.content_hash, s.line_hash,
-       $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, NULL, $source, $run
-     ${changed} WHERE b.change = 'insert'`,
-    all,
-  );
   const counts = (
     await c.runAndReadAll(
       `SELECT
@@ -118,11 +82,63 @@ export async function mergeStaging(
          count(*) AS "unique",
          count(*) FILTER (WHERE change = 'insert') AS inserted,
          count(*) FILTER (WHERE change = 'update') AS updated,
-         count(*) FILTER (WHERE change = 'revive') AS revived
+         count(*) FILTER (WHERE change = 'revive') AS revived,
+         count(*) FILTER (WHERE change = 'unchanged') AS unchanged
        FROM merge_batch`,
       runOnly,
     )
   ).getRowObjectsJS()[0]!;
+  // Staged rows of the given changes: a semi-join whose build side is the narrow merge_batch, never the
+  // wide staging (a plain join of two 1M-row inputs built on staging and spilled: issue #7, measured).
+  const picked = (changes: string) =>
+    `FROM ${staging} s WHERE s.run_id = $run
+       AND s.seq IN (SELECT seq FROM merge_batch WHERE change IN (${changes}))`;
+  const business = COLUMNS.map((col) => `s.${col}`).join(', ');
+  if (Number(counts.unchanged) > 0) {
+    await c.run(
+      `UPDATE reports SET last_seen_at = $now::TIMESTAMPTZ, run_id = $run,
+         line_hash = coalesce(b.line_hash, reports.line_hash)
+       FROM merge_batch b
+       WHERE reports.id = b.id AND b.change = 'unchanged'`,
+      { run: run.runId, now: all.now },
+    );
+  }
+  if (Number(counts.updated) + Number(counts.revived) > 0) {
+    await c.run(
+      `UPDATE report_versions SET valid_to = $now::TIMESTAMPTZ
+       WHERE valid_to IS NULL AND id IN (SELECT id FROM merge_batch WHERE change IN ('update', 'revive'))`,
+      { now: all.now },
+    );
+  }
+  for (const change of ['insert', 'update', 'revive'] as const) {
+    if (Number(counts[change === 'insert' ? 'inserted' : `${change}d`]) === 0) continue;
+    await c.run(
+      `INSERT INTO report_versions (id, valid_from, valid_to, change, ${BUSINESS}, content_hash, run_id)
+       SELECT s.id, $now::TIMESTAMPTZ, NULL, '${change}', ${business}, s.content_hash, $run
+       ${picked(`'${change}'`)}`,
+      { run: run.runId, now: all.now },
+    );
+  }
+  if (Number(counts.updated) + Number(counts.revived) > 0) {
+    await c.run(
+      `UPDATE reports SET ${COLUMNS.map((col) => `${col} = u.${col}`).join(', ')},
+         content_hash = u.content_hash, line_hash = u.line_hash, last_seen_at = $now::TIMESTAMPTZ,
+         last_changed_at = $now::TIMESTAMPTZ, removed_at = NULL, source = $source, run_id = $run
+       FROM (SELECT s.* ${picked(`'update', 'revive'`)}) AS u
+       WHERE reports.id = u.id`,
+      all,
+    );
+  }
+  if (Number(counts.inserted) > 0) {
+    await c.run(
+      `INSERT INTO reports (id, ${BUSINESS}, content_hash, line_hash, first_seen_at, last_seen_at,
+         last_changed_at, removed_at, source, run_id)
+       SELECT s.id, ${business}, s.content_hash, s.line_hash,
+         $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, NULL, $source, $run
+       ${picked(`'insert'`)}`,
+      all,
+    );
+  }
   const staged = Number(counts.staged);
   const unique = Number(counts.unique);
   const inserted = Number(counts.inserted);
