@@ -9,7 +9,6 @@ import { clearStaging, mergeStaging } from '../warehouse/merge.js';
 import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
 import { finishRun, newRunId, saveCounters, saveFacts, startRun, type RunStatus } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
-import { dropStagingTables, STREAM_STAGING } from '../warehouse/staging-tables.js';
 import type { ExportInfo, ExportSource } from './export-source.js';
 import { KnownLines } from './known-lines.js';
 
@@ -95,9 +94,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   let counters = emptyCounters();
   let exportInfo: ExportInfo | undefined;
   let attempts = 0;
-  // A streamed export cannot resume, so its staging lives in temp tables (issue #7, staging-tables.ts).
-  const tables = STREAM_STAGING;
-  const writer = new StagingWriter(connection, runId, source.name, config.rejectRawMaxBytes, 0, 0, tables);
+  const writer = new StagingWriter(connection, runId, source.name, config.rejectRawMaxBytes);
   // Lines a current report came from are skipped before parsing (issue #7); loaded once per run.
   const knownLines = await KnownLines.load(connection, source.name);
   let page: number | undefined;
@@ -177,7 +174,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     const now = new Date();
     await connection.run('BEGIN TRANSACTION');
     try {
-      const merged = await mergeStaging(connection, { runId, source: source.name, now, tables });
+      const merged = await mergeStaging(connection, { runId, source: source.name, now });
       Object.assign(counters, {
         duplicates: merged.duplicates,
         inserted: merged.inserted,
@@ -193,14 +190,13 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         exportEtag: exportInfo?.etag ?? null,
         exportLastModified: exportInfo?.lastModified ?? null,
       });
-      await clearStaging(connection, runId, tables);
+      await clearStaging(connection, runId);
       await finishRun(connection, runId, 'succeeded');
       await connection.run('COMMIT');
     } catch (err) {
       await connection.run('ROLLBACK').catch(() => undefined);
       throw err;
     }
-    await dropStagingTables(connection, tables);
     const summary = {
       runId,
       source: source.name,
@@ -214,7 +210,6 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     return { ...summary, durationMs };
   } catch (err) {
     writer.close(); // drop what the appenders hold uncommitted
-    await dropStagingTables(connection, tables);
     const aborted = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED');
     const error = asSyncError(err);
     await recordFailure(

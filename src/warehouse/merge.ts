@@ -1,5 +1,4 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { DURABLE_STAGING, type StagingTables } from './staging-tables.js';
 
 /** What a merge did, in records. */
 export interface MergeResult {
@@ -40,10 +39,11 @@ const KEY_SPLIT = '2199023255552';
  */
 export async function mergeStaging(
   connection: DuckDBConnection,
-  run: { runId: string; source: string; now: Date; tables?: StagingTables | undefined },
+  run: { runId: string; source: string; now: Date },
 ): Promise<MergeResult> {
   const c = connection;
-  const { rows: staging, seen } = run.tables ?? DURABLE_STAGING;
+  const staging = 'staging_reports';
+  const seen = 'staging_seen';
   const runOnly = { run: run.runId };
   const all = { run: run.runId, now: run.now.toISOString(), source: run.source };
   await c.run(
@@ -156,13 +156,9 @@ export async function mergeStaging(
 }
 
 /** Removes the run's staging rows, known lines and checkpoints (inside the finishing transaction). */
-export async function clearStaging(
-  connection: DuckDBConnection,
-  runId: string,
-  tables: StagingTables = DURABLE_STAGING,
-): Promise<void> {
-  await connection.run(`DELETE FROM ${tables.rows} WHERE run_id = $run`, { run: runId });
-  await connection.run(`DELETE FROM ${tables.seen} WHERE run_id = $run`, { run: runId });
+export async function clearStaging(connection: DuckDBConnection, runId: string): Promise<void> {
+  await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
+  await connection.run('DELETE FROM staging_seen WHERE run_id = $run', { run: runId });
   await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
   await connection.run('DROP TABLE IF EXISTS merge_batch');
 }

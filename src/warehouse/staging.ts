@@ -3,7 +3,6 @@ import type { RecordLocation } from '../extract/record.js';
 import { formatLocation } from '../extract/record.js';
 import type { RecordIssue, Report } from '../schema/report.js';
 import { saveCounters } from './runs.js';
-import { DURABLE_STAGING, ensureStagingTables, type StagingTables } from './staging-tables.js';
 import type { RunCounters } from './run-counters.js';
 
 /** A record that failed parsing or validation, as stored in `rejected_records`. */
@@ -64,8 +63,6 @@ export class StagingWriter {
     /** Sequence number to continue from when resuming a run (staged rows already hold 0..seq-1). */
     startSeq = 0,
     startBatch = 0,
-    /** Where rows go: the durable staging tables, or temp ones for a stream that cannot resume. */
-    private readonly tables: StagingTables = DURABLE_STAGING,
   ) {
     this.seq = startSeq;
     this.batch = startBatch;
@@ -118,7 +115,6 @@ export class StagingWriter {
    */
   async flush(counters: RunCounters, checkpoint: CheckpointInfo = {}): Promise<void> {
     const c = this.connection;
-    if (this.batch === 0) await ensureStagingTables(c, this.tables);
     await c.run('BEGIN TRANSACTION');
     try {
       if (this.direct) {
@@ -156,8 +152,8 @@ export class StagingWriter {
     this.rejects = [];
     this.buffered = 0;
     this.direct ??= {
-      rows: await c.createAppender(this.tables.rows),
-      seen: await c.createAppender(this.tables.seen),
+      rows: await c.createAppender('staging_reports'),
+      seen: await c.createAppender('staging_seen'),
       count: 0,
     };
   }
@@ -192,16 +188,15 @@ export class StagingWriter {
     this.batch = 0;
     const c = this.connection;
     await c.run('BEGIN TRANSACTION');
-    await ensureStagingTables(c, this.tables);
-    await c.run(`DELETE FROM ${this.tables.rows} WHERE run_id = $run`, { run: this.runId });
-    await c.run(`DELETE FROM ${this.tables.seen} WHERE run_id = $run`, { run: this.runId });
+    await c.run('DELETE FROM staging_reports WHERE run_id = $run', { run: this.runId });
+    await c.run('DELETE FROM staging_seen WHERE run_id = $run', { run: this.runId });
     await c.run('DELETE FROM rejected_records WHERE run_id = $run', { run: this.runId });
     await c.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: this.runId });
     await c.run('COMMIT');
   }
 
   private async appendRows(): Promise<void> {
-    const appender = await this.connection.createAppender(this.tables.rows);
+    const appender = await this.connection.createAppender('staging_reports');
     try {
       for (const { seq, report, hash, location, lineHash } of this.rows) {
         appendStaged(appender, this.runId, seq, report, hash, location, lineHash);
@@ -213,7 +208,7 @@ export class StagingWriter {
   }
 
   private async appendSeenRows(): Promise<void> {
-    const appender = await this.connection.createAppender(this.tables.seen);
+    const appender = await this.connection.createAppender('staging_seen');
     try {
       for (let i = 0; i < this.seenSeq.length; i++) {
         appendSeen(appender, this.runId, this.seenSeq[i]!, this.seenHash[i]!);
