@@ -127,6 +127,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       },
       knownLines,
     };
+    await writer.open();
     for await (const item of source.read(ctx)) {
       if (options.signal?.aborted) throw abortError();
       if (item.kind === 'checkpoint') {
@@ -164,7 +165,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       }
     }
     await writer.flush(counters, { page });
-    writer.close();
+    await writer.close();
     progress();
   };
 
@@ -209,7 +210,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     logger.info({ ...counters, durationMs }, 'run succeeded');
     return { ...summary, durationMs };
   } catch (err) {
-    writer.close(); // drop what the appenders hold uncommitted
+    await writer.close(); // drop the open batch and what the appenders hold uncommitted
     const aborted = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED');
     const error = asSyncError(err);
     await recordFailure(
