@@ -1,0 +1,14 @@
+import type { Config } from '../config/config.js';
+import type { Logger } from '../util/logger.js';
+import type { ConnectionPool } from './connection-pool.js';
+import type { ReaderMetrics } from './reader-metrics.js';
+import type { VersionCache } from './version-cache.js';
+
+/** What every reader route gets: the connection pool, the frozen config, the logger and per-state caches. */
+export interface ReaderContext {
+  pool: ConnectionPool;
+  config: Config;
+  logger: Logger;
+  cache: VersionCache;
+  metrics: ReaderMetrics;
+}
