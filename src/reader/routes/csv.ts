@@ -1,8 +1,8 @@
 import type { RouteHandlerMethod } from 'fastify';
-import { stringify } from 'csv-stringify/sync';
 import { PUBLIC_PATHS } from '../../schema/public-query.js';
 import { CSV_COLUMNS } from '../../schema/report.js';
 import { reportCsvCells } from '../../schema/report-csv-cells.js';
+import { toCsvRecords } from '../../schema/to-csv-records.js';
 import { openExport, sendExport } from '../export-response.js';
 import { readExportShape } from '../export-shape.js';
 import { publicQuery } from '../public-query.js';
@@ -14,7 +14,7 @@ import { streamReports } from '../stream-reports.js';
  * `GET /api/v1/public/reports.csv?pageSize=&page=`: one page of the CSV export (seed rule 2: `pageSize` rows
  * per page, default 1000; `page` 1-based). Every page starts with the header row (`CSV_COLUMNS`, then the
  * extra columns, see export-shape.ts), then rows `(page-1)*pageSize …` in export order (`createdAt`
- * ascending, then `id`). RFC 4180 quoting by csv-stringify and CRLF after every record, cells by
+ * ascending, then `id`). RFC 4180 quoting and CRLF after every record (`toCsvRecords`), cells by
  * `reportCsvCells`, exactly as the simulator writes them. `Link: <…>; rel="next"` (RFC 8288) while a later
  * page exists; a page past the end holds the header only. Served directly (no redirect: clients that follow
  * redirects need none). `text/csv; charset=utf-8`, `Cache-Control: no-cache`, validators, 304.
@@ -51,14 +51,10 @@ export function csvRoute(ctx: ReaderContext): RouteHandlerMethod {
     const params = { ...where.params, limit: BigInt(pageSize), offset: BigInt((page - 1) * pageSize) };
     const { extraColumns } = shape;
     return sendExport(request, reply, open, headers, async function* () {
-      yield serialize([[...CSV_COLUMNS, ...extraColumns]]);
+      yield toCsvRecords([[...CSV_COLUMNS, ...extraColumns]]);
       for await (const reports of streamReports(tx.connection, sql, params, timeoutMs, what)) {
-        yield serialize(reports.map((report) => reportCsvCells(report, extraColumns)));
+        yield toCsvRecords(reports.map((report) => reportCsvCells(report, extraColumns)));
       }
     });
   };
-}
-
-function serialize(rows: string[][]): string {
-  return stringify(rows, { record_delimiter: 'windows' });
 }
