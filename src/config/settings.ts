@@ -214,6 +214,18 @@ export const SETTINGS = {
     allowed: 'milliseconds from 1000 to 3600000',
     doc: 'A reader connection with no traffic for this long is closed, also a client that stops reading an export (ms).',
   },
+  readerCacheBytes: {
+    env: 'REPORTS_READER_CACHE_BYTES',
+    schema: int(0, 4_294_967_296).default(32 * 1024 * 1024),
+    allowed: 'bytes from 0 to 4294967296',
+    doc: 'Memory for cached list pages of the current data state (bytes; 0 = no cache). A new successful run empties it.',
+  },
+  readerValidatorsTtlMs: {
+    env: 'REPORTS_READER_VALIDATORS_TTL_MS',
+    schema: int(0, 60_000).default(1000),
+    allowed: 'milliseconds from 0 to 60000',
+    doc: 'The list re-reads the last successful run (its ETag) at most this often; after a run its answers may lag this long (ms; 0 = every request).',
+  },
   readerConnections: {
     env: 'REPORTS_READER_CONNECTIONS',
     schema: int(1, 64).default(4),

@@ -12,6 +12,7 @@ import { isSyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import { ConnectionPool } from './connection-pool.js';
+import { CurrentValidators } from './current-validators.js';
 import { pathOf } from './public-query.js';
 import type { ReaderContext } from './reader-context.js';
 import { ReaderMetrics } from './reader-metrics.js';
@@ -22,6 +23,7 @@ import { listRoute } from './routes/list.js';
 import { metricsRoute } from './routes/metrics.js';
 import { ndjsonRoute } from './routes/ndjson.js';
 import { statsRoute } from './routes/stats.js';
+import { ResponseCache } from './response-cache.js';
 import { sendError } from './send-api-error.js';
 import { VersionCache } from './version-cache.js';
 
@@ -70,7 +72,15 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
   const logger = options.logger.child({ component: 'reader' });
   const pool = new ConnectionPool(options.warehouse, config.readerConnections);
   const metrics = new ReaderMetrics(options.registry);
-  const ctx: ReaderContext = { pool, config, logger, cache: new VersionCache(), metrics };
+  const ctx: ReaderContext = {
+    pool,
+    config,
+    logger,
+    cache: new VersionCache(),
+    validators: new CurrentValidators(pool, config.readerValidatorsTtlMs, config.readerQueryTimeoutMs),
+    pages: new ResponseCache(config.readerCacheBytes),
+    metrics,
+  };
 
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,

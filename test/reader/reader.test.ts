@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConnectionPool } from '../../src/reader/connection-pool.js';
+import { CurrentValidators } from '../../src/reader/current-validators.js';
 import { openMigratedWarehouse } from '../../src/warehouse/open-migrated.js';
 import { startSyncedReader, startTestReader, type SyncedReader } from '../helpers/reader.js';
 import { query, tempDir, testConfig } from '../helpers/sync.js';
@@ -18,7 +20,12 @@ describe('reader over a synced warehouse (fixture small.ndjson)', () => {
     // The fixture is 4 warts in 14 lines: allow that reject ratio.
     s = await startSyncedReader(
       { fixture: 'small.ndjson' },
-      { readerListMaxPageSize: 5, maxRejectRatio: 0.5 },
+      {
+        readerListMaxPageSize: 5,
+        maxRejectRatio: 0.5,
+        // Answers follow a new run at once (the default lets the list lag up to 1 s, see below).
+        readerValidatorsTtlMs: 0,
+      },
     );
   });
   afterAll(async () => {
@@ -131,6 +138,33 @@ describe('reader over a synced warehouse (fixture small.ndjson)', () => {
     expect(ndjson.split('\n').length - 1).toBe(current?.n);
     const csvIds = (bodies[2] as string).split('\r\n').map((l) => l.split(',')[0]);
     for (const id of gone) expect(csvIds).not.toContain(id);
+  });
+});
+
+describe('CurrentValidators', () => {
+  it('re-reads the last successful run after its TTL only, and on every call with TTL 0', async () => {
+    const tmp = tempDir();
+    const config = testConfig('http://127.0.0.1:9', join(tmp.dir, 'ttl.duckdb'));
+    const warehouse = await openMigratedWarehouse(config);
+    const pool = new ConnectionPool(warehouse, 2);
+    try {
+      const cached = new CurrentValidators(pool, 60_000, 5_000);
+      const fresh = new CurrentValidators(pool, 0, 5_000);
+      expect((await cached.get()).etag).toBe('"empty"');
+      expect((await fresh.get()).etag).toBe('"empty"');
+      await query(
+        warehouse,
+        `INSERT INTO sync_runs (run_id, job, source, status, started_at, finished_at)
+         VALUES ('run-1', 'sync-ndjson', 'ndjson', 'succeeded', now(), now())`,
+      );
+      expect((await fresh.get()).etag).toBe('"run-1"');
+      expect((await cached.get()).etag).toBe('"empty"'); // within its TTL: the state it read
+      expect((await new CurrentValidators(pool, 60_000, 5_000).get()).etag).toBe('"run-1"');
+    } finally {
+      pool.close();
+      warehouse.close();
+      tmp.cleanup();
+    }
   });
 });
 
