@@ -6,6 +6,7 @@ import { contentHash } from '../schema/report.js';
 import { safeUrl } from '../upstream/safe-url.js';
 import { withRetry } from '../upstream/with-retry.js';
 import { errorMessage, isSyncError, SyncError } from '../util/errors.js';
+import { failpoint } from '../util/failpoint.js';
 import type { Logger } from '../util/logger.js';
 import { clearStaging, mergeStaging } from '../warehouse/merge.js';
 import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
@@ -162,6 +163,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       if (writer.pending >= config.batchSize) {
         await writer.flush(counters, { page });
         progress();
+        await failpoint('after-batch');
       }
     }
     await writer.flush(counters, { page });
@@ -194,11 +196,13 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       });
       await clearStaging(connection, runId);
       await finishRun(connection, runId, 'succeeded');
+      await failpoint('in-merge');
       await connection.run('COMMIT');
     } catch (err) {
       await connection.run('ROLLBACK').catch(() => undefined);
       throw err;
     }
+    await failpoint('after-commit');
     const summary = {
       runId,
       source: source.name,
