@@ -93,3 +93,12 @@ export async function tableText(db: Db, table: string): Promise<string> {
     .map((r) => JSON.stringify(r, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)))
     .join('\n');
 }
+
+/** Polls `condition` every 20 ms until it holds; rejects after `timeoutMs` (generous: shared 2-core machines). */
+export async function waitUntil(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -6,7 +6,7 @@ import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import { openWarehouse } from '../../src/warehouse/database.js';
 import { runCli } from '../helpers/cli.js';
 import { spawnCli } from '../helpers/cli-process.js';
-import { expectRunAccounted, warehouseFingerprint } from '../helpers/reliability.js';
+import { expectRunAccounted, warehouseFingerprint, waitUntil } from '../helpers/reliability.js';
 import { openTestWarehouse, query as q, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
 
 // Issue 6, case 1: SIGKILL of `reports-sync sync` (the built CLI in a child process) at several points.
@@ -175,11 +175,3 @@ describe('SIGKILL of a sync (case 1)', () => {
     expect(next.runs.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
   });
 });
-
-async function waitUntil(condition: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
