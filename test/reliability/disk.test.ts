@@ -60,7 +60,7 @@ describe('disk full and unwritable warehouse (case 7)', () => {
   beforeAll(async () => {
     tmp = tempDir('reports-sync-disk-');
     small = await startSimulator({ dataset: generateDataset(200, 5) });
-    large = await startSimulator({ dataset: generateDataset(8_000, 5) });
+    large = await startSimulator({ dataset: generateDataset(3_000, 5) });
   });
   afterAll(async () => {
     await small.close();
