@@ -403,3 +403,21 @@ describe('an export regenerated between attempts (case 2; DESIGN.md §4)', () =>
     expect(String(row?.export_etag)).toMatch(/\.r2"$/);
   });
 });
+
+describe('an unreachable upstream (case 2)', () => {
+  it('connection refused: retried, then fails with ECONNREFUSED naming the URL', async () => {
+    const ctx = await setup();
+    expect((await ctx.sync()).status).toBe('succeeded');
+    const before = await warehouseFingerprint(ctx.warehouse);
+    const url = ctx.sim.url;
+    await ctx.sim.close(); // nothing listens on that port any more
+    const config = testConfig(url, ctx.warehouse.path, { retries: 2 });
+    const run = await syncOnce(ctx.warehouse, config, ndjsonSource);
+    expect(run.status).toBe('failed');
+    expect(run.attempts).toBe(3);
+    expect(run.error?.code).toBe('HTTP_NETWORK');
+    expect(run.error?.message).toContain(`ECONNREFUSED while reading ${url}${EXPORT_PATH}`);
+    await expectRunAccounted(ctx.warehouse, run.runId);
+    expect(await warehouseFingerprint(ctx.warehouse)).toEqual(before);
+  });
+});
