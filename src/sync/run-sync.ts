@@ -91,7 +91,8 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       runId,
       job: options.job ?? `sync-${source.name}`,
       source: source.name,
-      upstreamUrl: config.baseUrl === undefined ? undefined : safeUrl(config.baseUrl),
+      // Credentials out; the form config gives it otherwise (no trailing slash), as resume compares it.
+      upstreamUrl: config.baseUrl === undefined ? undefined : safeUrl(config.baseUrl).replace(/\/$/, ''),
       startedAt: started,
     });
   } catch (err) {
