@@ -88,7 +88,10 @@ async function syncLikeTheCli(warehouse: Warehouse, config: ReturnType<typeof te
 async function inspect(path: string) {
   const w = await openWarehouse(path, { readOnly: true });
   try {
-    const runs = await q(w, `SELECT run_id, status FROM sync_runs WHERE source = 'ndjson' ORDER BY started_at`);
+    const runs = await q(
+      w,
+      `SELECT run_id, status FROM sync_runs WHERE source = 'ndjson' ORDER BY started_at`,
+    );
     const [staged] = await q(w, `SELECT count(*) AS n FROM staging_reports`);
     return { fingerprint: await warehouseFingerprint(w), runs, staged: Number(staged?.n) };
   } finally {
