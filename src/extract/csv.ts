@@ -48,7 +48,13 @@ const CR = 0x0d;
  * later row with a single event (measured, DESIGN.md §4). Here a parse error stops the parser, the first
  * physical line of the broken row is quarantined with its page, row and line, and parsing starts again on
  * the next line with the same header, so no later row is lost silently. A ragged row (more or fewer cells
- * than the header) is quarantined too, never loaded with shifted columns.
+ * than the header) is quarantined too, never loaded with shifted columns; one spanning several lines is
+ * taken for rows joined by a broken quote, so only its first line is quarantined and the next lines are
+ * read again.
+ *
+ * Line breaks: rows end with the header's line break (CRLF, or LF). In a CRLF page a bare LF is data (some
+ * writers leave a field holding one unquoted), unless the row then has too many cells and splitting it at
+ * the bare LFs gives rows of exactly the header's width: a row ended by LF alone.
  *
  * Line numbers are computed from byte offsets, not taken from csv-parse's `info.lines` (which counts a CRLF
  * inside a quoted field as two lines, measured with csv-parse 6.2).
@@ -118,30 +124,39 @@ export function parseCsvPage(body: Buffer, options: CsvPageOptions): CsvPage {
     try {
       parseRecords(body.subarray(base), delimiter, base === 0, options.maxRecordBytes, (fields, bytes) => {
         const start = skipLineBreaks(body, end);
-        end = base + bytes;
+        const recordEnd = base + bytes;
         if (header === undefined) {
+          end = recordEnd;
           header = fields;
           idColumn = fields.indexOf('id');
           return;
         }
         const split =
-          crlf && fields.length > header.length ? splitAtBareLf(body, start, end, header.length) : null;
+          crlf && fields.length > header.length ? splitAtBareLf(body, start, recordEnd, header.length) : null;
+        if (!split && fields.length !== header.length && spanLines(start, recordEnd) > 1) {
+          // A ragged row over several lines: most likely a broken quote that joined rows. Quarantine its
+          // first line only (below, from `end`) and go on at the next one, so the rows it took are read again.
+          throw new JoinedRows(fields.length, header.length, spanLines(start, recordEnd));
+        }
+        end = recordEnd;
         if (split) for (const part of split) emitRow(part.fields, part.start, part.end, header);
-        else emitRow(fields, start, end, header);
+        else emitRow(fields, start, recordEnd, header);
       });
       offset = body.length;
     } catch (err) {
-      if (!(err instanceof CsvError)) throw err;
+      if (!(err instanceof CsvError) && !(err instanceof JoinedRows)) throw err;
       const start = skipLineBreaks(body, end);
       if (start >= body.length) break;
       const nl = body.indexOf(NL, start);
-      if (nl === -1 && err.code === 'CSV_QUOTE_NOT_CLOSED') throw truncated(options, lineAt(start));
+      if (nl === -1 && err instanceof CsvError && err.code === 'CSV_QUOTE_NOT_CLOSED') {
+        throw truncated(options, lineAt(start));
+      }
       if (header === undefined) {
         throw new SyncError(
           'CSV_HEADER_INVALID',
           `The header row of page ${options.page} of ${options.url} cannot be parsed (${err.message}): ` +
             'check that REPORTS_CSV_PATH points at a CSV export',
-          { context: { url: options.url, page: options.page, csvError: err.code } },
+          { context: { url: options.url, page: options.page } },
         );
       }
       const lineEnd = nl === -1 ? body.length : nl;
@@ -230,6 +245,16 @@ function splitAtBareLf(
 function usesCrlf(body: Buffer): boolean {
   const nl = body.indexOf(NL);
   return nl === -1 || (nl > 0 && body[nl - 1] === CR);
+}
+
+/** Thrown out of csv-parse to restart parsing after the first line of a ragged multi-line row. */
+class JoinedRows extends Error {
+  constructor(cells: number, columns: number, lines: number) {
+    super(
+      `a row of ${cells} cells over ${lines} lines where the header has ${columns} columns (a broken quote?); ` +
+        'its first line is quarantined and reading goes on at the next line',
+    );
+  }
 }
 
 function truncated(options: CsvPageOptions, line: number): SyncError {

@@ -81,6 +81,16 @@ describe('parseCsvPage', () => {
     expect(p.parsed + p.rejected).toBe(4);
   });
 
+  it('re-reads the rows a broken quote joined into one ragged multi-line row', () => {
+    const p = page(`${HEADER}1,SUBMITTED,"open\r\n2,SUBMITTED,ok",extra\r\n3,SUBMITTED,fine\r\n`);
+    expect(values(p).map((v) => (v as { id: string }).id)).toEqual(['3']);
+    expect(malformed(p).map((r) => [r.location.row, r.location.line, r.raw])).toEqual([
+      [1, 2, '1,SUBMITTED,"open'],
+      [2, 3, '2,SUBMITTED,ok",extra'],
+    ]);
+    expect(malformed(p)[0]?.issues[0]?.message).toMatch(/a row of 4 cells over 2 lines/);
+  });
+
   it('quarantines a stray quote and a quote inside a quoted field, one row each', () => {
     const p = page(`${HEADER}1,SUBMITTED,half"way\r\n2,SUBMITTED,"bad"quote"\r\n3,SUBMITTED,ok\r\n`);
     expect(values(p).map((v) => (v as { id: string }).id)).toEqual(['3']);
