@@ -54,7 +54,8 @@ const CR = 0x0d;
  *
  * Line breaks: rows end with the header's line break (CRLF, or LF). In a CRLF page a bare LF is data (some
  * writers leave a field holding one unquoted), unless the row then has too many cells and splitting it at
- * the bare LFs gives rows of exactly the header's width: a row ended by LF alone.
+ * the bare LFs gives rows of exactly the header's width, or the row fails to parse and reads as one row
+ * of that width up to a bare LF: a row ended by LF alone.
  *
  * Line numbers are computed from byte offsets, not taken from csv-parse's `info.lines` (which counts a CRLF
  * inside a quoted field as two lines, measured with csv-parse 6.2).
@@ -159,6 +160,15 @@ export function parseCsvPage(body: Buffer, options: CsvPageOptions): CsvPage {
           { context: { url: options.url, page: options.page } },
         );
       }
+      if (crlf) {
+        // A row ended by LF alone right after a closing quote fails in CRLF mode: read it on its own.
+        const rescued = rowEndedByLf(body, start, header.length, options.maxRecordBytes);
+        if (rescued) {
+          emitRow(rescued.fields, start, rescued.end, header);
+          offset = rescued.end;
+          continue;
+        }
+      }
       const lineEnd = nl === -1 ? body.length : nl;
       row++;
       rowLines++;
@@ -239,6 +249,32 @@ function splitAtBareLf(
     return null;
   }
   return parts.length > 1 && parts.every((p) => p.fields.length === width) ? parts : null;
+}
+
+/**
+ * The row starting at `start` read with LF accepted as a row end: tries each line break after `start` (up
+ * to `maxBytes` away) as the end of one row, and returns the first that gives exactly one row of `width`
+ * cells, or `null`.
+ */
+function rowEndedByLf(
+  body: Buffer,
+  start: number,
+  width: number,
+  maxBytes: number,
+): { fields: string[]; end: number } | null {
+  for (let nl = body.indexOf(NL, start); nl !== -1 && nl - start <= maxBytes; nl = body.indexOf(NL, nl + 1)) {
+    if (body[nl - 1] === CR) continue;
+    const rows: string[][] = [];
+    try {
+      parseRecords(body.subarray(start, nl + 1), ['\r\n', '\n'], false, maxBytes, (fields) => {
+        rows.push(fields);
+      });
+    } catch {
+      continue;
+    }
+    if (rows.length === 1 && rows[0]?.length === width) return { fields: rows[0], end: nl + 1 };
+  }
+  return null;
 }
 
 /** True when the first line break of the body is CRLF (the simulator's and RFC 4180's). */

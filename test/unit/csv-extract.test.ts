@@ -64,6 +64,15 @@ describe('parseCsvPage', () => {
     ]);
   });
 
+  it('in a CRLF page reads a row ended by LF alone right after a closing quote', () => {
+    const p = page(`${HEADER}1,SUBMITTED,"quoted, with comma"\n2,SUBMITTED,b\r\n`);
+    expect(values(p).map((v) => (v as { description: string }).description)).toEqual([
+      'quoted, with comma',
+      'b',
+    ]);
+    expect(p.records.map((r) => r.location.line)).toEqual([2, 3]);
+  });
+
   it('reads an LF-only page', () => {
     const p = page('id,status,description\n1,SUBMITTED,"x\ny"\n2,SUBMITTED,b\n');
     expect(values(p).map((v) => (v as { description: string }).description)).toEqual(['x\ny', 'b']);
