@@ -214,6 +214,8 @@ async function probeFirstPage(ctx: ReadContext): Promise<ExportValidator> {
         signal: ctx.signal,
         headers: { accept: ACCEPT },
       });
+      // Abort the body unread; undici then emits an abort error nobody else listens to.
+      res.body.once('error', () => undefined);
       res.body.destroy();
       return { etag: header(res.headers, 'etag'), lastModified: header(res.headers, 'last-modified') };
     },
