@@ -35,19 +35,17 @@ export function exportFinisher(
   let upstream: unknown;
   let statsProblem: string | undefined;
   return {
-    beforeMerge: async () => {
+    beforeMerge: async (ctx) => {
       upstream = undefined;
       statsProblem = undefined;
+      const logger = options.logger.child({ runId: ctx.runId, source: options.source.name });
       try {
-        upstream = (await fetchStats(options)).body;
+        upstream = (await fetchStats({ ...options, logger })).body;
         if (statsTotal(upstream) === undefined) statsProblem = 'the /stats body has no numeric `total`';
       } catch (err) {
         if (!isSyncError(err)) throw err;
         statsProblem = `/stats failed: ${errorMessage(err)}`;
-        options.logger.warn(
-          { err: err.toJSON() },
-          'upstream /stats unavailable: no snapshot of it, no tombstones',
-        );
+        logger.warn({ err: err.toJSON() }, 'upstream /stats unavailable: no snapshot of it, no tombstones');
       }
     },
     afterMerge: async (ctx) => {
