@@ -20,15 +20,18 @@ export async function printRunSummaries(
     out.write(`\nRun ${s.runId} (${s.source}): ${s.status.toUpperCase()} in ${seconds.toFixed(2)} s`);
     out.write(s.attempts > 1 ? ` after ${s.attempts} attempts\n` : '\n');
     if (s.error) out.write(`  error: ${s.error.message}\n`);
-    out.write(
-      `  records: ${c.recordsRead} read, ${c.recordsLoaded} loaded, ${c.recordsRejected} rejected` +
-        ` (${rate.toLocaleString('en-US')} records/s, ${(c.bytesRead / 1024 / 1024).toFixed(1)} MiB)\n`,
-    );
-    if (s.status === 'succeeded') {
+    // A stats snapshot run reads no records: only its /stats line says something.
+    if (s.source !== 'stats') {
       out.write(
-        `  merge:   ${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged, ` +
-          `${c.revived} revived, ${c.removed} removed, ${c.duplicates} duplicates superseded\n`,
+        `  records: ${c.recordsRead} read, ${c.recordsLoaded} loaded, ${c.recordsRejected} rejected` +
+          ` (${rate.toLocaleString('en-US')} records/s, ${(c.bytesRead / 1024 / 1024).toFixed(1)} MiB)\n`,
       );
+      if (s.status === 'succeeded') {
+        out.write(
+          `  merge:   ${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged, ` +
+            `${c.revived} revived, ${c.removed} removed, ${c.duplicates} duplicates superseded\n`,
+        );
+      }
     }
     await printRunFacts(connection, s.runId, out);
     const reasons = (

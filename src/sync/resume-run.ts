@@ -49,7 +49,8 @@ export interface PrepareResumeOptions {
  * dropped and the run starts from page 1 (rejects stay with the run that found them).
  *
  * @returns the resume point, or `undefined` to start from page 1
- * @throws what the probe throws (network errors after retries), and DuckDB errors
+ * @throws what the probe throws (network errors after retries; the interrupted run's pages are dropped
+ *   first), and DuckDB errors
  */
 export async function prepareResume(options: PrepareResumeOptions): Promise<ResumePoint | undefined> {
   const { connection: c, runId, source, logger } = options;
@@ -89,7 +90,14 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
   else if (saved.etag === undefined && saved.lastModified === undefined)
     reason = 'the export had no ETag or Last-Modified';
   if (reason === undefined) {
-    const now = await paging.probe(options.ctx);
+    let now: ExportValidator;
+    try {
+      now = await paging.probe(options.ctx);
+    } catch (err) {
+      // The run fails or restarts from page 1: these pages must not be picked up later instead.
+      await dropLeftovers(c, fromRunId);
+      throw err;
+    }
     if (!sameExport(saved, now)) reason = 'the export changed since (page 1 has another validator)';
   }
   if (reason !== undefined || last === undefined) {

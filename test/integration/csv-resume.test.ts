@@ -177,6 +177,39 @@ describe('CSV resume after SIGKILL', () => {
     expect(leftovers[0]).toEqual({ staged: 0, checkpoints: 0 });
   });
 
+  it('does not resume with another page size, and says why', async () => {
+    const sim = await startTestSimulator({ generate: { n: 300, seed: 3 }, faults: SLOW });
+    const path = join(tmp.dir, 'other-size.duckdb');
+    expect(await killDuringExport(sim, path, 4)).toBe('SIGKILL');
+    sim.setFaults(WARTS);
+    sim.clearRequests();
+    const second = await runCli(['sync', '--source', 'csv', '--page-size', '50'], {
+      ...env(sim, path),
+      REPORTS_LOG_LEVEL: 'info',
+    });
+    expect(second.code, second.stderr).toBe(0);
+    const notResumed = second.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg: string; reason?: string })
+      .find((l) => l.msg.startsWith('not resuming'));
+    expect(notResumed?.reason).toBe(`it used pageSize ${PAGE_SIZE}`);
+    expect(pageRequests(sim)).toEqual([1, 2, 3, 4, 5, 6]);
+    const w = await openWarehouse(path, { readOnly: true });
+    try {
+      const [n] = await query(
+        w,
+        'SELECT count(*) AS n, count(*) FILTER (WHERE removed_at IS NULL) AS current FROM reports',
+      );
+      // 300 reports, one ragged row in each of the 6 pages of 50.
+      expect(n).toEqual({ n: 294, current: 294 });
+      const [left] = await query(w, 'SELECT count(*) AS n FROM staging_reports');
+      expect(left?.n).toBe(0);
+    } finally {
+      w.close();
+    }
+  });
+
   it('starts again from page 1 when the export changed since the interrupted run', async () => {
     const sim = await startTestSimulator({ generate: { n: 600, seed: 3 }, faults: SLOW });
     const path = join(tmp.dir, 'restarted.duckdb');
