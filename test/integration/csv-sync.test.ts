@@ -260,8 +260,12 @@ describe('CSV sync', () => {
       const [run] = await syncTargetOnce(warehouse, config, 'csv');
       expect(run?.status).toBe('failed');
       expect(run?.error?.code).toBe('CSV_MAX_PAGES');
+      expect(run?.error?.message).toContain('still has rows on page 3, past REPORTS_CSV_MAX_PAGES=2');
       const [n] = await query(warehouse, 'SELECT count(*) AS n FROM reports');
       expect(n?.n).toBe(0);
+      // Exactly as many pages as allowed is fine.
+      const [exact] = await syncTargetOnce(warehouse, { ...config, csvMaxPages: 3 }, 'csv');
+      expect(exact?.status).toBe('succeeded');
     } finally {
       warehouse.close();
     }

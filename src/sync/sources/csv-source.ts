@@ -63,14 +63,6 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
   let previousKeys: string | undefined;
   let linkSeen = false;
   for (;;) {
-    if (page > config.csvMaxPages) {
-      throw new SyncError(
-        'CSV_MAX_PAGES',
-        `The CSV export at ${safeUrl(url)} still had more pages after ${config.csvMaxPages} (REPORTS_CSV_MAX_PAGES): ` +
-          'raise the limit or REPORTS_CSV_PAGE_SIZE if the export is really that large, otherwise the server pages in a loop',
-        { context: { url: safeUrl(url), maxPages: config.csvMaxPages, pageSize } },
-      );
-    }
     const fetched = await fetchPage(ctx, url, page);
     ctx.addBytes(fetched.csv.bytes);
     const seen: ExportValidator = { etag: fetched.etag, lastModified: fetched.lastModified };
@@ -95,6 +87,14 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
       logger.info({ page }, 'empty CSV page: end of the export');
       return;
     }
+    if (page > config.csvMaxPages) {
+      throw new SyncError(
+        'CSV_MAX_PAGES',
+        `The CSV export at ${fetched.url} still has rows on page ${page}, past REPORTS_CSV_MAX_PAGES=${config.csvMaxPages}: ` +
+          'raise the limit or REPORTS_CSV_PAGE_SIZE if the export is really that large; otherwise the server pages in a loop',
+        { context: { url: fetched.url, maxPages: config.csvMaxPages, pageSize } },
+      );
+    }
     if (csv.keysDigest === previousKeys) {
       const reason =
         `page ${page} repeats the keys of page ${page - 1}: the server ignores the ` +
@@ -105,19 +105,13 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
     }
     yield* csv.records;
     const link = nextLink(fetched.link, fetched.finalUrl);
-    let next: URL | undefined;
-    if (link) {
-      linkSeen = true;
-      next = link;
-      if (rows < pageSize) {
-        logger.warn(
-          { page, rows, pageSize },
-          'CSV page holds fewer rows than pageSize but links a next page',
-        );
-      }
-    } else if (!linkSeen && rows >= pageSize) {
-      next = csvPageUrl(config, page + 1);
+    linkSeen ||= link !== undefined;
+    if (link && rows < pageSize) {
+      logger.warn({ page, rows, pageSize }, 'CSV page holds fewer rows than pageSize but links a next page');
     }
+    // The Link target when there is one; without one, page P+1 unless the server gave Links before (their
+    // end is the export's end) or this page is short.
+    const next = link ?? (!linkSeen && rows >= pageSize ? csvPageUrl(config, page + 1) : undefined);
     yield { kind: 'checkpoint', page, nextUrl: next?.toString() };
     if (next === undefined) {
       logger.info(
