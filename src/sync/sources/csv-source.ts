@@ -73,7 +73,8 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
       throw new SyncError(
         'EXPORT_CHANGED',
         `The CSV export changed while it was read: page ${page} (${fetched.url}) has validator ` +
-          `${describe(seen)}, page 1 had ${describe(validator)}; restarting from page 1`,
+          `${describe(seen)}, page 1 had ${describe(validator)}: the export is read again from page 1 ` +
+          '(if it keeps changing, sync when the upstream is not regenerating it)',
         { context: { url: fetched.url, page, first: validator, now: seen }, retryable: true },
       );
     }
@@ -229,7 +230,7 @@ function keyFor(config: Config, url: URL): string | undefined {
  * True when two validators tell different versions of the export: ETags when both have one, else
  * Last-Modified when both have one. Without a common validator nothing can be told (false).
  */
-export function changed(a: ExportValidator, b: ExportValidator): boolean {
+function changed(a: ExportValidator, b: ExportValidator): boolean {
   if (a.etag !== undefined && b.etag !== undefined) return a.etag !== b.etag;
   if (a.lastModified !== undefined && b.lastModified !== undefined) return a.lastModified !== b.lastModified;
   return false;
