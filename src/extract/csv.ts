@@ -65,142 +65,203 @@ const CR = 0x0d;
  *   `CSV_HEADER_INVALID` when the header row itself cannot be parsed.
  */
 export function parseCsvPage(body: Buffer, options: CsvPageOptions): CsvPage {
-  const records: Extracted[] = [];
-  const keys = createHash('sha1');
-  let header: string[] | undefined;
-  let idColumn = -1;
-  let parsed = 0;
-  let rejected = 0;
-  let rowLines = 0;
-  let row = 0;
-  let lastRowRagged = false;
-  let lastRowEnd = 0;
-  // Line cursor: `lineAt(offset)` counts line breaks incrementally (offsets only grow).
-  let cursorOffset = 0;
-  let cursorLine = 1;
-  const lineAt = (offset: number): number => {
-    for (let nl = body.indexOf(NL, cursorOffset); nl !== -1 && nl < offset; nl = body.indexOf(NL, nl + 1)) {
-      cursorLine++;
-      cursorOffset = nl + 1;
-    }
-    if (cursorOffset < offset) cursorOffset = offset;
-    return cursorLine;
-  };
-  const spanLines = (start: number, end: number): number => {
-    let n = 1;
-    const last = trimEnd(body, start, end);
-    for (let nl = body.indexOf(NL, start); nl !== -1 && nl < last; nl = body.indexOf(NL, nl + 1)) n++;
-    return n;
-  };
-  // Rows end with the header's line break. With CRLF, a bare LF is data (an unquoted field holding it is
-  // not RFC 4180, but common) unless the row then has too many cells and splitting it at bare LFs gives
-  // whole rows: a row ended by LF alone among CRLF rows.
-  const crlf = usesCrlf(body);
-  const delimiter = crlf ? '\r\n' : '\n';
+  return new PageParser(body, options).parse();
+}
 
-  const emitRow = (fields: string[], start: number, end: number, columns: string[]) => {
-    row++;
-    rowLines += spanLines(start, end);
-    const location = { page: options.page, row, line: lineAt(start) };
+/** The state of one {@link parseCsvPage} call: where parsing is, what was found, the line cursor. */
+class PageParser {
+  private readonly records: Extracted[] = [];
+  private readonly keys = createHash('sha1');
+  private header: string[] | undefined;
+  private idColumn = -1;
+  private parsed = 0;
+  private rejected = 0;
+  /** Physical lines covered by data rows (parsed or quarantined). */
+  private rowLines = 0;
+  private row = 0;
+  private lastRowRagged = false;
+  private lastRowEnd = 0;
+  /** End offset of the last record csv-parse gave (the next row starts after it). */
+  private end = 0;
+  private cursorOffset = 0;
+  private cursorLine = 1;
+  /**
+   * Rows end with the header's line break. With CRLF a bare LF is data (an unquoted field holding one is
+   * not RFC 4180, but common), unless it turns out to end a row (see {@link onRecord}, {@link quarantine}).
+   */
+  private readonly crlf: boolean;
+
+  constructor(
+    private readonly body: Buffer,
+    private readonly options: CsvPageOptions,
+  ) {
+    this.crlf = usesCrlf(body);
+  }
+
+  parse(): CsvPage {
+    const { body } = this;
+    let offset = 0;
+    while (offset < body.length) {
+      const base = offset;
+      this.end = base;
+      try {
+        parseRecords(
+          body.subarray(base),
+          this.crlf ? '\r\n' : '\n',
+          base === 0,
+          this.options.maxRecordBytes,
+          (fields, bytes) => this.onRecord(fields, base + bytes),
+        );
+        offset = body.length;
+      } catch (err) {
+        if (!(err instanceof CsvError) && !(err instanceof JoinedRows)) throw err;
+        offset = this.recover(err);
+      }
+    }
+    const lines = countLines(body);
+    if (this.lastRowRagged && this.lastRowEnd === body.length && body[body.length - 1] !== NL) {
+      throw this.truncated(this.records[this.records.length - 1]?.location.line ?? lines);
+    }
+    return {
+      columns: this.header ?? [],
+      records: this.records,
+      parsed: this.parsed,
+      rejected: this.rejected,
+      lines,
+      skippedLines: lines - this.rowLines,
+      keysDigest: `${this.row}:${this.keys.digest('hex')}`,
+      bytes: body.length,
+    };
+  }
+
+  /** One record from csv-parse, ending at `recordEnd`: the header, one or more rows, or joined rows (throws). */
+  private onRecord(fields: string[], recordEnd: number): void {
+    const start = skipLineBreaks(this.body, this.end);
+    const header = this.header;
+    if (header === undefined) {
+      this.end = recordEnd;
+      this.header = fields;
+      this.idColumn = fields.indexOf('id');
+      return;
+    }
+    const split =
+      this.crlf && fields.length > header.length
+        ? splitAtBareLf(this.body, start, recordEnd, header.length)
+        : null;
+    const lines = this.spanLines(start, recordEnd);
+    if (!split && fields.length !== header.length && lines > 1) {
+      // A ragged row over several lines: most likely a broken quote that joined rows. `recover` quarantines
+      // its first line only and parsing goes on at the next one, so the rows it took are read again.
+      throw new JoinedRows(fields.length, header.length, lines);
+    }
+    this.end = recordEnd;
+    if (split) for (const part of split) this.emitRow(part.fields, part.start, part.end, header);
+    else this.emitRow(fields, start, recordEnd, header);
+  }
+
+  /**
+   * After a parse error at the row starting past `this.end`: a row ended by LF alone is read on its own;
+   * otherwise the row's first physical line is quarantined. Returns where parsing starts again.
+   *
+   * @throws SyncError `BODY_TRUNCATED` for an open quote at the end of an unterminated body,
+   *   `CSV_HEADER_INVALID` when the header itself failed
+   */
+  private recover(err: CsvError | JoinedRows): number {
+    const { body, options } = this;
+    const start = skipLineBreaks(body, this.end);
+    if (start >= body.length) return body.length;
+    const nl = body.indexOf(NL, start);
+    if (nl === -1 && err instanceof CsvError && err.code === 'CSV_QUOTE_NOT_CLOSED') {
+      throw this.truncated(this.lineAt(start));
+    }
+    const header = this.header;
+    if (header === undefined) {
+      throw new SyncError(
+        'CSV_HEADER_INVALID',
+        `The header row of page ${options.page} of ${options.url} cannot be parsed (${err.message}): ` +
+          'check that REPORTS_CSV_PATH points at a CSV export',
+        { context: { url: options.url, page: options.page } },
+      );
+    }
+    if (this.crlf) {
+      // A row ended by LF alone right after a closing quote fails in CRLF mode: read it on its own.
+      const rescued = rowEndedByLf(body, start, header.length, options.maxRecordBytes);
+      if (rescued) {
+        this.emitRow(rescued.fields, start, rescued.end, header);
+        return rescued.end;
+      }
+    }
+    const lineEnd = nl === -1 ? body.length : nl;
+    this.row++;
+    this.rowLines++;
+    this.rejected++;
+    const text = rawLine(body, start, lineEnd, options.rejectRawMaxBytes);
+    this.keys.update(`${text.raw}\n`);
+    this.records.push({
+      kind: 'malformed',
+      location: { page: options.page, row: this.row, line: this.lineAt(start) },
+      ...text,
+      issues: [{ path: '', message: `malformed CSV: ${err.message}` }],
+    });
+    this.lastRowRagged = false;
+    this.lastRowEnd = lineEnd;
+    return nl === -1 ? body.length : nl + 1;
+  }
+
+  /** Records one data row: a value when it has the header's width, else a quarantined ragged row. */
+  private emitRow(fields: string[], start: number, end: number, columns: string[]): void {
+    const { body, options } = this;
+    this.row++;
+    this.rowLines += this.spanLines(start, end);
+    const location = { page: options.page, row: this.row, line: this.lineAt(start) };
     const raw = body.toString('utf8', start, trimEnd(body, start, end));
-    keys.update(`${fields[idColumn] ?? raw}\n`);
-    lastRowEnd = end;
-    lastRowRagged = fields.length !== columns.length;
-    if (lastRowRagged) {
-      rejected++;
+    this.keys.update(`${fields[this.idColumn] ?? raw}\n`);
+    this.lastRowEnd = end;
+    this.lastRowRagged = fields.length !== columns.length;
+    if (this.lastRowRagged) {
+      this.rejected++;
       const message = `ragged row: ${fields.length} cells where the header has ${columns.length} columns`;
-      records.push({ kind: 'malformed', location, raw, issues: [{ path: '', message }] });
+      this.records.push({ kind: 'malformed', location, raw, issues: [{ path: '', message }] });
       return;
     }
     const value: Record<string, string> = {};
     for (let i = 0; i < columns.length; i++) value[columns[i] as string] = fields[i] as string;
-    parsed++;
-    records.push({ kind: 'value', location, raw, value });
-  };
+    this.parsed++;
+    this.records.push({ kind: 'value', location, raw, value });
+  }
 
-  let offset = 0;
-  while (offset < body.length) {
-    const base = offset;
-    let end = base;
-    try {
-      parseRecords(body.subarray(base), delimiter, base === 0, options.maxRecordBytes, (fields, bytes) => {
-        const start = skipLineBreaks(body, end);
-        const recordEnd = base + bytes;
-        if (header === undefined) {
-          end = recordEnd;
-          header = fields;
-          idColumn = fields.indexOf('id');
-          return;
-        }
-        const split =
-          crlf && fields.length > header.length ? splitAtBareLf(body, start, recordEnd, header.length) : null;
-        if (!split && fields.length !== header.length && spanLines(start, recordEnd) > 1) {
-          // A ragged row over several lines: most likely a broken quote that joined rows. Quarantine its
-          // first line only (below, from `end`) and go on at the next one, so the rows it took are read again.
-          throw new JoinedRows(fields.length, header.length, spanLines(start, recordEnd));
-        }
-        end = recordEnd;
-        if (split) for (const part of split) emitRow(part.fields, part.start, part.end, header);
-        else emitRow(fields, start, recordEnd, header);
-      });
-      offset = body.length;
-    } catch (err) {
-      if (!(err instanceof CsvError) && !(err instanceof JoinedRows)) throw err;
-      const start = skipLineBreaks(body, end);
-      if (start >= body.length) break;
-      const nl = body.indexOf(NL, start);
-      if (nl === -1 && err instanceof CsvError && err.code === 'CSV_QUOTE_NOT_CLOSED') {
-        throw truncated(options, lineAt(start));
-      }
-      if (header === undefined) {
-        throw new SyncError(
-          'CSV_HEADER_INVALID',
-          `The header row of page ${options.page} of ${options.url} cannot be parsed (${err.message}): ` +
-            'check that REPORTS_CSV_PATH points at a CSV export',
-          { context: { url: options.url, page: options.page } },
-        );
-      }
-      if (crlf) {
-        // A row ended by LF alone right after a closing quote fails in CRLF mode: read it on its own.
-        const rescued = rowEndedByLf(body, start, header.length, options.maxRecordBytes);
-        if (rescued) {
-          emitRow(rescued.fields, start, rescued.end, header);
-          offset = rescued.end;
-          continue;
-        }
-      }
-      const lineEnd = nl === -1 ? body.length : nl;
-      row++;
-      rowLines++;
-      rejected++;
-      const text = rawLine(body, start, lineEnd, options.rejectRawMaxBytes);
-      keys.update(`${text.raw}\n`);
-      records.push({
-        kind: 'malformed',
-        location: { page: options.page, row, line: lineAt(start) },
-        ...text,
-        issues: [{ path: '', message: `malformed CSV: ${err.message}` }],
-      });
-      lastRowRagged = false;
-      lastRowEnd = lineEnd;
-      offset = nl === -1 ? body.length : nl + 1;
+  /** 1-based physical line of `offset`, counted incrementally (offsets only grow). */
+  private lineAt(offset: number): number {
+    const { body } = this;
+    for (
+      let nl = body.indexOf(NL, this.cursorOffset);
+      nl !== -1 && nl < offset;
+      nl = body.indexOf(NL, nl + 1)
+    ) {
+      this.cursorLine++;
+      this.cursorOffset = nl + 1;
     }
+    if (this.cursorOffset < offset) this.cursorOffset = offset;
+    return this.cursorLine;
   }
-  const lines = countLines(body);
-  if (lastRowRagged && lastRowEnd === body.length && body[body.length - 1] !== NL) {
-    const last = records[records.length - 1];
-    throw truncated(options, last?.location.line ?? lines);
+
+  /** Physical lines of the row `[start, end)` (its own final line break excluded). */
+  private spanLines(start: number, end: number): number {
+    const { body } = this;
+    let n = 1;
+    const last = trimEnd(body, start, end);
+    for (let nl = body.indexOf(NL, start); nl !== -1 && nl < last; nl = body.indexOf(NL, nl + 1)) n++;
+    return n;
   }
-  return {
-    columns: header ?? [],
-    records,
-    parsed,
-    rejected,
-    lines,
-    skippedLines: lines - rowLines,
-    keysDigest: `${row}:${keys.digest('hex')}`,
-    bytes: body.length,
-  };
+
+  private truncated(line: number): SyncError {
+    const { options } = this;
+    return new SyncError(
+      'BODY_TRUNCATED',
+      `Page ${options.page} of ${options.url} ended in the middle of the row at line ${line} (connection closed early)`,
+      { context: { url: options.url, page: options.page, line }, retryable: true },
+    );
+  }
 }
 
 /**
@@ -291,14 +352,6 @@ class JoinedRows extends Error {
         'its first line is quarantined and reading goes on at the next line',
     );
   }
-}
-
-function truncated(options: CsvPageOptions, line: number): SyncError {
-  return new SyncError(
-    'BODY_TRUNCATED',
-    `Page ${options.page} of ${options.url} ended in the middle of the row at line ${line} (connection closed early)`,
-    { context: { url: options.url, page: options.page, line }, retryable: true },
-  );
 }
 
 /** First offset at or after `from` that is not a line break (where the next row starts). */
