@@ -158,7 +158,7 @@ export const SETTINGS = {
     env: 'REPORTS_STATS_DIFF_WARN',
     schema: int(0, 1_000_000_000).default(0),
     allowed: 'a non-negative integer',
-    doc: 'Warn when upstream `/stats` total and the warehouse total differ by more than this many reports.',
+    doc: 'Warn when upstream `/stats` total and the warehouse total differ by more than this many reports; an export whose count differs from `/stats` total by more infers no tombstones.',
   },
   duckdbMemoryLimit: {
     env: 'REPORTS_DUCKDB_MEMORY_LIMIT',
