@@ -171,6 +171,7 @@ async function fetchPage(ctx: ReadContext, url: URL, page: number): Promise<Fetc
           rejectRawMaxBytes: config.rejectRawMaxBytes,
           url: res.url,
         });
+        checkCloseDelimited(res.headers, body, csv, { page, url: res.url, pageSize: config.csvPageSize });
         return {
           csv,
           url: res.url,
@@ -192,6 +193,35 @@ async function fetchPage(ctx: ReadContext, url: URL, page: number): Promise<Fetc
     }
     throw err;
   }
+}
+
+/**
+ * A close-delimited body (neither `Content-Length` nor chunked framing: HTTP/1.1 ends it by closing the
+ * connection) cannot tell a cut connection from its end, so undici cannot catch the cut. Such a page counts
+ * as cut short when it does not end with a line break, or when it holds fewer rows than `pageSize` yet links
+ * a next page: either way the rest of the page would be lost silently (issue #6, `csv:cut`).
+ *
+ * @throws SyncError `BODY_TRUNCATED` (retryable: the page is fetched again)
+ */
+function checkCloseDelimited(
+  headers: Record<string, string | string[] | undefined>,
+  body: Buffer,
+  csv: CsvPage,
+  where: { page: number; url: string; pageSize: number },
+): void {
+  if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return;
+  const unterminated = body.length > 0 && body[body.length - 1] !== 0x0a;
+  const shortWithNext =
+    headers.link !== undefined && csv.records.length < where.pageSize && csv.records.length > 0;
+  if (!unterminated && !shortWithNext) return;
+  throw new SyncError(
+    'BODY_TRUNCATED',
+    `CSV page ${where.page} from ${where.url} looks cut short: a close-delimited body ` +
+      (unterminated
+        ? 'ending without a line break'
+        : `of ${csv.records.length} rows (pageSize ${where.pageSize}) that links a next page`),
+    { context: { url: where.url, page: where.page, rows: csv.records.length }, retryable: true },
+  );
 }
 
 /** `probe` of {@link PagedExport}: the validator of page 1, its body left unread. */
