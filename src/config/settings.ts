@@ -214,6 +214,18 @@ export const SETTINGS = {
     allowed: 'milliseconds from 1000 to 3600000',
     doc: 'A reader connection with no traffic for this long is closed, also a client that stops reading an export (ms).',
   },
+  readerHeadersTimeoutMs: {
+    env: 'REPORTS_READER_HEADERS_TIMEOUT_MS',
+    schema: int(100, 600_000).default(10_000),
+    allowed: 'milliseconds from 100 to 600000',
+    doc: 'A client must send its whole request head within this time (ms): a slow-headers client is cut off.',
+  },
+  readerRequestTimeoutMs: {
+    env: 'REPORTS_READER_REQUEST_TIMEOUT_MS',
+    schema: int(100, 3_600_000).default(30_000),
+    allowed: 'milliseconds from 100 to 3600000',
+    doc: 'A client must send its whole request within this time (ms); the response may take longer.',
+  },
   readerCacheBytes: {
     env: 'REPORTS_READER_CACHE_BYTES',
     schema: int(0, 4_294_967_296).default(32 * 1024 * 1024),
