@@ -19,16 +19,13 @@ export function formatLocation(loc: RecordLocation): string {
 }
 
 /**
- * One unit coming out of an extract stage: a parsed value still to validate, a record that already
- * failed (malformed JSON, CSV quote error, over-long line), or a `known` record whose raw text is the
- * one a current report was loaded from (see sync/known-lines.ts: nothing to parse, only to mark seen).
- * `raw` is the record's text as received (possibly cut to a bound, then `rawTruncated` is set and
- * `rawBytes` gives the full size). `lineHash` is the 64-bit hash of the raw text when the run asked for
- * one (stored in `reports.line_hash`).
+ * One record as an extract stage reads it: a parsed value still to validate, or a record that already
+ * failed (malformed JSON, CSV quote error, over-long line). `raw` is the record's text as received
+ * (possibly cut to a bound, then `rawTruncated` is set and `rawBytes` gives the full size). `lineHash` is
+ * the 64-bit hash of the raw text when the run asked for one (stored in `reports.line_hash`).
  */
-export type Extracted =
+export type ExtractedRecord =
   | { kind: 'value'; location: RecordLocation; raw: string; value: unknown; lineHash?: bigint | undefined }
-  | { kind: 'known'; location: RecordLocation; lineHash: bigint }
   | {
       kind: 'malformed';
       location: RecordLocation;
@@ -37,3 +34,16 @@ export type Extracted =
       rawBytes?: number;
       issues: { path: string; message: string }[];
     };
+
+/**
+ * A record whose raw text is the one a current report was loaded from (see sync/known-lines.ts): nothing
+ * to parse or validate, only to mark seen.
+ */
+export interface KnownRecord {
+  kind: 'known';
+  location: RecordLocation;
+  lineHash: bigint;
+}
+
+/** One unit coming out of an extract stage, as the runner consumes it. */
+export type Extracted = ExtractedRecord | KnownRecord;
