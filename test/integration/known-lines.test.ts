@@ -1,9 +1,12 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadDataset } from '../../src/simulator/load-dataset.js';
+import { startSimulator } from '../../src/simulator/server.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
+import { sampleDatasetPath } from '../../src/util/package-root.js';
 import type { Warehouse } from '../../src/warehouse/database.js';
 import { startRawServer, type RawServer } from '../helpers/raw-server.js';
-import { openTestWarehouse, query, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
+import { openTestWarehouse, query, syncOnce, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
 // Issue #7: a re-sync skips lines a current report was loaded from (raw-line hash, before JSON.parse and
 // validation) and only marks those reports seen; everything else keeps the full path.
@@ -102,5 +105,50 @@ describe('re-sync with known lines', () => {
     expect(run2.counters).toMatchObject({ duplicates: 1, updated: 1 });
     const [row2] = await query(warehouse, `SELECT status FROM reports WHERE id = 'A'`);
     expect(row2?.status).toBe('REJECTED');
+  });
+});
+
+describe('re-sync with known CSV rows', () => {
+  it('skips rows a current report came from, and never matches NDJSON lines', async () => {
+    const tmp = tempDir();
+    const sim = await startSimulator({ dataset: await loadDataset(sampleDatasetPath()) });
+    try {
+      const path = join(tmp.dir, 'w.duckdb');
+      const config = testConfig(sim.url, path, { csvPageSize: 1000, maxRejectRatio: 1 });
+      const w = await openTestWarehouse(config);
+      try {
+        const [nd] = await syncTargetOnce(w, config, 'ndjson');
+        expect(nd?.status).toBe('succeeded');
+        // After an NDJSON run, CSV rows are not "known" (other source, other key): all parsed, all unchanged.
+        await query(
+          w,
+          `UPDATE reports SET content_hash = 'tampered' WHERE id = (SELECT min(id) FROM reports)`,
+        );
+        const [first] = await syncTargetOnce(w, config, 'csv');
+        expect(first?.counters).toMatchObject({ updated: 1, inserted: 0 });
+        // Now every row is known from its CSV text: a tampered hash is no longer looked at.
+        await query(
+          w,
+          `UPDATE reports SET content_hash = 'tampered' WHERE id = (SELECT min(id) FROM reports)`,
+        );
+        const [second] = await syncTargetOnce(w, config, 'csv');
+        expect(second?.status).toBe('succeeded');
+        expect(second?.counters).toMatchObject({
+          updated: 0,
+          inserted: 0,
+          unchanged: (first?.counters.unchanged ?? 0) + (first?.counters.updated ?? 0),
+        });
+        const [row] = await query(
+          w,
+          `SELECT content_hash FROM reports WHERE id = (SELECT min(id) FROM reports)`,
+        );
+        expect(row?.content_hash).toBe('tampered');
+      } finally {
+        w.close();
+      }
+    } finally {
+      await sim.close();
+      tmp.cleanup();
+    }
   });
 });
