@@ -89,7 +89,14 @@ export async function* extractNdjson(
       };
       continue;
     }
-    yield { kind: 'value', location, raw: line.text, value, lineHash: check?.hash };
+    yield {
+      kind: 'value',
+      location,
+      raw: line.text,
+      value,
+      lineHash: check?.hash,
+      lineDigest: check?.digest,
+    };
   }
 }
 

@@ -25,7 +25,15 @@ export function formatLocation(loc: RecordLocation): string {
  * the 64-bit hash of the raw text when the run asked for one (stored in `reports.line_hash`).
  */
 export type ExtractedRecord =
-  | { kind: 'value'; location: RecordLocation; raw: string; value: unknown; lineHash?: bigint | undefined }
+  | {
+      kind: 'value';
+      location: RecordLocation;
+      raw: string;
+      value: unknown;
+      lineHash?: bigint | undefined;
+      /** SHA-1 of `raw`, when hashed (lets the content hash skip a second SHA-1 for canonical lines). */
+      lineDigest?: Buffer | undefined;
+    }
   | {
       kind: 'malformed';
       location: RecordLocation;

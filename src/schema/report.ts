@@ -311,7 +311,13 @@ export function toWire(report: Report): WireReport {
 /**
  * Content hash of a report (hex SHA-1 of its canonical wire JSON): equal hashes mean no business change.
  * Used by the merge to tell changed from unchanged (DESIGN.md §6).
+ *
+ * When the caller already has the SHA-1 of the record's raw text (`rawSha1` of `raw`, from the line hash)
+ * and that text is the canonical JSON itself (as exports written through the same serialiser are), the
+ * digest is reused instead of hashing the same bytes again (issue #7).
  */
-export function contentHash(report: Report): string {
-  return hash('sha1', JSON.stringify(toWire(report)), 'hex');
+export function contentHash(report: Report, raw?: string, rawSha1?: Buffer): string {
+  const json = JSON.stringify(toWire(report));
+  if (rawSha1 !== undefined && raw === json) return rawSha1.toString('hex');
+  return hash('sha1', json, 'hex');
 }

@@ -12,6 +12,8 @@ export interface LineCheck {
   /** Signed 64-bit hash of the raw line (what `reports.line_hash` stores). */
   hash: bigint;
   known: boolean;
+  /** SHA-1 of the line's text (UTF-8): equals the content hash when the line is the report's canonical JSON. */
+  digest: Buffer;
 }
 
 /**
@@ -20,7 +22,7 @@ export interface LineCheck {
  * as the first load). A line whose hash is known produced, byte for byte, a report that is current and
  * not tombstoned; the run only stages its hash (`staging_seen`) so the merge marks that report seen.
  *
- * A hash is MD5 of the line's text cut to 64 bits and keyed by the source, the export's header (CSV
+ * A hash is SHA-1 of the line's text cut to 64 bits and keyed by the source, the export's header (CSV
  * column order changes what a row means) and {@link RULES_VERSION}. Two different lines share a hash with
  * probability ~2^-64 per pair (with 4M lines ~4e-7 for any pair): such a changed line would be taken as
  * unchanged until it changes again. The set is an open-addressing table of 9 bytes per slot, 2–4 slots per
@@ -101,12 +103,12 @@ export class KnownLines {
 
   /** Hashes one raw line (without its line break) and looks it up. */
   check(text: string): LineCheck {
-    const digest = hash('md5', text, 'buffer');
+    const digest = hash('sha1', text, 'buffer');
     const lo = digest.readInt32LE(0) ^ this.#keyLo;
     const hi = digest.readInt32LE(4) ^ this.#keyHi;
     this.#buf.writeInt32LE(lo, 0);
     this.#buf.writeInt32LE(hi, 4);
-    return { hash: this.#buf.readBigInt64LE(0), known: this.size > 0 && this.#has(hi, lo) };
+    return { hash: this.#buf.readBigInt64LE(0), known: this.size > 0 && this.#has(hi, lo), digest };
   }
 
   #slot(hi: number, lo: number): number {

@@ -229,7 +229,8 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         const result = source.validate(item.value);
         if (result.ok) {
           counters.recordsLoaded++;
-          writer.add(result.report, contentHash(result.report), item.location, item.lineHash);
+          const hash = contentHash(result.report, item.raw, item.lineDigest);
+          writer.add(result.report, hash, item.location, item.lineHash);
         } else {
           counters.recordsRejected++;
           writer.reject({
