@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { registerConfig } from './config-command.js';
 import { registerDemo } from './demo.js';
+import { registerRun } from './run.js';
 import { registerSimulate } from './simulate.js';
 import { registerSql } from './sql.js';
 import { registerStatus } from './status.js';
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerSync(program);
   registerStatus(program);
   registerSql(program);
+  registerRun(program);
   registerDemo(program);
   registerSimulate(program);
   registerConfig(program);

@@ -175,6 +175,37 @@ export const SETTINGS = {
     allowed: 'an integer from 1 to 256',
     doc: 'DuckDB `threads`.',
   },
+  // The daemon (`reports-sync run`, DESIGN.md §7) and progress reporting.
+  host: {
+    env: 'REPORTS_HOST',
+    schema: z.string().min(1).default('127.0.0.1'),
+    allowed: 'an interface address such as 127.0.0.1 or 0.0.0.0',
+    doc: 'Interface the HTTP server of `run` binds (`0.0.0.0` in the Docker image).',
+  },
+  port: {
+    env: 'REPORTS_PORT',
+    schema: int(0, 65_535).default(8080),
+    allowed: 'a TCP port from 0 to 65535 (0 = a free port)',
+    doc: 'TCP port of the HTTP server of `run` (`/healthz` and the reader).',
+  },
+  timezone: {
+    env: 'REPORTS_TZ',
+    schema: z.string().refine(isTimeZone, 'an IANA time zone').default('UTC'),
+    allowed: 'an IANA time zone such as UTC or Europe/Berlin',
+    doc: 'Time zone of the job schedules of `run` (cron expressions in `jobs/`).',
+  },
+  shutdownGraceMs: {
+    env: 'REPORTS_SHUTDOWN_GRACE_MS',
+    schema: int(0, 3_600_000).default(8_000),
+    allowed: 'milliseconds from 0 to 3600000',
+    doc: 'On SIGTERM/SIGINT, how long a running sync may go on before it is aborted (ms); below Docker’s 10 s stop timeout.',
+  },
+  progressIntervalMs: {
+    env: 'REPORTS_PROGRESS_INTERVAL_MS',
+    schema: int(1, 3_600_000).default(5_000),
+    allowed: 'milliseconds from 1 to 3600000',
+    doc: 'Interval of the progress log lines of a long sync when stderr is not a terminal (ms).',
+  },
   logLevel: {
     env: 'REPORTS_LOG_LEVEL',
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -190,3 +221,12 @@ export const SETTINGS = {
 } satisfies Record<string, SettingDef>;
 
 export type SettingKey = keyof typeof SETTINGS;
+
+function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -20,6 +20,8 @@ export interface SyncTargetOptions {
   dispatcher: Dispatcher;
   logger: Logger;
   target: SyncTarget;
+  /** `sync_runs.job` of every run (the daemon's job name); default `sync-<source>`. */
+  job?: string;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -42,6 +44,7 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
         dispatcher: options.dispatcher,
         logger: options.logger,
         source,
+        job: options.job,
         signal: options.signal,
         onProgress: options.onProgress,
       });

@@ -1,0 +1,9 @@
+import { defineJob } from '../src/daemon/define-job.js';
+
+// Hourly snapshot of the upstream /stats counters next to the warehouse's own.
+export default defineJob({
+  name: 'snapshot-stats',
+  schedule: '15 * * * *',
+  target: 'stats',
+  description: 'upstream /stats snapshot, hourly at :15',
+});
