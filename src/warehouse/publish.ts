@@ -108,9 +108,7 @@ export async function publishSnapshot(
       publishedAt: new Date(),
     };
   } catch (err) {
-    rmSync(tmpDb, { force: true });
-    rmSync(`${tmpDb}.wal`, { force: true });
-    rmSync(tmpParquet, { recursive: true, force: true });
+    for (const path of [tmpDb, `${tmpDb}.wal`, tmpParquet]) removeQuietly(path);
     throw new SyncError(
       'PUBLISH_FAILED',
       `Publishing the snapshot to ${dir} failed: ${errorMessage(err)}. The previous snapshot is unchanged; ` +
@@ -170,6 +168,14 @@ function removeOldVersions(dir: string, current: string): void {
     .filter((name) => /^parquet-\d{8}T\d+Z$/.test(name) && name !== current)
     .sort();
   for (const old of versions.slice(0, -1)) rmSync(join(dir, old), { recursive: true, force: true });
+}
+
+function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { recursive: true, force: true });
+  } catch {
+    // Best effort: the next publish removes left-overs too.
+  }
 }
 
 function lstatOrUndefined(path: string) {
