@@ -4,9 +4,10 @@
 //   npm run build && node dist/bench/measure-publish.js                     # the real sample
 //   npm run build && REPORTS_DUCKDB_MEMORY_LIMIT=1GiB node dist/bench/measure-publish.js --generate 1000000 \
 //     --publish-memory-limit 256MiB   # 1M synthetic reports (the 1M merge needs more than the default 256MiB)
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { loadConfig } from '../src/config/config.js';
 import { generateDataset } from '../src/simulator/generate.js';
 import { loadDataset } from '../src/simulator/load-dataset.js';
@@ -60,6 +61,24 @@ try {
         `reports ${result.tables.find((t) => t.name === 'reports')?.rows}`,
     );
   }
+  // For comparison only (not what publishSnapshot does): CHECKPOINT, then copy the file's bytes.
+  const started = Date.now();
+  const c = await warehouse.connect();
+  await c.run('CHECKPOINT');
+  c.closeSync();
+  const checkpointMs = Date.now() - started;
+  const copyPath = join(dir, 'file-copy.duckdb');
+  copyFileSync(warehouse.path, copyPath);
+  const copyMs = Date.now() - started - checkpointMs;
+  const check = await DuckDBInstance.create(copyPath, { access_mode: 'READ_ONLY' });
+  const cc = await check.connect();
+  const rows = (await cc.runAndReadAll('SELECT count(*) AS n FROM reports')).getRowObjectsJS()[0]?.n;
+  cc.closeSync();
+  check.closeSync();
+  console.log(
+    `for comparison, CHECKPOINT + file copy: ${checkpointMs + copyMs} ms (checkpoint ${checkpointMs} ms, ` +
+      `copy ${copyMs} ms); ${mb(statSync(copyPath).size)}; reports ${String(rows)}`,
+  );
 } finally {
   await dispatcher.close();
   warehouse.close();

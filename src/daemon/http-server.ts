@@ -18,6 +18,8 @@ export interface HttpServer {
   url: string;
   /** Stops accepting connections, lets requests in flight finish, closes idle keep-alive connections. */
   close(): Promise<void>;
+  /** Destroys every open connection, requests in flight included (after the grace period). */
+  closeAllConnections(): void;
 }
 
 /** Options of {@link startHttpServer}. */
@@ -52,7 +54,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   }
   const address = app.server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  return { url: `http://${host}:${address.port}`, close: () => app.close() };
+  return {
+    url: `http://${host}:${address.port}`,
+    close: () => app.close(),
+    closeAllConnections: () => app.server.closeAllConnections(),
+  };
 }
 
 function buildApp(options: HttpServerOptions) {

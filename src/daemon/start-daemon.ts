@@ -68,6 +68,26 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const dispatcher = createHttpAgent(config);
   const progress = createProgressReporter({ logger, tty: false, intervalMs: config.progressIntervalMs });
 
+  const publish = async (log: Logger): Promise<void> => {
+    try {
+      const published = await publishSnapshot(warehouse, publishedDir);
+      log.info(
+        {
+          path: published.databasePath,
+          parquet: published.parquetPath,
+          databaseMs: published.databaseMs,
+          parquetMs: published.parquetMs,
+        },
+        'snapshot published',
+      );
+    } catch (err) {
+      // The sync itself succeeded; the previous snapshot stays in place until the next success.
+      log.error(
+        { err: err instanceof SyncError ? err.toJSON() : errorMessage(err) },
+        'snapshot not published',
+      );
+    }
+  };
   const runJob = async (job: Job, reason: RunReason, signal: AbortSignal): Promise<void> => {
     const log = logger.child({ job: job.name });
     log.info({ reason, target: job.target }, 'job started');
@@ -88,18 +108,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         { reason, durationMs: Date.now() - started, runs: summaries.map((s) => `${s.runId}: ${s.status}`) },
         ok ? 'job succeeded' : 'job did not succeed',
       );
-      if (ok && !signal.aborted) {
-        const published = await publishSnapshot(warehouse, publishedDir);
-        log.info(
-          {
-            path: published.databasePath,
-            parquet: published.parquetPath,
-            databaseMs: published.databaseMs,
-            parquetMs: published.parquetMs,
-          },
-          'snapshot published',
-        );
-      }
+      if (ok && !signal.aborted) await publish(log);
     } catch (err) {
       log.error({ err: err instanceof SyncError ? err.toJSON() : errorMessage(err) }, 'job failed');
     } finally {
@@ -216,6 +225,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         queue.abortRunning();
         await idle;
       }
+      // Requests still streaming after the grace period (a slow client) are cut, not waited for.
+      http.closeAllConnections();
       await httpClosed;
       await dispatcher.close();
       warehouse.close();
