@@ -25,7 +25,8 @@ function jobs(...list: { name: string; schedule: string; target?: string }[]): J
 
 const NEVER = '0 0 1 1 *'; // once a year: only the catch-up runs it during a test
 
-describe('reports-sync run (in process)', () => {
+// Generous timeouts: other test files and processes share the machine's two cores.
+describe('reports-sync run (in process)', { timeout: 180_000 }, () => {
   let tmp: ReturnType<typeof tempDir>;
   let sim: TestSimulator;
   let daemon: Daemon | undefined;

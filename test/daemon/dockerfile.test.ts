@@ -38,7 +38,7 @@ const env = Object.fromEntries(
   inRuntime('ENV').flatMap((i) => [...i.args.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1]!, m[2]!])),
 );
 
-describe('Dockerfile', () => {
+describe('Dockerfile', { timeout: 180_000 }, () => {
   it('is a multi-stage build on a Node LTS slim image that runs as a non-root user with a data volume', () => {
     const froms = dockerfile.filter((i) => i.keyword === 'FROM').map((i) => i.args);
     expect(froms.length).toBeGreaterThanOrEqual(2);

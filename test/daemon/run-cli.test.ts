@@ -17,7 +17,8 @@ const ONLY_NDJSON = {
   REPORTS_RETRY_BASE_MS: '10',
 };
 
-describe('reports-sync run (a separate process)', () => {
+// Generous timeouts: other test files and processes share the machine's two cores.
+describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
   let tmp: ReturnType<typeof tempDir>;
   let sim: TestSimulator;
   let daemon: (SpawnedDaemon & { cleanup(): void }) | undefined;

@@ -6,7 +6,7 @@ import { CLI } from './cli.js';
 export async function waitFor<T>(
   what: string,
   check: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 30_000,
+  timeoutMs = 60_000,
   everyMs = 50,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -59,7 +59,7 @@ export async function spawnDaemon(
       if (gone) throw new Error(`reports-sync run exited early\nstdout: ${stdout}\nstderr: ${stderr}`);
       return /^listening on (\S+)$/m.exec(stdout)?.[1];
     },
-    options.timeoutMs ?? 30_000,
+    options.timeoutMs ?? 60_000,
   );
   return {
     child,
