@@ -1,14 +1,18 @@
+import { resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
 import { contentHash } from '../schema/report.js';
+import { safeUrl } from '../upstream/safe-url.js';
 import { withRetry } from '../upstream/with-retry.js';
 import { errorMessage, isSyncError, SyncError } from '../util/errors.js';
+import { failpoint } from '../util/failpoint.js';
 import type { Logger } from '../util/logger.js';
 import { clearStaging, mergeStaging } from '../warehouse/merge.js';
 import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
 import { finishRun, newRunId, saveCounters, saveFacts, startRun, type RunStatus } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
+import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import type { ExportInfo, ExportSource } from './export-source.js';
 
 /** Figures a long run reports while it goes (see `onProgress`). */
@@ -69,8 +73,9 @@ export interface RunSummary {
  * and finishes the run row. Rejected records are quarantined, never dropped; a run whose reject ratio
  * passes `maxRejectRatio` fails without merging.
  *
- * Never throws for a failed run: the failure is in the summary (`status`, `error`) and in `sync_runs`.
- * Throws only when the warehouse itself cannot be written.
+ * Never throws for a failed run: the failure is in the summary (`status`, `error`) and in `sync_runs`; a
+ * warehouse write failure (disk full, read-only folder) is such a failure, coded `WAREHOUSE_WRITE`.
+ * Throws (`WAREHOUSE_WRITE`) only when the warehouse cannot take even the failed run's record.
  */
 export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   const { connection, config, source } = options;
@@ -81,13 +86,18 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     job: options.job ?? `sync-${source.name}`,
     source: source.name,
   });
-  await startRun(connection, {
-    runId,
-    job: options.job ?? `sync-${source.name}`,
-    source: source.name,
-    upstreamUrl: config.baseUrl,
-    startedAt: started,
-  });
+  try {
+    await startRun(connection, {
+      runId,
+      job: options.job ?? `sync-${source.name}`,
+      source: source.name,
+      // Credentials out; the form config gives it otherwise (no trailing slash), as resume compares it.
+      upstreamUrl: config.baseUrl === undefined ? undefined : safeUrl(config.baseUrl).replace(/\/$/, ''),
+      startedAt: started,
+    });
+  } catch (err) {
+    throw warehouseWriteError(err, resolve(config.warehouse)) ?? err;
+  }
   logger.info('run started');
 
   let counters = emptyCounters();
@@ -154,6 +164,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       if (writer.pending >= config.batchSize) {
         await writer.flush(counters, { page });
         progress();
+        await failpoint('after-batch');
       }
     }
     await writer.flush(counters, { page });
@@ -162,11 +173,13 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
 
   try {
     await withRetry(`${source.name} export`, config, logger, readAll, options.signal);
+    checkAccounting(counters);
     checkRejectRatio(counters, config.maxRejectRatio);
     const now = new Date();
     await connection.run('BEGIN TRANSACTION');
     try {
       const merged = await mergeStaging(connection, { runId, source: source.name, now });
+      checkStaged(merged.staged, counters);
       Object.assign(counters, {
         duplicates: merged.duplicates,
         inserted: merged.inserted,
@@ -184,11 +197,13 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       });
       await clearStaging(connection, runId);
       await finishRun(connection, runId, 'succeeded');
+      await failpoint('in-merge');
       await connection.run('COMMIT');
     } catch (err) {
       await connection.run('ROLLBACK').catch(() => undefined);
       throw err;
     }
+    await failpoint('after-commit');
     const summary = {
       runId,
       source: source.name,
@@ -202,16 +217,24 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     return { ...summary, durationMs };
   } catch (err) {
     const aborted = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED');
-    const error = asSyncError(err);
-    await recordFailure(
-      connection,
-      runId,
-      aborted ? 'aborted' : 'failed',
-      error,
-      counters,
-      attempts,
-      exportInfo,
-    );
+    const warehousePath = resolve(config.warehouse);
+    const error = asSyncError(err, warehousePath);
+    try {
+      await recordFailure(
+        connection,
+        runId,
+        aborted ? 'aborted' : 'failed',
+        error,
+        counters,
+        attempts,
+        exportInfo,
+      );
+    } catch (recordErr) {
+      // The warehouse cannot take even the run log (disk full, invalidated database): the run stays
+      // `running` in the file and the next start closes it as aborted (closeStaleRuns).
+      logger.error({ err: error.toJSON() }, 'run failed and could not be recorded');
+      throw warehouseWriteError(recordErr, warehousePath) ?? error;
+    }
     logger.error({ err: error.toJSON(), ...counters }, aborted ? 'run aborted' : 'run failed');
     return {
       runId,
@@ -249,6 +272,31 @@ async function recordFailure(
   await connection.run('COMMIT');
 }
 
+/**
+ * No silent loss (issue 6): every record read is either loaded or rejected. A mismatch is a bug in an
+ * extract stage, and merging would hide it, so the run fails instead.
+ */
+function checkAccounting(c: RunCounters): void {
+  if (c.recordsRead === c.recordsLoaded + c.recordsRejected) return;
+  throw new SyncError(
+    'COUNT_MISMATCH',
+    `${c.recordsRead} records read but ${c.recordsLoaded} loaded + ${c.recordsRejected} rejected: ` +
+      `nothing merged (a bug: please report it with this run's id)`,
+    { context: { read: c.recordsRead, loaded: c.recordsLoaded, rejected: c.recordsRejected } },
+  );
+}
+
+/** Staging must hold exactly the records counted as loaded (none lost or doubled by a restart). */
+function checkStaged(staged: number, c: RunCounters): void {
+  if (staged === c.recordsLoaded) return;
+  throw new SyncError(
+    'COUNT_MISMATCH',
+    `staging holds ${staged} records but ${c.recordsLoaded} were loaded: nothing merged (a bug: ` +
+      `please report it with this run's id)`,
+    { context: { staged, loaded: c.recordsLoaded } },
+  );
+}
+
 /** Fails a run whose rejected/read ratio is over the limit (DESIGN.md §5, default 5%). */
 function checkRejectRatio(c: RunCounters, max: number): void {
   if (c.recordsRead === 0) return;
@@ -263,10 +311,12 @@ function checkRejectRatio(c: RunCounters, max: number): void {
   }
 }
 
-function asSyncError(err: unknown): SyncError {
+function asSyncError(err: unknown, warehousePath: string): SyncError {
   if (err instanceof SyncError) return err;
   if (err instanceof Error && err.name === 'AbortError') return abortError();
-  return new SyncError('RUN_FAILED', errorMessage(err), { cause: err });
+  return (
+    warehouseWriteError(err, warehousePath) ?? new SyncError('RUN_FAILED', errorMessage(err), { cause: err })
+  );
 }
 
 function abortError(): SyncError {

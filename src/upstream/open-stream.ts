@@ -82,7 +82,9 @@ export async function openStream(url: string | URL, options: OpenStreamOptions):
       continue;
     }
     if (res.statusCode !== 200) {
-      const excerpt = await readExcerpt(res.body);
+      // An error page may echo the request's headers (a 401 quoting the key it refused): never let the
+      // key into the message, the log or the run log through it (DESIGN.md §2).
+      const excerpt = await readExcerpt(res.body, options.apiKey);
       const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
       throw new SyncError(
         'HTTP_STATUS',
@@ -115,9 +117,15 @@ export function header(
   return Array.isArray(v) ? v[0] : v;
 }
 
-async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<string> {
+/** `text` with every occurrence of `secret` replaced by `[redacted]` (unchanged when there is no secret). */
+export function redactSecret(text: string, secret: string | undefined): string {
+  return secret ? text.split(secret).join('[redacted]') : text;
+}
+
+async function readExcerpt(body: Dispatcher.ResponseData['body'], secret?: string): Promise<string> {
   try {
-    const text = await body.text();
+    // Redact before cutting, so no prefix of the key survives at the cut.
+    const text = redactSecret(await body.text(), secret);
     return text.slice(0, 200).replace(/\s+/g, ' ').trim();
   } catch {
     return '';

@@ -12,7 +12,9 @@ export interface RetryPolicy {
 /**
  * Runs `attempt` and retries it on retryable {@link SyncError}s (429/5xx, resets, timeouts, a body cut
  * short) with jittered exponential backoff (p-retry), honouring `Retry-After` (`context.retryAfterMs`)
- * when it asks for longer. Total time is bounded by `retryMaxTimeMs`. Every attempt restarts from its
+ * when it asks for longer. Total time is bounded by `retryMaxTimeMs` (plus the one attempt under way when it
+ * runs out); a `Retry-After` longer than what is left of it ends the retries at once, without knocking
+ * again early. Every attempt restarts from its
  * beginning: callers pass a function that re-opens the request and discards partial work (never a
  * `Range` splice, DESIGN.md §4).
  *
@@ -38,24 +40,27 @@ export async function withRetry<T>(
     shouldRetry: ({ error }) => isSyncError(error) && error.retryable,
     onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
       if (!(isSyncError(error) && error.retryable) || retriesLeft === 0) return;
-      const hint =
-        error instanceof SyncError ? (error.context.retryAfterMs as number | undefined) : undefined;
+      const hint = error.context.retryAfterMs as number | undefined;
+      const left = policy.retryMaxTimeMs - (Date.now() - started);
+      // The server asks for a longer wait than the budget allows: stop now rather than knock again
+      // after p-retry's own short backoff, which the server has just asked us not to do.
+      if (hint !== undefined && hint > left) throw retryAfterTooLong(error, hint, left);
       logger.warn(
-        {
-          err: error instanceof SyncError ? error.toJSON() : error,
-          attempt: attemptNumber,
-          retriesLeft,
-          retryAfterMs: hint,
-        },
+        { err: error.toJSON(), attempt: attemptNumber, retriesLeft, retryAfterMs: hint },
         `${what} failed, retrying`,
       );
-      if (hint !== undefined) {
-        const left = policy.retryMaxTimeMs - (Date.now() - started);
-        if (hint > left) return; // p-retry's own time budget ends the retries
-        await sleep(hint, signal);
-      }
+      if (hint !== undefined) await sleep(hint, signal);
     },
   });
+}
+
+function retryAfterTooLong(error: SyncError, hintMs: number, leftMs: number): SyncError {
+  return new SyncError(
+    error.code,
+    `${error.message} (Retry-After asks for ${Math.ceil(hintMs / 1000)} s, more than the ` +
+      `${Math.max(0, Math.round(leftMs / 1000))} s left of REPORTS_RETRY_MAX_TIME_MS: giving up; run again later)`,
+    { context: { ...error.context, retryAfterExceedsBudget: true }, retryable: false, cause: error.cause },
+  );
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -83,8 +83,25 @@ function openError(err: unknown, path: string, publishedPath?: string): SyncErro
       { exitCode: 2, context: { path, pid: lock ? Number(lock[2]) : undefined }, cause: err },
     );
   }
-  return new SyncError('WAREHOUSE_OPEN', `Cannot open the warehouse ${path}: ${message}`, {
-    context: { path },
+  const hint = openHint(err, message);
+  return new SyncError('WAREHOUSE_OPEN', `Cannot open the warehouse ${path}: ${hint ?? message}`, {
+    context: { path, cause: (err as NodeJS.ErrnoException).code ?? message.split('\n')[0] },
     cause: err,
   });
+}
+
+// What to tell a user for the usual reasons a warehouse cannot be created or opened for writing. `mkdir`
+// answers EEXIST/ENOTDIR when a path component is a regular file; DuckDB names the OS error in its text.
+function openHint(err: unknown, message: string): string | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  const what = 'choose another --warehouse (REPORTS_WAREHOUSE) or fix the folder, then run again';
+  if (code === 'EEXIST' || code === 'ENOTDIR' || /Not a directory/i.test(message))
+    return `a part of its folder path is a file, not a folder (${code ?? 'ENOTDIR'}): ${what}`;
+  if (code === 'EACCES' || code === 'EPERM' || /Permission denied/i.test(message))
+    return `permission denied: ${what}`;
+  if (code === 'EROFS' || /Read-only file system/i.test(message))
+    return `the folder is on a read-only file system: ${what}`;
+  if (code === 'ENOSPC' || /No space left|File too large/i.test(message))
+    return `the disk is full or a file-size limit was reached (${message.split('\n')[0]}): free space, then run again`;
+  return undefined;
 }

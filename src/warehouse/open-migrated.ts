@@ -2,6 +2,7 @@ import type { Config } from '../config/config.js';
 import { openWarehouse, type Warehouse } from './database.js';
 import { migrate } from './migrate.js';
 import { closeStaleRuns } from './runs.js';
+import { warehouseWriteError } from './warehouse-write-error.js';
 import { join, dirname } from 'node:path';
 
 /** The published copy's path for a warehouse path (`data/warehouse.duckdb` → `data/published/warehouse.duckdb`). */
@@ -13,7 +14,8 @@ export function publishedPathFor(warehousePath: string): string {
  * Opens the configured warehouse read-write with the configured DuckDB limits and brings its schema to
  * the current migration, and closes runs left `running` by a dead process. The caller owns the returned handle (one per process).
  *
- * @throws SyncError `WAREHOUSE_LOCKED` (exit 2) or `WAREHOUSE_OPEN` (exit 1), see {@link openWarehouse}
+ * @throws SyncError `WAREHOUSE_LOCKED` (exit 2) or `WAREHOUSE_OPEN` (exit 1), see {@link openWarehouse};
+ *   `WAREHOUSE_WRITE` (exit 1) when migrating or closing stale runs cannot write (disk full, read-only)
  */
 export async function openMigratedWarehouse(config: Config): Promise<Warehouse> {
   const warehouse = await openWarehouse(config.warehouse, {
@@ -32,7 +34,7 @@ export async function openMigratedWarehouse(config: Config): Promise<Warehouse> 
     }
   } catch (err) {
     warehouse.close();
-    throw err;
+    throw warehouseWriteError(err, warehouse.path) ?? err;
   }
   return warehouse;
 }
