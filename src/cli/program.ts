@@ -1,11 +1,11 @@
 import { Command } from 'commander';
 import { registerConfig } from './config-command.js';
 import { registerDemo } from './demo.js';
-import { registerRun } from './run.js';
 import { registerSimulate } from './simulate.js';
 import { registerSql } from './sql.js';
 import { registerStatus } from './status.js';
 import { registerSync } from './sync.js';
+import { registerRun } from './run.js';
 
 /**
  * The `reports-sync` command line. Each command lives in its own file (`src/cli/<command>.ts`) and

@@ -175,19 +175,34 @@ export const SETTINGS = {
     allowed: 'an integer from 1 to 256',
     doc: 'DuckDB `threads`.',
   },
-  // The daemon (`reports-sync run`, DESIGN.md §7) and progress reporting.
-  host: {
-    env: 'REPORTS_HOST',
-    schema: z.string().min(1).default('127.0.0.1'),
-    allowed: 'an interface address such as 127.0.0.1 or 0.0.0.0',
-    doc: 'Interface the HTTP server of `run` binds (`0.0.0.0` in the Docker image).',
-  },
   port: {
     env: 'REPORTS_PORT',
     schema: int(0, 65_535).default(8080),
     allowed: 'a TCP port from 0 to 65535 (0 = a free port)',
-    doc: 'TCP port of the HTTP server of `run` (`/healthz` and the reader).',
+    doc: 'Port of the reader (`reports-sync serve`; flag `--port`).',
   },
+  host: {
+    env: 'REPORTS_HOST',
+    schema: z
+      .string()
+      .regex(/^[A-Za-z0-9.:_-]+$/, 'must be a host name or IP address')
+      .default('127.0.0.1'),
+    allowed: 'a host name or IP address such as 127.0.0.1 or 0.0.0.0',
+    doc: 'Interface the reader binds (flag `--host`); `0.0.0.0` serves every interface.',
+  },
+  logLevel: {
+    env: 'REPORTS_LOG_LEVEL',
+    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    allowed: 'one of fatal, error, warn, info, debug, trace, silent',
+    doc: 'Log level (pino).',
+  },
+  logPretty: {
+    env: 'REPORTS_LOG_PRETTY',
+    schema: boolish.optional(),
+    allowed: 'true or false',
+    doc: 'Force pretty (true) or JSON (false) logs; default: pretty on a TTY.',
+  },
+  // The daemon (`reports-sync run`, DESIGN.md §7) and progress reporting.
   timezone: {
     env: 'REPORTS_TZ',
     schema: z.string().refine(isTimeZone, 'an IANA time zone').default('UTC'),
@@ -205,18 +220,6 @@ export const SETTINGS = {
     schema: int(1, 3_600_000).default(5_000),
     allowed: 'milliseconds from 1 to 3600000',
     doc: 'Interval of the progress log lines of a long sync when stderr is not a terminal (ms).',
-  },
-  logLevel: {
-    env: 'REPORTS_LOG_LEVEL',
-    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    allowed: 'one of fatal, error, warn, info, debug, trace, silent',
-    doc: 'Log level (pino).',
-  },
-  logPretty: {
-    env: 'REPORTS_LOG_PRETTY',
-    schema: boolish.optional(),
-    allowed: 'true or false',
-    doc: 'Force pretty (true) or JSON (false) logs; default: pretty on a TTY.',
   },
 } satisfies Record<string, SettingDef>;
 
