@@ -1,16 +1,11 @@
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Config } from '../config/config.js';
 import { SyncError, errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
-import type { RunningJob } from './job-queue.js';
-
-/** What the daemon tells `/healthz` about its jobs. */
-export interface DaemonInfo {
-  running(): RunningJob | undefined;
-  pending(): string[];
-}
+import { registerDaemonMetrics, type DaemonInfo } from './daemon-metrics.js';
 
 /** The daemon's HTTP server once listening. */
 export interface HttpServer {
@@ -33,15 +28,20 @@ export interface HttpServerOptions {
 }
 
 /**
- * The HTTP side of `reports-sync run`, on the daemon's one DuckDB instance (DESIGN.md §6–§7): the reader
- * (issue 4) when this build has it, plus `GET /healthz` — 200 `{status: "ok", warehouse, lastSuccessAt,
- * running, queued}` when the warehouse answers a query, 503 `{status: "error", error}` when it does not.
- * This module is the one place the reader is plugged in.
+ * The HTTP side of `reports-sync run`, on the daemon's one DuckDB instance (DESIGN.md §6–§7). This module
+ * is the one place the reader (issue 4) is plugged in; until it is, it serves
+ * - `GET /healthz`: 200 `{"status":"ok","warehouse":"reachable","lastSuccessfulRun":{runId,job,finishedAt}|null}`
+ *   when the warehouse answers a query, 503 `{"status":"unavailable","warehouse":"unreachable","error"}` otherwise
+ *   (the reader's shape);
+ * - `GET /metrics`: Prometheus text with the daemon's job gauges (`registerDaemonMetrics`) and process metrics.
  *
  * @throws SyncError `HTTP_LISTEN` (exit 2) when the port cannot be bound (in use, no permission)
  */
 export async function startHttpServer(options: HttpServerOptions): Promise<HttpServer> {
-  const app = buildApp(options);
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  registerDaemonMetrics(registry, options.info);
+  const app = buildApp(options, registry);
   try {
     await app.listen({ host: options.host, port: options.port });
   } catch (err) {
@@ -61,8 +61,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   };
 }
 
-function buildApp(options: HttpServerOptions) {
-  const { warehouse, info } = options;
+function buildApp(options: HttpServerOptions, registry: Registry) {
+  const { warehouse } = options;
   const app = Fastify({
     loggerInstance: options.logger.child({ component: 'http' }),
     // Idle keep-alive connections are closed on shutdown, so close() does not wait for clients.
@@ -75,28 +75,34 @@ function buildApp(options: HttpServerOptions) {
       try {
         const row = (
           await connection.runAndReadAll(
-            `SELECT epoch_ms(max(finished_at) FILTER (WHERE status = 'succeeded')) AS last_success FROM sync_runs`,
+            `SELECT run_id, job, epoch_ms(finished_at) AS finished FROM sync_runs
+             WHERE status = 'succeeded' ORDER BY finished_at DESC LIMIT 1`,
           )
         ).getRowObjectsJS()[0];
-        const running = info.running();
         return {
           status: 'ok',
-          warehouse: warehouse.path,
-          lastSuccessAt:
-            row?.last_success === null || row?.last_success === undefined
-              ? null
-              : new Date(Number(row.last_success)).toISOString(),
-          running: running
-            ? { job: running.job.name, reason: running.reason, startedAt: running.startedAt.toISOString() }
+          warehouse: 'reachable',
+          lastSuccessfulRun: row
+            ? {
+                runId: String(row.run_id),
+                job: String(row.job),
+                finishedAt: new Date(Number(row.finished)).toISOString(),
+              }
             : null,
-          queued: info.pending(),
         };
       } finally {
         connection.closeSync();
       }
     } catch (err) {
-      return reply.code(503).send({ status: 'error', error: errorMessage(err) });
+      return reply.code(503).send({
+        status: 'unavailable',
+        warehouse: 'unreachable',
+        error: { code: 'WAREHOUSE_UNREACHABLE', message: errorMessage(err) },
+      });
     }
   });
+  app.get('/metrics', async (_request, reply) =>
+    reply.header('content-type', registry.contentType).send(await registry.metrics()),
+  );
   return app;
 }

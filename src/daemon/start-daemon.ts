@@ -125,7 +125,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       logger,
       host: config.host,
       port: config.port,
-      info: { running: () => queue.running, pending: () => queue.pending },
+      info: {
+        jobs: options.jobs,
+        timezone: config.timezone,
+        running: () => queue.running,
+        pending: () => queue.pending,
+      },
     });
   } catch (err) {
     await dispatcher.close();

@@ -4,7 +4,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openWarehouse } from '../../src/warehouse/database.js';
 import { runCli } from '../helpers/cli.js';
-import { logLines, spawnDaemon, waitFor, type SpawnedDaemon } from '../helpers/daemon.js';
+import { jobGauges, logLines, spawnDaemon, waitFor, type SpawnedDaemon } from '../helpers/daemon.js';
 import { startTestSimulator, type TestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, query, tempDir, testConfig } from '../helpers/sync.js';
 
@@ -32,8 +32,8 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
   });
   const health = async () =>
     (await (await fetch(`${daemon!.url}/healthz`)).json()) as {
-      running: { job: string } | null;
-      lastSuccessAt: string | null;
+      status: string;
+      lastSuccessfulRun: { job: string } | null;
     };
 
   beforeEach(async () => {
@@ -49,7 +49,7 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
   it('publishes a snapshot that other processes read while it holds the warehouse; one-shot commands say so', async () => {
     daemon = await spawnDaemon(env());
     await waitFor('the catch-up sync to be published', async () =>
-      existsSync(published()) && (await health()).running === null ? true : undefined,
+      existsSync(published()) && (await jobGauges(daemon!.url)).running.length === 0 ? true : undefined,
     );
 
     // A second process (this test) opens the snapshot read-only with DuckDB while the daemon runs.
@@ -95,7 +95,7 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
     expect(sync.stderr).not.toMatch(/IO Error|Conflicting lock/);
 
     // Still serving, then a clean stop.
-    expect((await health()).lastSuccessAt).not.toBeNull();
+    expect(await health()).toMatchObject({ status: 'ok', lastSuccessfulRun: { job: 'sync-ndjson' } });
     daemon.child.kill('SIGTERM');
     expect(await daemon.exited).toEqual({ code: 0, signal: null });
   });
@@ -103,7 +103,9 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
   it('on SIGTERM mid-sync aborts after the grace period, records the run as aborted and exits 0', async () => {
     sim.setFaults(['ndjson:stall=5000']); // headers and 5000 bytes, then nothing
     daemon = await spawnDaemon(env({ REPORTS_SHUTDOWN_GRACE_MS: '300' }));
-    await waitFor('the export to be in flight', async () => (await health()).running?.job === 'sync-ndjson');
+    await waitFor('the export to be in flight', async () =>
+      (await jobGauges(daemon!.url)).running.includes('sync-ndjson'),
+    );
     await waitFor('the request at the simulator', () =>
       sim.requests().some((r) => r.path.includes('.ndjson')),
     );

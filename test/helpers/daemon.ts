@@ -86,3 +86,11 @@ export function logLines(stderr: string): Record<string, unknown>[] {
       }
     });
 }
+
+/** The daemon's job gauges from `GET /metrics`: which jobs run and which wait (`registerDaemonMetrics`). */
+export async function jobGauges(url: string): Promise<{ running: string[]; queued: string[] }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const jobsAt = (metric: string) =>
+    [...text.matchAll(new RegExp(`^${metric}\\{job="([^"]+)"\\} 1$`, 'gm'))].map((m) => m[1]!);
+  return { running: jobsAt('reports_sync_job_running'), queued: jobsAt('reports_sync_job_queued') };
+}
