@@ -40,6 +40,26 @@ describe('reports-sync run (in process)', { timeout: 180_000 }, () => {
        FROM sync_runs ORDER BY started_at`,
     );
 
+  /** One sync recorded under `job`, before the daemon starts (as an earlier process would have). */
+  const syncBefore = async (cfg: ReturnType<typeof config>, job: string) => {
+    const warehouse = await openTestWarehouse(cfg);
+    const dispatcher = createHttpAgent(cfg);
+    try {
+      const [summary] = await syncTarget({
+        warehouse,
+        config: cfg,
+        dispatcher,
+        logger: silentLogger(),
+        target: 'ndjson',
+        job,
+      });
+      expect(summary?.status).toBe('succeeded');
+    } finally {
+      await dispatcher.close();
+      warehouse.close();
+    }
+  };
+
   beforeEach(async () => {
     tmp = tempDir();
     sim = await startTestSimulator({ generate: { n: 300, seed: 5 } });
@@ -86,44 +106,37 @@ describe('reports-sync run (in process)', { timeout: 180_000 }, () => {
   });
 
   it('serves /healthz while a sync is running (the catch-up run, stalled mid-export)', async () => {
-    sim.setFaults(['ndjson:stall=2000,times=1']); // the first export stalls after 2000 bytes
+    // A first sync before the daemon, so the reader has data; the daemon's job never ran: caught up at start.
+    const cfg = config({ shutdownGraceMs: 200 });
+    await syncBefore(cfg, 'earlier');
+    sim.setFaults(['ndjson:stall=2000,times=1']); // the next export stalls after 2000 bytes
+    const exportsBefore = sim.requests().filter((r) => r.path.includes('reports.ndjson')).length;
     daemon = await startDaemon({
-      config: config({ shutdownGraceMs: 200 }),
+      config: cfg,
       logger: silentLogger(),
       jobs: jobs({ name: 'sync-ndjson', schedule: NEVER }),
     });
     // The catch-up run is in the middle of the (stalled) export.
-    await waitFor('the export request', () => sim.requests().some((r) => r.path.includes('reports.ndjson')));
+    await waitFor(
+      'the export request',
+      () => sim.requests().filter((r) => r.path.includes('reports.ndjson')).length > exportsBefore,
+    );
+    expect(await jobGauges(daemon.url)).toEqual({ running: ['sync-ndjson'], queued: [] });
     const health = await fetch(`${daemon.url}/healthz`);
     expect(health.status).toBe(200);
     expect(await health.json()).toMatchObject({
       status: 'ok',
       warehouse: 'reachable',
-      lastSuccessfulRun: null,
+      lastSuccessfulRun: { job: 'earlier' },
     });
-    expect(await jobGauges(daemon.url)).toEqual({ running: ['sync-ndjson'], queued: [] });
+    expect((await jobGauges(daemon.url)).running).toEqual(['sync-ndjson']); // still mid-sync
     expect(existsSync(join(tmp.dir, 'published', 'warehouse.duckdb'))).toBe(false);
   });
 
   it('runs at start a job whose last success is older than its period, not one that is fresh, then publishes', async () => {
     // Before the daemon: 'fresh' succeeded just now (its period is a year); 'stale' never ran.
     const cfg = config();
-    const warehouse = await openTestWarehouse(cfg);
-    const dispatcher = createHttpAgent(cfg);
-    try {
-      const [summary] = await syncTarget({
-        warehouse,
-        config: cfg,
-        dispatcher,
-        logger: silentLogger(),
-        target: 'ndjson',
-        job: 'fresh',
-      });
-      expect(summary?.status).toBe('succeeded');
-    } finally {
-      await dispatcher.close();
-      warehouse.close();
-    }
+    await syncBefore(cfg, 'fresh');
     daemon = await startDaemon({
       config: cfg,
       logger: silentLogger(),
