@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { nextRuns } from '../daemon/cron-times.js';
 import { lastRunsByJob } from '../daemon/last-runs.js';
-import { loadJobs } from '../daemon/load-jobs.js';
+import { loadJobs, type Job } from '../daemon/load-jobs.js';
 import { formatAge } from '../util/format-age.js';
 import { openForReading } from '../warehouse/open-for-reading.js';
 import { publishedDirFor } from '../warehouse/publish.js';
@@ -87,7 +87,7 @@ export function registerStatus(program: Command): void {
 async function writeSchedule(
   c: DuckDBConnection,
   config: Config,
-  jobs: Awaited<ReturnType<typeof loadJobs>>,
+  jobs: readonly Job[],
   out: NodeJS.WritableStream,
 ): Promise<void> {
   const history = await lastRunsByJob(c);

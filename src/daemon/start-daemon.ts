@@ -13,7 +13,7 @@ import { nextRuns } from './cron-times.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
 import { JobQueue, type RunReason } from './job-queue.js';
 import { jobsDueAtStart } from './jobs-due.js';
-import { lastRunsByJob } from './last-runs.js';
+import { lastRunsByJob, type JobRunHistory } from './last-runs.js';
 import type { Job } from './load-jobs.js';
 
 /** Options of {@link startDaemon}. */
@@ -97,7 +97,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         warehouse,
         config,
         dispatcher,
-        logger: log,
+        logger, // runSync binds runId, job and source itself
         target: job.target as SyncTarget,
         job: job.name,
         signal,
@@ -163,7 +163,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   }
 
   // Catch-up before the schedules start, so a due job runs first.
-  let history;
+  let history: Map<string, JobRunHistory>;
   try {
     const connection = await warehouse.connect();
     try {
@@ -215,14 +215,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       const httpClosed = http.close().catch((err: unknown) => {
         logger.warn({ err: errorMessage(err) }, 'http server close failed');
       });
+      const deadline = Date.now() + config.shutdownGraceMs;
       const idle = queue.idle();
-      const graceTimer = new AbortController();
-      const finished = await Promise.race([
-        idle.then(() => true),
-        sleep(config.shutdownGraceMs, false, { signal: graceTimer.signal }).catch(() => false),
-      ]);
-      graceTimer.abort();
-      if (!finished) {
+      if (!(await settlesWithin(idle, config.shutdownGraceMs))) {
         logger.warn(
           { job: queue.running?.job.name, graceMs: config.shutdownGraceMs },
           'grace period over: aborting the running job',
@@ -230,8 +225,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         queue.abortRunning();
         await idle;
       }
-      // Requests still streaming after the grace period (a slow client) are cut, not waited for.
-      http.closeAllConnections();
+      // Requests still streaming when the grace period is over (a slow client) are cut, not waited for.
+      if (!(await settlesWithin(httpClosed, deadline - Date.now()))) http.closeAllConnections();
       await httpClosed;
       await dispatcher.close();
       warehouse.close();
@@ -244,4 +239,20 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     stop,
     abortNow: () => queue.abortRunning(),
   };
+}
+
+/** Whether `promise` settles within `ms` (it keeps running either way). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      sleep(Math.max(0, ms), false, { signal: timer.signal }),
+    ]);
+  } finally {
+    timer.abort();
+  }
 }

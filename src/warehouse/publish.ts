@@ -1,13 +1,4 @@
-import {
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readlinkSync,
-  renameSync,
-  rmSync,
-  symlinkSync,
-} from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SyncError, errorMessage } from '../util/errors.js';
@@ -184,14 +175,6 @@ function lstatOrUndefined(path: string) {
   } catch {
     return undefined;
   }
-}
-
-/** Where the published Parquet folder currently points, if it exists (for `status`). */
-export function currentParquetVersion(dir: string): string | undefined {
-  const link = join(dir, 'parquet');
-  if (!existsSync(link)) return undefined;
-  const stat = lstatOrUndefined(link);
-  return stat?.isSymbolicLink() ? readlinkSync(link) : 'parquet';
 }
 
 function literal(text: string): string {
