@@ -63,7 +63,8 @@ export function registerDemo(program: Command): void {
       }
       process.stdout.write(
         `\nQuery it: npx reports-sync sql "select destination, status, count(*) from reports group by all"\n` +
-          `      or: duckdb -readonly ${config.warehouse}\n`,
+          `      or: duckdb -readonly ${config.warehouse}\n` +
+          `   serve it: npx reports-sync serve   (the public API shape on http://127.0.0.1:8080)\n`,
       );
       process.exitCode = summaries.every((s) => s.status === 'succeeded') ? 0 : 1;
     } finally {

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { registerConfig } from './config-command.js';
 import { registerDemo } from './demo.js';
+import { registerServe } from './serve.js';
 import { registerSimulate } from './simulate.js';
 import { registerSql } from './sql.js';
 import { registerStatus } from './status.js';
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerRun(program);
   registerDemo(program);
   registerSimulate(program);
+  registerServe(program);
   registerConfig(program);
   return program;
 }

@@ -190,6 +190,48 @@ export const SETTINGS = {
     allowed: 'a host name or IP address such as 127.0.0.1 or 0.0.0.0',
     doc: 'Interface the reader binds (flag `--host`); `0.0.0.0` serves every interface.',
   },
+  readerListMaxPageSize: {
+    env: 'REPORTS_READER_LIST_MAX_PAGE_SIZE',
+    schema: int(1, 1000).default(1000),
+    allowed: 'an integer from 1 to 1000',
+    doc: 'Largest `pageSize` the reader accepts on `/reports` (at most the public maximum, 1000).',
+  },
+  readerCsvMaxPageSize: {
+    env: 'REPORTS_READER_CSV_MAX_PAGE_SIZE',
+    schema: int(1, 10_000).default(10_000),
+    allowed: 'an integer from 1 to 10000',
+    doc: 'Largest `pageSize` the reader accepts on `/reports.csv` (at most the public maximum, 10000).',
+  },
+  readerQueryTimeoutMs: {
+    env: 'REPORTS_READER_QUERY_TIMEOUT_MS',
+    schema: int(1, 600_000).default(10_000),
+    allowed: 'milliseconds from 1 to 600000',
+    doc: 'A warehouse query (or one result chunk of an export) running longer is interrupted: 503 (ms).',
+  },
+  readerIdleTimeoutMs: {
+    env: 'REPORTS_READER_IDLE_TIMEOUT_MS',
+    schema: int(1000, 3_600_000).default(60_000),
+    allowed: 'milliseconds from 1000 to 3600000',
+    doc: 'A reader connection with no traffic for this long is closed, also a client that stops reading an export (ms).',
+  },
+  readerCacheBytes: {
+    env: 'REPORTS_READER_CACHE_BYTES',
+    schema: int(0, 4_294_967_296).default(32 * 1024 * 1024),
+    allowed: 'bytes from 0 to 4294967296',
+    doc: 'Memory for cached list pages of the current data state (bytes; 0 = no cache). A new successful run empties it.',
+  },
+  readerValidatorsTtlMs: {
+    env: 'REPORTS_READER_VALIDATORS_TTL_MS',
+    schema: int(0, 60_000).default(1000),
+    allowed: 'milliseconds from 0 to 60000',
+    doc: 'The list re-reads the last successful run (its ETag) at most this often; after a run its answers may lag this long (ms; 0 = every request).',
+  },
+  readerConnections: {
+    env: 'REPORTS_READER_CONNECTIONS',
+    schema: int(1, 64).default(4),
+    allowed: 'an integer from 1 to 64',
+    doc: 'DuckDB connections the reader uses at once; further requests wait for one.',
+  },
   logLevel: {
     env: 'REPORTS_LOG_LEVEL',
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -37,12 +37,20 @@ export const PAGE_MAX = 1_000_000_000;
 /** Longest `destination`/`status` filter value (the codes are upper snake case and short; the lists are open). */
 export const CODE_MAX_LENGTH = 128;
 
-const codeMessage = `must be a non-empty code of at most ${CODE_MAX_LENGTH} characters without surrounding spaces`;
+/**
+ * What a filter code may look like: a letter or digit, then letters, digits, `_`, `-` or `.` (the known codes
+ * are upper snake case: `ROAD_CONTROL`, `SUBMITTED`). The lists are open, so the pattern is wider than the
+ * known values; but quotes, spaces, slashes and the like are refused, so an SQL-injection or path-traversal
+ * attempt (`' OR 1=1 --`, `../../etc/passwd`) is a 400 naming the parameter, never a query.
+ */
+export const CODE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
-/** A filter code (`destination`, `status`): any non-blank text; unknown codes simply match nothing. */
+const codeMessage = `must be a code of 1 to ${CODE_MAX_LENGTH} letters, digits, _, - or . starting with a letter or digit`;
+
+/** A filter code (`destination`, `status`): see {@link CODE_PATTERN}; unknown codes simply match nothing. */
 const codeParam = z
   .string()
-  .refine((s) => s.length > 0 && s.length <= CODE_MAX_LENGTH && s.trim() === s, { message: codeMessage });
+  .refine((s) => s.length <= CODE_MAX_LENGTH && CODE_PATTERN.test(s), { message: codeMessage });
 
 /** A decimal integer parameter from `min` to `max` (no sign, no exponent, no spaces). */
 function intParam(min: number, max: number) {
@@ -121,7 +129,7 @@ export type QueryValidation<E extends PublicEndpoint> =
 
 /**
  * Validates the query string of a public endpoint. Refused, with one detail per problem, in parameter order:
- * a parameter the endpoint does not know, a parameter given more than once, an empty or over-long filter
+ * a parameter the endpoint does not know, a parameter given more than once, an empty, over-long or ill-formed filter
  * code, an integer that is not a plain decimal in range (`abc`, `-1`, `0`, `1e3`, over the maximum).
  * The message names every offending parameter, the value and what is allowed. Never throws.
  *

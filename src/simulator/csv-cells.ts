@@ -1,4 +1,5 @@
-import { CSV_COLUMNS, type Report } from '../schema/report.js';
+import { CSV_COLUMNS } from '../schema/report.js';
+import { csvCell as cell, reportCsvCells } from '../schema/report-csv-cells.js';
 import type { BodyRecord } from './record-faults.js';
 
 /**
@@ -15,7 +16,7 @@ import type { BodyRecord } from './record-faults.js';
  *   for its empty `id`).
  */
 export function csvCells(record: BodyRecord, extraColumns: readonly string[]): string[] {
-  if (record.kind === 'report') return reportCells(record.report, extraColumns);
+  if (record.kind === 'report') return reportCsvCells(record.report, extraColumns);
   const raw = record.kind === 'wart' ? record.raw : record.text;
   let value: unknown;
   try {
@@ -27,23 +28,6 @@ export function csvCells(record: BodyRecord, extraColumns: readonly string[]): s
     return [...CSV_COLUMNS, ...extraColumns].map((column) => (column === 'description' ? raw : ''));
   }
   return wartCells(value as Record<string, unknown>, extraColumns);
-}
-
-function reportCells(r: Report, extraColumns: readonly string[]): string[] {
-  const cells = [
-    r.id,
-    r.status,
-    r.destination,
-    r.category ?? '',
-    r.description ?? '',
-    r.lat === null ? '' : String(r.lat),
-    r.lng === null ? '' : String(r.lng),
-    r.address ?? '',
-    r.createdAt,
-    r.updatedAt,
-  ];
-  for (const column of extraColumns) cells.push(cell(r.extra?.[column]));
-  return cells;
 }
 
 function wartCells(obj: Record<string, unknown>, extraColumns: readonly string[]): string[] {
@@ -60,11 +44,4 @@ function wartCells(obj: Record<string, unknown>, extraColumns: readonly string[]
   });
   for (const column of extraColumns) cells.push(cell(obj[column]));
   return cells;
-}
-
-function cell(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number') return String(value);
-  return JSON.stringify(value);
 }

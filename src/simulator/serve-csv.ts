@@ -1,6 +1,6 @@
-import { stringify } from 'csv-stringify/sync';
 import type { CsvQuery } from '../schema/public-query.js';
 import { CSV_COLUMNS } from '../schema/report.js';
+import { toCsvRecords } from '../schema/to-csv-records.js';
 import { BodySink } from './body-sink.js';
 import { csvCells } from './csv-cells.js';
 import type { CsvWart, FaultOf } from './faults.js';
@@ -27,7 +27,7 @@ export function redirectCsv(ctx: RouteContext): void {
  * One page of the CSV export (seed rule 2: `pageSize` rows per page; `page` 1-based). Every page starts
  * with the header row (`CSV_COLUMNS`, then the dataset's extra columns), then the entries
  * `(page-1)*pageSize …` of the export in dataset order, warts included (csv-cells.ts says how).
- * RFC 4180 quoting by csv-stringify, CRLF after every record. `Link: <next>; rel="next"` while a later
+ * RFC 4180 quoting and CRLF after every record (toCsvRecords). `Link: <next>; rel="next"` while a later
  * page exists; `ETag`/`Last-Modified` of the export version on every page, 304 on a matching
  * `If-None-Match`. A page past the end holds the header only.
  */
@@ -102,7 +102,7 @@ function selects(wart: FaultOf<'csvWart'>, index: number): boolean {
 }
 
 function serialize(rows: string[][]): string {
-  return stringify(rows, { record_delimiter: 'windows' });
+  return toCsvRecords(rows);
 }
 
 /** The row, broken as the wart says (see faults.ts `csvWart`). */

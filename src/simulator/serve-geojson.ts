@@ -1,5 +1,6 @@
 import type { GeojsonQuery } from '../schema/public-query.js';
-import { toWire, type Report } from '../schema/report.js';
+import type { Report } from '../schema/report.js';
+import { FEATURE_COLLECTION_CLOSE, FEATURE_COLLECTION_OPEN, toFeature } from '../schema/to-feature.js';
 import { BodySink } from './body-sink.js';
 import { ifNoneMatchHits, sendNotModified } from './respond.js';
 import { responseValidators, type RouteContext } from './route-context.js';
@@ -33,23 +34,12 @@ export async function serveGeojson(ctx: RouteContext, query: GeojsonQuery): Prom
 }
 
 function* pieces(reports: Iterable<Report>): Generator<string> {
-  yield '{"type":"FeatureCollection","features":[';
+  yield FEATURE_COLLECTION_OPEN;
   let first = true;
   for (const report of reports) {
     if (report.lat === null || report.lng === null) continue;
     yield `${first ? '' : ','}${JSON.stringify(toFeature(report))}`;
     first = false;
   }
-  yield ']}\n';
-}
-
-/** The GeoJSON feature of a report that has a location. */
-export function toFeature(report: Report): Record<string, unknown> {
-  const { location: _location, ...properties } = toWire(report);
-  return {
-    type: 'Feature',
-    id: report.id,
-    geometry: { type: 'Point', coordinates: [report.lng, report.lat] },
-    properties,
-  };
+  yield FEATURE_COLLECTION_CLOSE;
 }

@@ -37,7 +37,7 @@ describe('reports-sync CLI', () => {
   it('prints help for every command', async () => {
     const top = await runCli(['--help']);
     expect(top.code).toBe(0);
-    for (const command of ['sync', 'status', 'sql', 'simulate', 'demo']) {
+    for (const command of ['sync', 'status', 'sql', 'simulate', 'demo', 'serve']) {
       expect(top.stdout).toContain(command);
       const help = await runCli([command, '--help']);
       expect(help.code, command).toBe(0);

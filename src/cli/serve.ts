@@ -1,0 +1,73 @@
+import type { Command } from 'commander';
+import { buildReader } from '../reader/server.js';
+import { SyncError } from '../util/errors.js';
+import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
+import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
+
+interface ServeFlags extends CommonFlags {
+  port?: string;
+  host?: string;
+}
+
+/**
+ * Registers `reports-sync serve [--port N] [--host H]`: the embedded reader (DESIGN.md §7) over the
+ * warehouse until SIGINT/SIGTERM. Prints `listening on <base URL>` as the first stdout line; request logs go
+ * to stderr (pino). The warehouse is opened (and migrated) by this process, which then holds it: DuckDB
+ * allows one process per file, so run syncs inside the daemon (`reports-sync run`) or stop the reader first.
+ *
+ * Exit 2 for a bad `--port`/`--host` (`CONFIG_INVALID`), a locked warehouse (`WAREHOUSE_LOCKED`) or a port
+ * that cannot be bound (`READER_LISTEN`).
+ */
+export function registerServe(program: Command): void {
+  withCommonOptions(
+    program
+      .command('serve')
+      .description(
+        'Serve the public API shape (/api/v1/public: list, GeoJSON, CSV, NDJSON, stats) from the warehouse, ' +
+          'plus /healthz and /metrics',
+      )
+      .option('--port <n>', 'TCP port, 0 = a free one (env REPORTS_PORT, default 8080)')
+      .option('--host <host>', 'interface to bind (env REPORTS_HOST, default 127.0.0.1)'),
+    { upstream: false },
+  ).action(async (flags: ServeFlags) => {
+    const { config, logger } = configFromFlags(flags, { port: flags.port, host: flags.host });
+    const warehouse = await openMigratedWarehouse(config);
+    let app;
+    try {
+      app = await buildReader({ warehouse, config, logger });
+      await app.listen({ port: config.port, host: config.host });
+    } catch (err) {
+      await app?.close();
+      warehouse.close();
+      if (err instanceof SyncError) throw err;
+      throw new SyncError(
+        'READER_LISTEN',
+        `Cannot serve on ${config.host}:${config.port}: ${(err as Error).message}. Pick another --port or REPORTS_PORT.`,
+        { exitCode: 2, cause: err, context: { host: config.host, port: config.port } },
+      );
+    }
+    const address = app.server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : config.port;
+    const host = ['0.0.0.0', '::'].includes(config.host)
+      ? '127.0.0.1'
+      : config.host.includes(':')
+        ? `[${config.host}]`
+        : config.host;
+    process.stdout.write(`listening on http://${host}:${port}\n`);
+    logger.info({ url: `http://${host}:${port}`, warehouse: warehouse.path }, 'reader listening');
+    await new Promise<void>((done) => {
+      const stop = (signal: NodeJS.Signals) => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        logger.info({ signal }, 'reader stopping');
+        void app.close().finally(() => {
+          warehouse.close();
+          done();
+        });
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+    logger.flush?.();
+  });
+}

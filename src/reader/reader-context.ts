@@ -1,0 +1,20 @@
+import type { Config } from '../config/config.js';
+import type { Logger } from '../util/logger.js';
+import type { ConnectionPool } from './connection-pool.js';
+import type { CurrentValidators } from './current-validators.js';
+import type { ReaderMetrics } from './reader-metrics.js';
+import type { ResponseCache } from './response-cache.js';
+import type { VersionCache } from './version-cache.js';
+
+/** What every reader route gets: the connection pool, the frozen config, the logger and per-state caches. */
+export interface ReaderContext {
+  pool: ConnectionPool;
+  config: Config;
+  logger: Logger;
+  cache: VersionCache;
+  /** Validators of the current state for the list (cached for REPORTS_READER_VALIDATORS_TTL_MS). */
+  validators: CurrentValidators;
+  /** Bodies of list pages of the current data state. */
+  pages: ResponseCache;
+  metrics: ReaderMetrics;
+}

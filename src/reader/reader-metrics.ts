@@ -1,0 +1,141 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { Gauge, Histogram, collectDefaultMetrics, Registry } from 'prom-client';
+import { withQueryTimeout } from './query-timeout.js';
+
+/** Record kinds of a run exported by `reports_sync_last_run_records` (columns of `sync_runs`). */
+const RECORD_KINDS = {
+  read: 'records_read',
+  loaded: 'records_loaded',
+  rejected: 'records_rejected',
+  duplicates: 'duplicates',
+  inserted: 'inserted',
+  updated: 'updated',
+  unchanged: 'unchanged',
+  removed: 'removed',
+  revived: 'revived',
+} as const;
+
+/**
+ * The reader's Prometheus metrics (DESIGN.md §7; prom-client). Warehouse figures are read from the run log
+ * (`sync_runs`), `reports` and `rejected_records` at scrape time, so they are right whichever process ran
+ * the jobs:
+ *
+ * - `reports_sync_last_success_timestamp_seconds{job}`: when the job's last successful run committed (s);
+ * - `reports_sync_last_run_duration_seconds{job,status}`: duration of each job's last finished run (s);
+ * - `reports_sync_last_run_records{job,kind}`: records read/loaded/rejected/inserted/… by that run;
+ * - `reports_sync_runs{job,status}`: runs in the run log;
+ * - `reports_sync_reports{state}`: rows of `reports`, `current` or `removed` (tombstoned);
+ * - `reports_sync_rejected_records`: rows of `rejected_records` (quarantined records of every run);
+ * - `reports_sync_http_request_duration_seconds{method,route,status_code}`: reader requests (histogram);
+ * - prom-client's default process metrics when the registry is the reader's own.
+ */
+export class ReaderMetrics {
+  readonly registry: Registry;
+  readonly #lastSuccess: Gauge<'job'>;
+  readonly #lastDuration: Gauge<'job' | 'status'>;
+  readonly #lastRecords: Gauge<'job' | 'kind'>;
+  readonly #runs: Gauge<'job' | 'status'>;
+  readonly #reports: Gauge<'state'>;
+  readonly #rejected: Gauge;
+  readonly #http: Histogram<'method' | 'route' | 'status_code'>;
+
+  /** @param registry where to register (the daemon passes its own); default: a new one with process metrics */
+  constructor(registry?: Registry) {
+    this.registry = registry ?? new Registry();
+    if (registry === undefined) collectDefaultMetrics({ register: this.registry });
+    const registers = [this.registry];
+    this.#lastSuccess = new Gauge({
+      name: 'reports_sync_last_success_timestamp_seconds',
+      help: 'Unix time (s) when the last successful run of the job committed (sync_runs).',
+      labelNames: ['job'],
+      registers,
+    });
+    this.#lastDuration = new Gauge({
+      name: 'reports_sync_last_run_duration_seconds',
+      help: 'Duration (s) of the last finished run of the job, with its outcome (sync_runs).',
+      labelNames: ['job', 'status'],
+      registers,
+    });
+    this.#lastRecords = new Gauge({
+      name: 'reports_sync_last_run_records',
+      help: 'Records of the last finished run of the job by kind: read, loaded, rejected, inserted, updated, … (sync_runs).',
+      labelNames: ['job', 'kind'],
+      registers,
+    });
+    this.#runs = new Gauge({
+      name: 'reports_sync_runs',
+      help: 'Runs in the run log by job and outcome (sync_runs).',
+      labelNames: ['job', 'status'],
+      registers,
+    });
+    this.#reports = new Gauge({
+      name: 'reports_sync_reports',
+      help: 'Rows of the reports table: current ones and removed (tombstoned) ones.',
+      labelNames: ['state'],
+      registers,
+    });
+    this.#rejected = new Gauge({
+      name: 'reports_sync_rejected_records',
+      help: 'Quarantined records kept in rejected_records, over all runs.',
+      registers,
+    });
+    this.#http = new Histogram({
+      name: 'reports_sync_http_request_duration_seconds',
+      help: 'Duration (s) of reader HTTP requests until the response finished.',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+  }
+
+  /** Records one finished HTTP request; `route` is the route pattern (`unmatched` for a 404). */
+  observeRequest(method: string, route: string, statusCode: number, seconds: number): void {
+    this.#http.observe({ method, route, status_code: String(statusCode) }, seconds);
+  }
+
+  /**
+   * Re-reads the warehouse figures (five small queries) into the gauges; call right before rendering.
+   * @throws SyncError `READER_QUERY_TIMEOUT` past `timeoutMs`; DuckDB errors as they are
+   */
+  async refresh(connection: DuckDBConnection, timeoutMs: number): Promise<void> {
+    const read = async (sql: string) =>
+      (
+        await withQueryTimeout(connection, timeoutMs, 'The metrics queries', () =>
+          connection.runAndReadAll(sql),
+        )
+      ).getRowObjectsJS();
+    const lastSuccess = await read(
+      `SELECT job, max(epoch_ms(finished_at))::DOUBLE / 1000 AS ts FROM sync_runs
+       WHERE status = 'succeeded' AND finished_at IS NOT NULL GROUP BY job`,
+    );
+    const lastRuns = await read(
+      `SELECT job, status, (epoch_ms(finished_at) - epoch_ms(started_at))::DOUBLE / 1000 AS seconds,
+              ${Object.entries(RECORD_KINDS)
+                .map(([kind, column]) => `${column}::DOUBLE AS ${kind}`)
+                .join(', ')}
+       FROM sync_runs WHERE finished_at IS NOT NULL
+       QUALIFY row_number() OVER (PARTITION BY job ORDER BY finished_at DESC, run_id DESC) = 1`,
+    );
+    const runs = await read(`SELECT job, status, count(*)::DOUBLE AS n FROM sync_runs GROUP BY job, status`);
+    const [reports] = await read(
+      `SELECT count(*) FILTER (WHERE removed_at IS NULL)::DOUBLE AS current,
+              count(*) FILTER (WHERE removed_at IS NOT NULL)::DOUBLE AS removed FROM reports`,
+    );
+    const [rejected] = await read(`SELECT count(*)::DOUBLE AS n FROM rejected_records`);
+
+    this.#lastSuccess.reset();
+    for (const r of lastSuccess) this.#lastSuccess.set({ job: String(r.job) }, Number(r.ts));
+    this.#lastDuration.reset();
+    this.#lastRecords.reset();
+    for (const r of lastRuns) {
+      const job = String(r.job);
+      this.#lastDuration.set({ job, status: String(r.status) }, Number(r.seconds));
+      for (const kind of Object.keys(RECORD_KINDS)) this.#lastRecords.set({ job, kind }, Number(r[kind]));
+    }
+    this.#runs.reset();
+    for (const r of runs) this.#runs.set({ job: String(r.job), status: String(r.status) }, Number(r.n));
+    this.#reports.set({ state: 'current' }, Number(reports?.current ?? 0));
+    this.#reports.set({ state: 'removed' }, Number(reports?.removed ?? 0));
+    this.#rejected.set(Number(rejected?.n ?? 0));
+  }
+}

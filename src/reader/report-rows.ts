@@ -1,0 +1,67 @@
+import type { DuckDBValue } from '@duckdb/node-api';
+import type { Report } from '../schema/report.js';
+
+/**
+ * The select list that rebuilds a canonical {@link Report} from a `reports` row (DESIGN.md §6): the typed
+ * columns, timestamps as epoch milliseconds (DOUBLE, exact below 2^53) so `Date#toISOString()` gives the
+ * canonical UTC form with milliseconds, and `extra` as its JSON text (DuckDB keeps the text as stored, so
+ * key order survives). {@link rowToReport} reads the columns in this order.
+ */
+export const REPORT_COLUMNS_SQL = `id, status, destination, category, description, lat, lng, address,
+  epoch_ms(created_at)::DOUBLE AS created_ms, epoch_ms(updated_at)::DOUBLE AS updated_ms, extra::VARCHAR AS extra`;
+
+/** A filter of the list and GeoJSON endpoints: both given = AND (seed rule 1). */
+export interface ReportFilter {
+  destination?: string | undefined;
+  status?: string | undefined;
+}
+
+/** Export order (NDJSON, CSV): creation order, `createdAt` ascending then `id`, as the upstream's export. */
+export const EXPORT_ORDER_SQL = 'created_at ASC, id ASC';
+/** List order (DESIGN.md §2): newest first, `createdAt` descending then `id` ascending. */
+export const NEWEST_FIRST_SQL = 'created_at DESC, id ASC';
+
+/**
+ * The `WHERE` clause of the reports the reader serves, with bound parameters only (never spliced values):
+ * removed reports (tombstones, `removed_at` set) are left out; `destination` and `status` are AND-ed when
+ * given (seed rule 1); no filter = every current report (seed rule 3).
+ *
+ * @returns SQL text starting with `WHERE` and its named parameters (`$destination`, `$status`)
+ */
+export function reportWhere(filter: ReportFilter = {}): { sql: string; params: Record<string, string> } {
+  const clauses = ['removed_at IS NULL'];
+  const params: Record<string, string> = {};
+  if (filter.destination !== undefined) {
+    clauses.push('destination = $destination');
+    params.destination = filter.destination;
+  }
+  if (filter.status !== undefined) {
+    clauses.push('status = $status');
+    params.status = filter.status;
+  }
+  return { sql: `WHERE ${clauses.join(' AND ')}`, params };
+}
+
+/**
+ * One row selected with {@link REPORT_COLUMNS_SQL}, as the canonical report the simulator serialises
+ * (`toWire` then gives upstream field names, `location` nested, extras last in stored order).
+ *
+ * @throws SyntaxError when a stored `extra` is not JSON (the column type guarantees it is)
+ */
+export function rowToReport(row: readonly DuckDBValue[]): Report {
+  const extra = row[10];
+  return {
+    id: row[0] as string,
+    status: row[1] as string,
+    destination: row[2] as string,
+    category: row[3] as string | null,
+    description: row[4] as string | null,
+    lat: row[5] as number | null,
+    lng: row[6] as number | null,
+    address: row[7] as string | null,
+    createdAt: new Date(row[8] as number).toISOString(),
+    updatedAt: new Date(row[9] as number).toISOString(),
+    extra:
+      extra === null || extra === undefined ? null : (JSON.parse(extra as string) as Record<string, unknown>),
+  };
+}

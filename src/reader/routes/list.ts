@@ -1,0 +1,55 @@
+import type { RouteHandlerMethod } from 'fastify';
+import { PUBLIC_PATHS } from '../../schema/public-query.js';
+import { toWire } from '../../schema/report.js';
+import { publicQuery } from '../public-query.js';
+import { withQueryTimeout } from '../query-timeout.js';
+import type { ReaderContext } from '../reader-context.js';
+import { NEWEST_FIRST_SQL, REPORT_COLUMNS_SQL, reportWhere, rowToReport } from '../report-rows.js';
+import { ifNoneMatchHits, validatorHeaders } from '../validators.js';
+
+/**
+ * `GET /api/v1/public/reports?destination=&status=&pageSize=&page=` from the warehouse: a JSON array of wire
+ * reports (`toWire`, upstream field names, extras included), newest first (`createdAt` desc, then `id`;
+ * DESIGN.md §2), `destination` and `status` AND-ed (seed rule 1), no filter = the latest reports (rule 3),
+ * removed reports left out. Pages are 1-based, default `pageSize` 50; a page past the end is `[]`.
+ * `ETag`/`Last-Modified` of the last successful run; a matching `If-None-Match` answers 304.
+ *
+ * The busiest endpoint takes the cheap path: validators from {@link ReaderContext.validators} (re-read at
+ * most every REPORTS_READER_VALIDATORS_TTL_MS), pages from {@link ReaderContext.pages} (kept per data
+ * state), and a warehouse query only for a page not cached yet. The validators are read before the page,
+ * never after: a run committing in between labels a new page with the old tag, which only costs the client
+ * one more full answer later, while the reverse order could pin a stale page under a new tag.
+ */
+export function listRoute(ctx: ReaderContext): RouteHandlerMethod {
+  const what = `The list query of GET ${PUBLIC_PATHS.list}`;
+  return async (request, reply) => {
+    const query = publicQuery('list', request, reply, ctx.config.readerListMaxPageSize);
+    if (query === null) return reply;
+    const validators = await ctx.validators.get();
+    if (ifNoneMatchHits(request.headers['if-none-match'], validators.etag)) {
+      return reply.code(304).headers(validatorHeaders(validators)).send();
+    }
+    const where = reportWhere(query);
+    const sql = `SELECT ${REPORT_COLUMNS_SQL} FROM reports ${where.sql}
+      ORDER BY ${NEWEST_FIRST_SQL} LIMIT $limit OFFSET $offset`;
+    const params = {
+      ...where.params,
+      limit: BigInt(query.pageSize),
+      offset: BigInt((query.page - 1) * query.pageSize),
+    };
+    const key = JSON.stringify([query.destination, query.status, query.pageSize, query.page]);
+    const body = await ctx.pages.get(validators.etag, key, () =>
+      ctx.pool.use(async (c) => {
+        const rows = await withQueryTimeout(c, ctx.config.readerQueryTimeoutMs, what, () =>
+          c.runAndReadAll(sql, params),
+        );
+        return JSON.stringify(rows.getRows().map((row) => toWire(rowToReport(row))));
+      }),
+    );
+    return reply
+      .code(200)
+      .header('Content-Type', 'application/json; charset=utf-8')
+      .headers(validatorHeaders(validators))
+      .send(body);
+  };
+}

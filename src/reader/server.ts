@@ -1,0 +1,174 @@
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config/config.js';
+import { PUBLIC_PATHS } from '../schema/public-query.js';
+import { isSyncError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import type { Warehouse } from '../warehouse/database.js';
+import { ConnectionPool } from './connection-pool.js';
+import { CurrentValidators } from './current-validators.js';
+import { pathOf } from './public-query.js';
+import type { ReaderContext } from './reader-context.js';
+import { ReaderMetrics } from './reader-metrics.js';
+import { csvRoute } from './routes/csv.js';
+import { geojsonRoute } from './routes/geojson.js';
+import { healthzRoute } from './routes/healthz.js';
+import { listRoute } from './routes/list.js';
+import { metricsRoute } from './routes/metrics.js';
+import { ndjsonRoute } from './routes/ndjson.js';
+import { statsRoute } from './routes/stats.js';
+import { ResponseCache } from './response-cache.js';
+import { sendError } from './send-api-error.js';
+import { VersionCache } from './version-cache.js';
+
+/** Options of {@link buildReader}. */
+export interface ReaderOptions {
+  /** The process's one warehouse (DESIGN.md §6); the reader takes connections from it and never closes it. */
+  warehouse: Warehouse;
+  /** Reader settings: `readerConnections`, `readerQueryTimeoutMs`, `readerIdleTimeoutMs`, page-size maxima. */
+  config: Config;
+  /** The process logger; request logs and errors go to a `component: "reader"` child. */
+  logger: Logger;
+  /** Where `/metrics` registers; default: the reader's own registry with process metrics. */
+  registry?: Registry;
+}
+
+/** Operational paths (not part of the public API). */
+export const OPS_PATHS = { healthz: '/healthz', metrics: '/metrics' } as const;
+
+const ALLOWED = 'GET, HEAD';
+
+/**
+ * Builds the embedded reader (DESIGN.md §7): a fastify instance that serves the public query shape of the
+ * seed from the warehouse, read-only: `/api/v1/public/reports` (JSON list), `/reports.geojson`,
+ * `/reports.csv` (paged, `Link` rel="next"), `/reports.ndjson`, `/reports/stats`, plus `/healthz` and
+ * `/metrics`. Answers match the simulator's byte for byte on the same data (shared validation, `toWire`,
+ * `toFeature`, `reportCsvCells`, `computeStats`), removed reports excluded.
+ *
+ * Order of work per request, as the simulator's: route (404 `NOT_FOUND`) → method (405
+ * `METHOD_NOT_ALLOWED` with `Allow: GET, HEAD`) → query (400 `INVALID_QUERY` naming the parameter) →
+ * validators (304 on a matching `If-None-Match`) → body. A warehouse that is busy past the query timeout
+ * or shutting down answers 503 `UNAVAILABLE` with `Retry-After`; any other failure 500 `INTERNAL` with a
+ * fixed message and the request id (the error itself goes to the log only: never a stack trace or SQL in a
+ * response).
+ *
+ * Free of process concerns: it neither listens nor handles signals, and `close()` ends its connections
+ * but leaves the warehouse open, so the daemon can mount it beside its jobs on the same instance.
+ *
+ * @example
+ * const app = await buildReader({ warehouse, config, logger });
+ * await app.listen({ port: config.port, host: config.host });
+ * // … later
+ * await app.close();
+ */
+export async function buildReader(options: ReaderOptions): Promise<FastifyInstance> {
+  const { config } = options;
+  const logger = options.logger.child({ component: 'reader' });
+  const pool = new ConnectionPool(options.warehouse, config.readerConnections);
+  const metrics = new ReaderMetrics(options.registry);
+  const ctx: ReaderContext = {
+    pool,
+    config,
+    logger,
+    cache: new VersionCache(),
+    validators: new CurrentValidators(pool, config.readerValidatorsTtlMs, config.readerQueryTimeoutMs),
+    pages: new ResponseCache(config.readerCacheBytes),
+    metrics,
+  };
+
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    // One line per request from the onResponse hook below instead of fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
+    // Socket inactivity: an idle keep-alive connection, or a client that stopped reading an export.
+    connectionTimeout: config.readerIdleTimeoutMs,
+    keepAliveTimeout: Math.min(config.readerIdleTimeoutMs, 72_000),
+    return503OnClosing: true,
+    frameworkErrors: (error, request, reply) => {
+      // A path that is not valid percent-encoding names no resource: 404, as the simulator answers.
+      request.log.info({ code: error.code }, 'unroutable request');
+      notFound(request, reply);
+    },
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    const seconds = reply.elapsedTime / 1000;
+    metrics.observeRequest(request.method, route, reply.statusCode, seconds);
+    request.log.info(
+      {
+        method: request.method,
+        url: request.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
+      'request',
+    );
+  });
+  app.addHook('onClose', async () => pool.close());
+
+  app.get(PUBLIC_PATHS.list, listRoute(ctx));
+  app.get(PUBLIC_PATHS.geojson, geojsonRoute(ctx));
+  app.get(PUBLIC_PATHS.csv, csvRoute(ctx));
+  app.get(PUBLIC_PATHS.ndjson, ndjsonRoute(ctx));
+  app.get(PUBLIC_PATHS.stats, statsRoute(ctx));
+  app.get(OPS_PATHS.healthz, healthzRoute(ctx));
+  app.get(OPS_PATHS.metrics, metricsRoute(ctx));
+
+  const routed = new Set<string>([...Object.values(PUBLIC_PATHS), ...Object.values(OPS_PATHS)]);
+  app.setNotFoundHandler((request, reply) => {
+    const path = pathOf(request.url);
+    if (routed.has(path) && request.method !== 'GET' && request.method !== 'HEAD') {
+      return sendError(
+        reply,
+        405,
+        'METHOD_NOT_ALLOWED',
+        `${request.method} is not allowed on ${path} (allowed: ${ALLOWED}).`,
+        { Allow: ALLOWED },
+      );
+    }
+    return notFound(request, reply);
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const path = pathOf(request.url);
+    if (isSyncError(error, 'READER_QUERY_TIMEOUT', 'READER_CLOSED')) {
+      request.log.warn(
+        { err: error.toJSON(), url: request.url },
+        'request refused: warehouse busy or closing',
+      );
+      return sendError(reply, 503, 'UNAVAILABLE', error.message, { 'Retry-After': '1' });
+    }
+    const status = (error as { statusCode?: number }).statusCode;
+    if (status !== undefined && status >= 400 && status < 500) {
+      request.log.info({ code: (error as { code?: string }).code, url: request.url }, 'bad request');
+      return sendError(reply, status, 'BAD_REQUEST', `The request for ${path} could not be read.`);
+    }
+    request.log.error({ err: error, url: request.url }, 'request failed');
+    return sendError(
+      reply,
+      500,
+      'INTERNAL',
+      `The reader could not answer ${request.method} ${path}; the server log has the details (request ${request.id}).`,
+    );
+  });
+
+  await app.ready();
+  return app;
+}
+
+function notFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const known = Object.values(PUBLIC_PATHS).join(', ');
+  return sendError(
+    reply,
+    404,
+    'NOT_FOUND',
+    `No resource at ${pathOf(request.url)} (public endpoints: ${known}).`,
+  );
+}

@@ -1,0 +1,37 @@
+import type { LastSuccess } from './last-success.js';
+
+/** `ETag` and (when a run succeeded) `Last-Modified` of what the reader serves. */
+export interface Validators {
+  /** A strong entity tag, quoted: `"<run id>"`, or `"empty"` before the first successful run. */
+  etag: string;
+  /** HTTP-date (RFC 9110 §5.6.7) of the last successful run's commit; absent before the first one. */
+  lastModified?: string | undefined;
+}
+
+/**
+ * The validators of the data state a successful run left (DESIGN.md §2/§7: exports carry `ETag`/
+ * `Last-Modified` from the last successful run). Every reader response is a function of that state only,
+ * so one tag serves every endpoint and query, as the simulator's dataset version does.
+ */
+export function validatorsOf(last: LastSuccess | null): Validators {
+  if (last === null) return { etag: '"empty"' };
+  return { etag: `"${last.runId}"`, lastModified: new Date(last.finishedMs).toUTCString() };
+}
+
+/**
+ * True when an `If-None-Match` header value names `etag` (RFC 9110 §13.1.2: weak comparison, so `W/` is
+ * ignored; `*` matches any current representation). `undefined` (no header) never matches.
+ */
+export function ifNoneMatchHits(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  const bare = etag.replace(/^W\//, '');
+  return header.split(',').some((tag) => {
+    const t = tag.trim();
+    return t === '*' || t.replace(/^W\//, '') === bare;
+  });
+}
+
+/** The response headers of the validators (no `Last-Modified` before the first successful run). */
+export function validatorHeaders(v: Validators): Record<string, string> {
+  return v.lastModified === undefined ? { ETag: v.etag } : { ETag: v.etag, 'Last-Modified': v.lastModified };
+}

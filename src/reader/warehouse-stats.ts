@@ -1,0 +1,34 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { computeStats, type ReportStats } from '../schema/stats.js';
+import { withQueryTimeout } from './query-timeout.js';
+import { reportWhere } from './report-rows.js';
+
+/**
+ * The `/reports/stats` counters of the current (not removed) reports, in the simulator's shape: the
+ * warehouse groups and counts, and the shared `computeStats` builds the object (same keys, same sorted
+ * key order). The reader caches it per data state, so the expansion below runs once per run.
+ *
+ * @throws SyncError `READER_QUERY_TIMEOUT` past `timeoutMs`
+ */
+export async function warehouseStats(connection: DuckDBConnection, timeoutMs: number): Promise<ReportStats> {
+  const where = reportWhere();
+  const reader = await withQueryTimeout(connection, timeoutMs, 'The stats query', () =>
+    connection.runAndReadAll(
+      `SELECT status, destination, count(*)::DOUBLE AS n FROM reports ${where.sql} GROUP BY status, destination`,
+      where.params,
+    ),
+  );
+  const groups = reader.getRows().map((row) => ({
+    status: String(row[0]),
+    destination: String(row[1]),
+    n: Number(row[2]),
+  }));
+  return computeStats(expand(groups));
+}
+
+function* expand(groups: Array<{ status: string; destination: string; n: number }>) {
+  for (const g of groups) {
+    const item = { status: g.status, destination: g.destination };
+    for (let i = 0; i < g.n; i++) yield item;
+  }
+}

@@ -1,0 +1,86 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CLI, runCli } from '../helpers/cli.js';
+import { startTestSimulator } from '../helpers/simulator.js';
+import { openTestWarehouse, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
+import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
+
+/** Starts `reports-sync serve` and resolves with its base URL once it printed "listening on …". */
+function startServe(args: string[], env: Record<string, string>) {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('REPORTS_')));
+  const child = spawn(process.execPath, [CLI, 'serve', ...args], {
+    env: { ...base, REPORTS_LOG_PRETTY: 'false', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  const url = new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /^listening on (\S+)\n/.exec(out);
+      if (m) resolve(m[1] as string);
+    });
+    void exited.then((code) => reject(new Error(`serve exited ${code} before listening: ${stderr}`)));
+  });
+  return { child, url, exited, stderr: () => stderr };
+}
+
+describe('reports-sync serve', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  beforeEach(() => {
+    tmp = tempDir();
+  });
+  afterEach(() => tmp.cleanup());
+
+  it('serves the synced warehouse on the given port, logs requests, and stops cleanly on SIGTERM', async () => {
+    const sim = await startTestSimulator({ fixture: 'small.ndjson' });
+    const path = join(tmp.dir, 'w.duckdb');
+    const config = testConfig(sim.url, path, { maxRejectRatio: 0.5 });
+    const warehouse = await openTestWarehouse(config);
+    expect((await syncOnce(warehouse, config, ndjsonSource)).status).toBe('succeeded');
+    warehouse.close();
+
+    const serve = startServe(['--port', '0', '--warehouse', path], { REPORTS_LOG_LEVEL: 'info' });
+    const url = await serve.url;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const health = (await (await fetch(`${url}/healthz`)).json()) as { status: string };
+    expect(health.status).toBe('ok');
+    const list = (await (
+      await fetch(`${url}/api/v1/public/reports?destination=ROAD_CONTROL`)
+    ).json()) as Array<{
+      destination: string;
+    }>;
+    expect(list.length).toBeGreaterThan(0);
+    expect(list.every((r) => r.destination === 'ROAD_CONTROL')).toBe(true);
+    serve.child.kill('SIGTERM');
+    expect(await serve.exited).toBe(0);
+    const logLine = serve
+      .stderr()
+      .split('\n')
+      .find((l) => l.includes('"msg":"request"') && l.includes('ROAD_CONTROL'));
+    expect(JSON.parse(logLine ?? '{}')).toMatchObject({ component: 'reader', method: 'GET', status: 200 });
+  });
+
+  it('refuses a bad --port with exit 2 naming the flag', async () => {
+    const r = await runCli(['serve', '--port', 'eighty', '--warehouse', join(tmp.dir, 'w.duckdb')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--port="eighty" is not valid: expected a TCP port from 0 to 65535');
+  });
+
+  it('refuses a port already in use with exit 2 and says what to do', async () => {
+    const path = join(tmp.dir, 'w.duckdb');
+    const first = startServe(['--port', '0', '--warehouse', path], {});
+    const port = new URL(await first.url).port;
+    try {
+      const second = await runCli(['serve', '--port', port, '--warehouse', join(tmp.dir, 'other.duckdb')]);
+      expect(second.code).toBe(2);
+      expect(second.stderr).toMatch(/Cannot serve on 127\.0\.0\.1:\d+: .*Pick another --port/);
+    } finally {
+      first.child.kill('SIGTERM');
+      await first.exited;
+    }
+  });
+});
