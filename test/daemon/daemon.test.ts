@@ -105,7 +105,7 @@ describe('reports-sync run (in process)', { timeout: 180_000 }, () => {
     expect(all.every((r) => r.status === 'succeeded' || r.status === 'aborted')).toBe(true);
   });
 
-  it('serves /healthz while a sync is running (the catch-up run, stalled mid-export)', async () => {
+  it('serves the reader while a sync is running (the catch-up run, stalled mid-export)', async () => {
     // A first sync before the daemon, so the reader has data; the daemon's job never ran: caught up at start.
     const cfg = config({ shutdownGraceMs: 200 });
     await syncBefore(cfg, 'earlier');
@@ -129,6 +129,10 @@ describe('reports-sync run (in process)', { timeout: 180_000 }, () => {
       warehouse: 'reachable',
       lastSuccessfulRun: { job: 'earlier' },
     });
+    const list = await fetch(`${daemon.url}/api/v1/public/reports?pageSize=5`);
+    expect(list.status).toBe(200);
+    const upstream = await fetch(sim.api('/reports?pageSize=5'));
+    expect(await list.json()).toEqual(await upstream.json());
     expect((await jobGauges(daemon.url)).running).toEqual(['sync-ndjson']); // still mid-sync
     expect(existsSync(join(tmp.dir, 'published', 'warehouse.duckdb'))).toBe(false);
   });
