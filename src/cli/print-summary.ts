@@ -20,20 +20,24 @@ export async function printRunSummaries(
     out.write(`\nRun ${s.runId} (${s.source}): ${s.status.toUpperCase()} in ${seconds.toFixed(2)} s`);
     out.write(s.attempts > 1 ? ` after ${s.attempts} attempts\n` : '\n');
     if (s.error) out.write(`  error: ${s.error.message}\n`);
-    out.write(
-      `  records: ${c.recordsRead} read, ${c.recordsLoaded} loaded, ${c.recordsRejected} rejected` +
-        ` (${rate.toLocaleString('en-US')} records/s, ${(c.bytesRead / 1024 / 1024).toFixed(1)} MiB)\n`,
-    );
-    if (s.status === 'succeeded') {
+    // A stats snapshot run reads no records: only its /stats line says something.
+    if (s.source !== 'stats') {
       out.write(
-        `  merge:   ${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged, ` +
-          `${c.revived} revived, ${c.removed} removed, ${c.duplicates} duplicates superseded\n`,
+        `  records: ${c.recordsRead} read, ${c.recordsLoaded} loaded, ${c.recordsRejected} rejected` +
+          ` (${rate.toLocaleString('en-US')} records/s, ${(c.bytesRead / 1024 / 1024).toFixed(1)} MiB)\n`,
       );
+      if (s.status === 'succeeded') {
+        out.write(
+          `  merge:   ${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged, ` +
+            `${c.revived} revived, ${c.removed} removed, ${c.duplicates} duplicates superseded\n`,
+        );
+      }
     }
+    await printRunFacts(connection, s.runId, out);
     const reasons = (
       await connection.runAndReadAll(
         `SELECT coalesce(nullif(issues->>'$[0].path', ''), '(record)') || ': ' || (issues->>'$[0].message') AS reason,
-                count(*) AS records, string_agg(location, '; ' ORDER BY line) AS "where"
+                count(*) AS records, string_agg(location, '; ' ORDER BY page, line) AS "where"
          FROM rejected_records WHERE run_id = $run GROUP BY ALL ORDER BY records DESC, reason`,
         { run: s.runId },
       )
@@ -54,6 +58,32 @@ export async function printRunSummaries(
   ).getRowObjectsJson()[0]?.n;
   out.write(`\nWarehouse: ${String(total)} current reports, by destination and status:\n`);
   out.write(indent(formatTable(byDestination), 2));
+}
+
+/** Resume, tombstone and stats lines of a run, from `sync_runs` (only the facts the run recorded). */
+async function printRunFacts(connection: DuckDBConnection, runId: string, out: Writable): Promise<void> {
+  const [facts] = (
+    await connection.runAndReadAll(
+      `SELECT resumed_from_run, resumed_at_page, tombstones_note, stats_total_upstream, stats_total_warehouse,
+              stats_total_diff
+       FROM sync_runs WHERE run_id = $run`,
+      { run: runId },
+    )
+  ).getRowObjectsJS();
+  if (!facts) return;
+  if (facts.resumed_from_run !== null) {
+    out.write(
+      `  resumed: pages 1–${Number(facts.resumed_at_page) - 1} adopted from interrupted run ${String(facts.resumed_from_run)}\n`,
+    );
+  }
+  if (facts.tombstones_note !== null) out.write(`  tombstones: ${String(facts.tombstones_note)}\n`);
+  if (facts.stats_total_warehouse !== null) {
+    const upstream = facts.stats_total_upstream === null ? 'unknown' : String(facts.stats_total_upstream);
+    const diff = facts.stats_total_diff === null ? '' : ` (difference ${String(facts.stats_total_diff)})`;
+    out.write(
+      `  /stats:  upstream total ${upstream}, warehouse ${String(facts.stats_total_warehouse)}${diff}\n`,
+    );
+  }
 }
 
 function indent(text: string, n: number): string {

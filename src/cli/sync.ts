@@ -16,12 +16,17 @@ export function registerSync(program: Command): void {
         'Sync the upstream exports into the warehouse once (idempotent: re-running changes nothing new)',
       )
       .addOption(
-        new Option('--source <source>', 'what to sync: default = NDJSON export then /stats snapshot')
+        new Option(
+          '--source <source>',
+          'what to sync: default = NDJSON export then /stats snapshot; csv = the paged CSV export; ' +
+            'stats = only a /stats snapshot; all = NDJSON, then CSV (each export also snapshots /stats)',
+        )
           .choices([...SYNC_TARGETS])
           .default('default'),
-      ),
-  ).action(async (flags: CommonFlags & { source: SyncTarget }) => {
-    const { config, logger } = configFromFlags(flags);
+      )
+      .option('--page-size <rows>', 'rows per CSV page (env REPORTS_CSV_PAGE_SIZE, default 1000)'),
+  ).action(async (flags: CommonFlags & { source: SyncTarget; pageSize?: string }) => {
+    const { config, logger } = configFromFlags(flags, { csvPageSize: flags.pageSize });
     requireBaseUrl(config);
     const warehouse = await openMigratedWarehouse(config);
     const dispatcher = createHttpAgent(config);

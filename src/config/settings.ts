@@ -158,7 +158,7 @@ export const SETTINGS = {
     env: 'REPORTS_STATS_DIFF_WARN',
     schema: int(0, 1_000_000_000).default(0),
     allowed: 'a non-negative integer',
-    doc: 'Warn when upstream `/stats` total and the warehouse total differ by more than this many reports.',
+    doc: 'Warn when upstream `/stats` total and the warehouse total differ by more than this many reports; an export whose count differs from `/stats` total by more infers no tombstones.',
   },
   duckdbMemoryLimit: {
     env: 'REPORTS_DUCKDB_MEMORY_LIMIT',
@@ -213,6 +213,18 @@ export const SETTINGS = {
     schema: int(1000, 3_600_000).default(60_000),
     allowed: 'milliseconds from 1000 to 3600000',
     doc: 'A reader connection with no traffic for this long is closed, also a client that stops reading an export (ms).',
+  },
+  readerHeadersTimeoutMs: {
+    env: 'REPORTS_READER_HEADERS_TIMEOUT_MS',
+    schema: int(100, 600_000).default(10_000),
+    allowed: 'milliseconds from 100 to 600000',
+    doc: 'A client must send its whole request head within this time (ms): a slow-headers client is cut off.',
+  },
+  readerRequestTimeoutMs: {
+    env: 'REPORTS_READER_REQUEST_TIMEOUT_MS',
+    schema: int(100, 3_600_000).default(30_000),
+    allowed: 'milliseconds from 100 to 3600000',
+    doc: 'A client must send its whole request within this time (ms); the response may take longer.',
   },
   readerCacheBytes: {
     env: 'REPORTS_READER_CACHE_BYTES',

@@ -88,6 +88,13 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     logController: new LogController({ disableRequestLogging: true }),
     // Socket inactivity: an idle keep-alive connection, or a client that stopped reading an export.
     connectionTimeout: config.readerIdleTimeoutMs,
+    // Slow clients (slowloris): the request head, then the whole request, must arrive in bounded time.
+    requestTimeout: config.readerRequestTimeoutMs,
+    // Node enforces both timeouts from a periodic sweep (default every 30 s): sweep at their scale.
+    http: {
+      headersTimeout: Math.min(config.readerHeadersTimeoutMs, config.readerRequestTimeoutMs),
+      connectionsCheckingInterval: Math.max(100, Math.min(config.readerHeadersTimeoutMs, 30_000) / 2),
+    },
     keepAliveTimeout: Math.min(config.readerIdleTimeoutMs, 72_000),
     return503OnClosing: true,
     frameworkErrors: (error, request, reply) => {

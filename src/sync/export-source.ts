@@ -31,8 +31,40 @@ export interface ReadContext {
   addBytes(n: number): void;
   /** Called once the export answered (after redirects). */
   setExportInfo(info: ExportInfo): void;
-  /** Resume point from an interrupted run of the same export, if any (page sources only). */
-  resumeFrom?: { page: number; nextUrl?: string | undefined; etag?: string | undefined } | undefined;
+  /**
+   * Called when the source stops before the end of the export (e.g. the server ignored `page`): what was
+   * read is still merged, but the run is not complete, so no tombstones are inferred (DESIGN.md §6).
+   */
+  markIncomplete(reason: string): void;
+  /**
+   * Resume point of a paged source (attempt 1 only): the interrupted run's last committed `page`, where the
+   * next page is (`nextUrl`), and the export validator it saw (already checked against page 1 again).
+   */
+  resumeFrom?:
+    | {
+        page: number;
+        nextUrl?: string | undefined;
+        etag?: string | undefined;
+        lastModified?: string | undefined;
+      }
+    | undefined;
+}
+
+/** The validator of an export: what tells one version of it from another (ETag, else Last-Modified). */
+export interface ExportValidator {
+  etag?: string | undefined;
+  lastModified?: string | undefined;
+}
+
+/**
+ * What a paged source adds (the CSV export): the runner commits its records only at its
+ * {@link CheckpointMark}s (one transaction per page) and may resume an interrupted run of it.
+ */
+export interface PagedExport {
+  /** Rows per page this run asks for; a run only resumes one with the same page size. */
+  pageSize(config: Config): number;
+  /** Reads the validator of page 1 now (without keeping its body), to decide whether a resume is safe. */
+  probe(ctx: ReadContext): Promise<ExportValidator>;
 }
 
 /**
@@ -44,6 +76,8 @@ export interface ExportSource {
   name: string;
   /** True when the whole export is read (a full refresh), so unseen reports may be tombstoned. */
   fullExport: boolean;
+  /** Set for paged exports (see {@link PagedExport}). */
+  paging?: PagedExport | undefined;
   read(ctx: ReadContext): AsyncIterable<Extracted | CheckpointMark>;
   validate(value: unknown): ValidationResult;
 }

@@ -13,7 +13,8 @@ import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
 import { finishRun, newRunId, saveCounters, saveFacts, startRun, type RunStatus } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
-import type { ExportInfo, ExportSource } from './export-source.js';
+import type { ExportInfo, ExportSource, ReadContext } from './export-source.js';
+import { prepareResume } from './resume-run.js';
 
 /** Figures a long run reports while it goes (see `onProgress`). */
 export interface Progress {
@@ -39,8 +40,23 @@ export interface RunSyncOptions {
   signal?: AbortSignal;
   /** Called after each committed batch. */
   onProgress?: (p: Progress) => void;
+  /**
+   * Hook run once the export is read and before the final transaction opens (network calls belong here,
+   * not inside the transaction: e.g. fetching `/stats` for the tombstone guard). A throw fails the run.
+   */
+  beforeMerge?: (ctx: BeforeMergeContext) => Promise<void>;
   /** Hook run inside the final transaction, after the merge (tombstones, stats snapshot). */
   afterMerge?: (ctx: AfterMergeContext) => Promise<void>;
+}
+
+/** What {@link RunSyncOptions.beforeMerge} gets: the run as read, nothing merged yet. */
+export interface BeforeMergeContext {
+  runId: string;
+  counters: RunCounters;
+  exportInfo: ExportInfo | undefined;
+  /** The export was read to its end (see {@link AfterMergeContext.complete}). */
+  complete: boolean;
+  incompleteReason: string | undefined;
 }
 
 /** What {@link RunSyncOptions.afterMerge} gets: the open transaction's connection and the run so far. */
@@ -50,7 +66,10 @@ export interface AfterMergeContext {
   now: Date;
   counters: RunCounters;
   exportInfo: ExportInfo | undefined;
+  /** The export was read to its end: false when the source stopped early (`ReadContext.markIncomplete`). */
   complete: boolean;
+  /** Why the export is incomplete, when it is. */
+  incompleteReason: string | undefined;
 }
 
 /** The outcome of a run, as the CLI prints it and `sync_runs` stores it. */
@@ -73,6 +92,9 @@ export interface RunSummary {
  * and finishes the run row. Rejected records are quarantined, never dropped; a run whose reject ratio
  * passes `maxRejectRatio` fails without merging.
  *
+ * A paged source (`source.paging`, the CSV export) is committed only at its checkpoints, one transaction
+ * per page, and its first attempt may resume an interrupted run of the same export (resume-run.ts).
+ *
  * Never throws for a failed run: the failure is in the summary (`status`, `error`) and in `sync_runs`; a
  * warehouse write failure (disk full, read-only folder) is such a failure, coded `WAREHOUSE_WRITE`.
  * Throws (`WAREHOUSE_WRITE`) only when the warehouse cannot take even the failed run's record.
@@ -86,25 +108,41 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     job: options.job ?? `sync-${source.name}`,
     source: source.name,
   });
+  // Credentials out; the form config gives it otherwise (no trailing slash), as resume compares it.
+  const upstreamUrl = config.baseUrl === undefined ? undefined : safeUrl(config.baseUrl).replace(/\/$/, '');
   try {
     await startRun(connection, {
       runId,
       job: options.job ?? `sync-${source.name}`,
       source: source.name,
-      // Credentials out; the form config gives it otherwise (no trailing slash), as resume compares it.
-      upstreamUrl: config.baseUrl === undefined ? undefined : safeUrl(config.baseUrl).replace(/\/$/, ''),
+      upstreamUrl,
       startedAt: started,
     });
   } catch (err) {
     throw warehouseWriteError(err, resolve(config.warehouse)) ?? err;
   }
   logger.info('run started');
+  if (source.paging) await saveFacts(connection, runId, { pageSize: source.paging.pageSize(config) });
 
   let counters = emptyCounters();
   let exportInfo: ExportInfo | undefined;
+  let exportInfoSaved = false;
+  let incompleteReason: string | undefined;
   let attempts = 0;
-  const writer = new StagingWriter(connection, runId, source.name, config.rejectRawMaxBytes);
+  let writer = new StagingWriter(connection, runId, source.name, config.rejectRawMaxBytes);
   let page: number | undefined;
+  // Commits a batch; the export's validator goes to sync_runs before the first one, so an interrupted
+  // run can be resumed only against the same export version.
+  const flush = async (checkpoint: { page?: number | undefined; nextUrl?: string | undefined }) => {
+    if (exportInfo && !exportInfoSaved) {
+      await saveFacts(connection, runId, {
+        exportEtag: exportInfo.etag ?? null,
+        exportLastModified: exportInfo.lastModified ?? null,
+      });
+      exportInfoSaved = true;
+    }
+    await writer.flush(counters, checkpoint);
+  };
   const progress = () =>
     options.onProgress?.({
       runId,
@@ -116,12 +154,18 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
 
   const readAll = async (attempt: number) => {
     attempts = attempt;
+    incompleteReason = undefined;
+    page = undefined;
     if (attempt > 1) {
       // A broken body restarts the export from its start: never splice attempts together (DESIGN.md §4).
       await writer.discard();
+      writer = new StagingWriter(connection, runId, source.name, config.rejectRawMaxBytes);
       counters = emptyCounters();
+      exportInfo = undefined;
+      exportInfoSaved = false;
+      if (source.paging) await saveFacts(connection, runId, { resumedFromRun: null, resumedAtPage: null });
     }
-    const ctx = {
+    const ctx: ReadContext = {
       config,
       dispatcher: options.dispatcher,
       logger,
@@ -132,13 +176,40 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       setExportInfo: (info: ExportInfo) => {
         exportInfo = info;
       },
+      markIncomplete: (reason: string) => {
+        incompleteReason = reason;
+      },
     };
+    if (attempt === 1 && source.paging) {
+      const resume = await prepareResume({
+        connection,
+        runId,
+        source,
+        upstreamUrl,
+        ctx,
+        logger,
+      });
+      if (resume) {
+        counters = { ...resume.counters };
+        page = resume.page;
+        writer = new StagingWriter(
+          connection,
+          runId,
+          source.name,
+          config.rejectRawMaxBytes,
+          resume.nextSeq,
+          resume.batch,
+        );
+        exportInfoSaved = true;
+        ctx.resumeFrom = { page: resume.page, nextUrl: resume.nextUrl, ...resume.validator };
+      }
+    }
     for await (const item of source.read(ctx)) {
       if (options.signal?.aborted) throw abortError();
       if (item.kind === 'checkpoint') {
         page = item.page;
         counters.pages = item.page;
-        await writer.flush(counters, { page: item.page, nextUrl: item.nextUrl });
+        await flush({ page: item.page, nextUrl: item.nextUrl });
         progress();
         continue;
       }
@@ -161,13 +232,14 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
           });
         }
       }
-      if (writer.pending >= config.batchSize) {
-        await writer.flush(counters, { page });
+      // A paged source commits whole pages only: a page cut in two could not be resumed exactly.
+      if (writer.pending >= config.batchSize && !source.paging) {
+        await flush({ page });
         progress();
         await failpoint('after-batch');
       }
     }
-    await writer.flush(counters, { page });
+    if (writer.pending > 0 || !source.paging) await flush({ page });
     progress();
   };
 
@@ -175,6 +247,8 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     await withRetry(`${source.name} export`, config, logger, readAll, options.signal);
     checkAccounting(counters);
     checkRejectRatio(counters, config.maxRejectRatio);
+    const complete = incompleteReason === undefined;
+    await options.beforeMerge?.({ runId, counters, exportInfo, complete, incompleteReason });
     const now = new Date();
     await connection.run('BEGIN TRANSACTION');
     try {
@@ -187,11 +261,19 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         unchanged: merged.unchanged,
         revived: merged.revived,
       });
-      await options.afterMerge?.({ connection, runId, now, counters, exportInfo, complete: true });
+      await options.afterMerge?.({
+        connection,
+        runId,
+        now,
+        counters,
+        exportInfo,
+        complete,
+        incompleteReason,
+      });
       await saveCounters(connection, runId, counters);
       await saveFacts(connection, runId, {
         attempts,
-        complete: true,
+        complete,
         exportEtag: exportInfo?.etag ?? null,
         exportLastModified: exportInfo?.lastModified ?? null,
       });
@@ -326,5 +408,6 @@ function abortError(): SyncError {
 function idOf(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const id = (value as Record<string, unknown>).id;
-  return typeof id === 'string' || typeof id === 'number' ? String(id) : undefined;
+  // A blank id is no id (and CSV cannot tell it from a missing one): NULL in rejected_records.record_id.
+  return (typeof id === 'string' && id.trim() !== '') || typeof id === 'number' ? String(id) : undefined;
 }

@@ -4,14 +4,23 @@ import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import type { ExportSource } from './export-source.js';
+import { exportFinisher } from './export-finisher.js';
+import { runStatsSnapshot } from './run-stats-snapshot.js';
 import { runSync, type Progress, type RunSummary } from './run-sync.js';
+import { csvSource } from './sources/csv-source.js';
 import { ndjsonSource } from './sources/ndjson-source.js';
 
-/** What `reports-sync sync --source` accepts. `default` = NDJSON then stats; `all` adds CSV. */
-export const SYNC_TARGETS = ['default', 'ndjson'] as const;
+/**
+ * What `reports-sync sync --source` accepts:
+ * - `default`: the NDJSON export, then the `/stats` snapshot (taken in the export run's finishing transaction);
+ * - `ndjson`, `csv`: that export (each also snapshots `/stats` and infers tombstones when it is safe);
+ * - `stats`: only a `/stats` snapshot run;
+ * - `all`: NDJSON, then CSV, each with its snapshot.
+ */
+export const SYNC_TARGETS = ['default', 'ndjson', 'csv', 'stats', 'all'] as const;
 export type SyncTarget = (typeof SYNC_TARGETS)[number];
 
-const EXPORTS: Record<string, ExportSource> = { ndjson: ndjsonSource };
+const EXPORTS: Record<string, ExportSource> = { ndjson: ndjsonSource, csv: csvSource };
 
 /** Options of {@link syncTarget}. */
 export interface SyncTargetOptions {
@@ -20,7 +29,7 @@ export interface SyncTargetOptions {
   dispatcher: Dispatcher;
   logger: Logger;
   target: SyncTarget;
-  /** `sync_runs.job` of every run (the daemon's job name); default `sync-<source>`. */
+  /** `sync_runs.job` of the export runs (the daemon's job name); default `sync-<source>`. */
   job?: string;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
@@ -31,23 +40,29 @@ export interface SyncTargetOptions {
  * warehouse. Stops at the first failed run. Returns every run's summary.
  */
 export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary[]> {
-  const steps = stepsFor(options.target);
   const summaries: RunSummary[] = [];
-  for (const step of steps) {
-    const source = EXPORTS[step];
-    if (!source) throw new SyncError('SOURCE_UNKNOWN', `Unknown source ${step}`, { exitCode: 2 });
+  for (const step of stepsFor(options.target)) {
     const connection = await options.warehouse.connect();
     try {
-      const summary = await runSync({
-        connection,
-        config: options.config,
-        dispatcher: options.dispatcher,
-        logger: options.logger,
-        source,
-        job: options.job,
-        signal: options.signal,
-        onProgress: options.onProgress,
-      });
+      const { config, dispatcher, logger, signal } = options;
+      let summary: RunSummary;
+      if (step === 'stats') {
+        summary = await runStatsSnapshot({ connection, config, dispatcher, logger, signal });
+      } else {
+        const source = EXPORTS[step];
+        if (!source) throw new SyncError('SOURCE_UNKNOWN', `Unknown source ${step}`, { exitCode: 2 });
+        summary = await runSync({
+          connection,
+          config,
+          dispatcher,
+          logger,
+          source,
+          job: options.job,
+          signal,
+          onProgress: options.onProgress,
+          ...exportFinisher({ config, dispatcher, logger, source, signal }),
+        });
+      }
       summaries.push(summary);
       if (summary.status !== 'succeeded') break;
     } finally {
@@ -62,5 +77,11 @@ function stepsFor(target: SyncTarget): string[] {
     case 'default':
     case 'ndjson':
       return ['ndjson'];
+    case 'csv':
+      return ['csv'];
+    case 'stats':
+      return ['stats'];
+    case 'all':
+      return ['ndjson', 'csv'];
   }
 }

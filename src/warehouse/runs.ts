@@ -68,6 +68,12 @@ export interface RunFacts {
   statsTotalUpstream?: number | null;
   statsTotalWarehouse?: number | null;
   statsTotalDiff?: number | null;
+  /** Rows per page asked of a paged export (migration 002). */
+  pageSize?: number | null;
+  /** The interrupted run whose committed pages this run adopted (migration 002). */
+  resumedFromRun?: string | null;
+  /** First page this run fetched itself after adopting an interrupted run's pages (migration 002). */
+  resumedAtPage?: number | null;
 }
 
 const FACT_COLUMNS: Record<keyof RunFacts, string> = {
@@ -79,6 +85,9 @@ const FACT_COLUMNS: Record<keyof RunFacts, string> = {
   statsTotalUpstream: 'stats_total_upstream',
   statsTotalWarehouse: 'stats_total_warehouse',
   statsTotalDiff: 'stats_total_diff',
+  pageSize: 'page_size',
+  resumedFromRun: 'resumed_from_run',
+  resumedAtPage: 'resumed_at_page',
 };
 
 /** Records facts about a run (validator of the export, attempts, completeness, stats comparison). */
@@ -104,19 +113,26 @@ export async function finishRun(
 }
 
 /**
- * Runs left `running` by a process that died (SIGKILL, power loss) are marked `aborted` at the next start,
- * and their staging rows are dropped unless a resumable source will pick them up (`keepRunIds`).
- * Returns the run ids that were closed.
+ * Runs left `running` by a process that died (SIGKILL, power loss) are marked `aborted` at the next start
+ * (error code `RUN_INTERRUPTED`). Their staging rows and checkpoints are dropped, except for runs of a
+ * paged export (a checkpoint with a `page`): those are kept so the next run of that export can resume
+ * from the page after the last checkpoint (see src/sync/resume-run.ts, which also drops them when it
+ * cannot resume). Runs in `keepRunIds` are left alone. Returns the run ids that were closed.
  */
 export async function closeStaleRuns(
   connection: DuckDBConnection,
   keepRunIds: string[] = [],
 ): Promise<string[]> {
   const rows = (
-    await connection.runAndReadAll(`SELECT run_id FROM sync_runs WHERE status = 'running'`)
+    await connection.runAndReadAll(
+      `SELECT run_id, EXISTS (SELECT 1 FROM sync_checkpoints k WHERE k.run_id = r.run_id AND k.page IS NOT NULL) AS paged
+       FROM sync_runs r WHERE status = 'running'`,
+    )
   ).getRowObjectsJS();
-  const stale = rows.map((r) => String(r.run_id)).filter((id) => !keepRunIds.includes(id));
-  for (const runId of stale) {
+  const stale = rows
+    .map((r) => ({ runId: String(r.run_id), keep: r.paged === true }))
+    .filter((r) => !keepRunIds.includes(r.runId));
+  for (const { runId, keep } of stale) {
     await connection.run('BEGIN TRANSACTION');
     await connection.run(
       `UPDATE sync_runs SET status = 'aborted', finished_at = now(),
@@ -124,9 +140,11 @@ export async function closeStaleRuns(
        WHERE run_id = $run`,
       { run: runId },
     );
-    await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
-    await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
+    if (!keep) {
+      await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
+      await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
+    }
     await connection.run('COMMIT');
   }
-  return stale;
+  return stale.map((s) => s.runId);
 }

@@ -5,8 +5,9 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { loadConfig, type Config, type ConfigOverrides } from '../../src/config/config.js';
 import type { ExportSource } from '../../src/sync/export-source.js';
 import { runSync, type RunSummary } from '../../src/sync/run-sync.js';
+import { syncTarget, type SyncTarget } from '../../src/sync/sync-sources.js';
 import { createHttpAgent } from '../../src/upstream/http-agent.js';
-import { silentLogger } from '../../src/util/logger.js';
+import { silentLogger, type Logger } from '../../src/util/logger.js';
 import type { Warehouse } from '../../src/warehouse/database.js';
 import { openMigratedWarehouse } from '../../src/warehouse/open-migrated.js';
 
@@ -52,6 +53,35 @@ export async function syncOnce(
     connection.closeSync();
     await dispatcher.close();
   }
+}
+
+/**
+ * Runs a sync target the way `reports-sync sync --source <target>` does (exports with their /stats snapshot
+ * and tombstone step), each run on its own connection. Returns every run's summary.
+ */
+export async function syncTargetOnce(
+  warehouse: Warehouse,
+  config: Config,
+  target: SyncTarget,
+  logger: Logger = silentLogger(),
+): Promise<RunSummary[]> {
+  const dispatcher = createHttpAgent(config);
+  try {
+    return await syncTarget({ warehouse, config, dispatcher, logger, target });
+  } finally {
+    await dispatcher.close();
+  }
+}
+
+/** A pino logger at `warn` whose lines are collected (parsed JSON) in `lines`. */
+export async function capturingLogger(): Promise<{ logger: Logger; lines: Array<Record<string, unknown>> }> {
+  const { pino } = await import('pino');
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino(
+    { level: 'warn' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
+  return { logger, lines };
 }
 
 /** Runs a query and returns plain JS rows (BIGINT as number where safe). */

@@ -1,0 +1,392 @@
+import { createHash } from 'node:crypto';
+import { CsvError, parse } from 'csv-parse/sync';
+import { SyncError } from '../util/errors.js';
+import type { Extracted } from './record.js';
+
+/** Bounds and names for {@link parseCsvPage}. */
+export interface CsvPageOptions {
+  /** 1-based page number, for record locations. */
+  page: number;
+  /** Longest record csv-parse accepts (`max_record_size`, characters ≈ bytes); a longer one is quarantined. */
+  maxRecordBytes: number;
+  /** Raw text kept for a quarantined line (bytes). */
+  rejectRawMaxBytes: number;
+  /** The page's URL without secrets, for error messages. */
+  url: string;
+}
+
+/** One parsed CSV page: its data rows as {@link Extracted} units, in order, plus what paging needs. */
+export interface CsvPage {
+  /** Header row (empty for an empty body). */
+  columns: string[];
+  /** Every data row in body order: a `value` (column → cell text) or a `malformed` row with its reason. */
+  records: Extracted[];
+  /** Rows parsed into a value (`records` with kind `value`). */
+  parsed: number;
+  /** Rows quarantined at the CSV level: ragged rows, broken quotes, over-long records. */
+  rejected: number;
+  /** Physical lines of the body (a final line break does not start a new line). */
+  lines: number;
+  /** Lines holding no record: blank lines, plus the header line(s). */
+  skippedLines: number;
+  /** SHA-1 of the page's row keys (`id` cells, or the raw line of a row without one), in order. */
+  keysDigest: string;
+  /** Body size in bytes. */
+  bytes: number;
+}
+
+const NL = 0x0a;
+const CR = 0x0d;
+
+/**
+ * Parses one page of the CSV export (RFC 4180: header row, quoted fields, CRLF or LF line breaks) with
+ * csv-parse (`bom: true`, `max_record_size`, `relax_column_count`, `skip_empty_lines`; DESIGN.md §4),
+ * and accounts for every line of the body: each is part of a row that parsed, part of a quarantined row,
+ * the header, or blank. Text (multi-line quoted fields, CRLF inside them, non-ASCII) is kept as it came.
+ *
+ * Why the page is held whole: csv-parse's `skip_records_with_error` lets one unclosed quote swallow every
+ * later row with a single event (measured, DESIGN.md §4). Here a parse error stops the parser, the first
+ * physical line of the broken row is quarantined with its page, row and line, and parsing starts again on
+ * the next line with the same header, so no later row is lost silently. A ragged row (more or fewer cells
+ * than the header) is quarantined too, never loaded with shifted columns; one spanning several lines is
+ * taken for rows joined by a broken quote, so only its first line is quarantined and the next lines are
+ * read again.
+ *
+ * Line breaks: rows end with the header's line break (CRLF, or LF). In a CRLF page a bare LF is data (some
+ * writers leave a field holding one unquoted), unless the row then has too many cells and splitting it at
+ * the bare LFs gives rows of exactly the header's width, or the row fails to parse and reads as one row
+ * of that width up to a bare LF: a row ended by LF alone.
+ *
+ * Line numbers are computed from byte offsets, not taken from csv-parse's `info.lines` (which counts a CRLF
+ * inside a quoted field as two lines, measured with csv-parse 6.2).
+ *
+ * @throws SyncError `BODY_TRUNCATED` (retryable) when the body ends without a final line break inside an
+ *   open quote or in a row with too few cells: a close-delimited body cut short;
+ *   `CSV_HEADER_INVALID` when the header row itself cannot be parsed.
+ */
+export function parseCsvPage(body: Buffer, options: CsvPageOptions): CsvPage {
+  return new PageParser(body, options).parse();
+}
+
+/** The state of one {@link parseCsvPage} call: where parsing is, what was found, the line cursor. */
+class PageParser {
+  private readonly records: Extracted[] = [];
+  private readonly keys = createHash('sha1');
+  private header: string[] | undefined;
+  private idColumn = -1;
+  private parsed = 0;
+  private rejected = 0;
+  /** Physical lines covered by data rows (parsed or quarantined). */
+  private rowLines = 0;
+  private row = 0;
+  private lastRowRagged = false;
+  private lastRowEnd = 0;
+  /** End offset of the last record csv-parse gave (the next row starts after it). */
+  private end = 0;
+  private cursorOffset = 0;
+  private cursorLine = 1;
+  /**
+   * Rows end with the header's line break. With CRLF a bare LF is data (an unquoted field holding one is
+   * not RFC 4180, but common), unless it turns out to end a row (see {@link onRecord}, {@link quarantine}).
+   */
+  private readonly crlf: boolean;
+
+  constructor(
+    private readonly body: Buffer,
+    private readonly options: CsvPageOptions,
+  ) {
+    this.crlf = usesCrlf(body);
+  }
+
+  parse(): CsvPage {
+    const { body } = this;
+    let offset = 0;
+    while (offset < body.length) {
+      const base = offset;
+      this.end = base;
+      try {
+        parseRecords(
+          body.subarray(base),
+          this.crlf ? '\r\n' : '\n',
+          base === 0,
+          this.options.maxRecordBytes,
+          (fields, bytes) => this.onRecord(fields, base + bytes),
+        );
+        offset = body.length;
+      } catch (err) {
+        if (!(err instanceof CsvError) && !(err instanceof JoinedRows)) throw err;
+        offset = this.recover(err);
+      }
+    }
+    const lines = countLines(body);
+    if (this.lastRowRagged && this.lastRowEnd === body.length && body[body.length - 1] !== NL) {
+      throw this.truncated(this.records[this.records.length - 1]?.location.line ?? lines);
+    }
+    return {
+      columns: this.header ?? [],
+      records: this.records,
+      parsed: this.parsed,
+      rejected: this.rejected,
+      lines,
+      skippedLines: lines - this.rowLines,
+      keysDigest: `${this.row}:${this.keys.digest('hex')}`,
+      bytes: body.length,
+    };
+  }
+
+  /** One record from csv-parse, ending at `recordEnd`: the header, one or more rows, or joined rows (throws). */
+  private onRecord(fields: string[], recordEnd: number): void {
+    const start = skipLineBreaks(this.body, this.end);
+    const header = this.header;
+    if (header === undefined) {
+      this.end = recordEnd;
+      this.header = fields;
+      this.idColumn = fields.indexOf('id');
+      return;
+    }
+    const split =
+      this.crlf && fields.length > header.length
+        ? splitAtBareLf(this.body, start, recordEnd, header.length)
+        : null;
+    const lines = this.spanLines(start, recordEnd);
+    if (!split && fields.length !== header.length && lines > 1) {
+      // A ragged row over several lines: most likely a broken quote that joined rows. `recover` quarantines
+      // its first line only and parsing goes on at the next one, so the rows it took are read again.
+      throw new JoinedRows(fields.length, header.length, lines);
+    }
+    this.end = recordEnd;
+    if (split) for (const part of split) this.emitRow(part.fields, part.start, part.end, header);
+    else this.emitRow(fields, start, recordEnd, header);
+  }
+
+  /**
+   * After a parse error at the row starting past `this.end`: a row ended by LF alone is read on its own;
+   * otherwise the row's first physical line is quarantined. Returns where parsing starts again.
+   *
+   * @throws SyncError `BODY_TRUNCATED` for an open quote at the end of an unterminated body,
+   *   `CSV_HEADER_INVALID` when the header itself failed
+   */
+  private recover(err: CsvError | JoinedRows): number {
+    const { body, options } = this;
+    const start = skipLineBreaks(body, this.end);
+    if (start >= body.length) return body.length;
+    const nl = body.indexOf(NL, start);
+    if (nl === -1 && err instanceof CsvError && err.code === 'CSV_QUOTE_NOT_CLOSED') {
+      throw this.truncated(this.lineAt(start));
+    }
+    const header = this.header;
+    if (header === undefined) {
+      throw new SyncError(
+        'CSV_HEADER_INVALID',
+        `The header row of page ${options.page} of ${options.url} cannot be parsed (${err.message}): ` +
+          'check that REPORTS_CSV_PATH points at a CSV export',
+        { context: { url: options.url, page: options.page } },
+      );
+    }
+    if (this.crlf) {
+      // A row ended by LF alone right after a closing quote fails in CRLF mode: read it on its own.
+      const rescued = rowEndedByLf(body, start, header.length, options.maxRecordBytes);
+      if (rescued) {
+        this.emitRow(rescued.fields, start, rescued.end, header);
+        return rescued.end;
+      }
+    }
+    const lineEnd = nl === -1 ? body.length : nl;
+    this.row++;
+    this.rowLines++;
+    this.rejected++;
+    const text = rawLine(body, start, lineEnd, options.rejectRawMaxBytes);
+    this.keys.update(`${text.raw}\n`);
+    this.records.push({
+      kind: 'malformed',
+      location: { page: options.page, row: this.row, line: this.lineAt(start) },
+      ...text,
+      issues: [{ path: '', message: `malformed CSV: ${err.message}` }],
+    });
+    this.lastRowRagged = false;
+    this.lastRowEnd = lineEnd;
+    return nl === -1 ? body.length : nl + 1;
+  }
+
+  /** Records one data row: a value when it has the header's width, else a quarantined ragged row. */
+  private emitRow(fields: string[], start: number, end: number, columns: string[]): void {
+    const { body, options } = this;
+    this.row++;
+    this.rowLines += this.spanLines(start, end);
+    const location = { page: options.page, row: this.row, line: this.lineAt(start) };
+    const raw = body.toString('utf8', start, trimEnd(body, start, end));
+    this.keys.update(`${fields[this.idColumn] ?? raw}\n`);
+    this.lastRowEnd = end;
+    this.lastRowRagged = fields.length !== columns.length;
+    if (this.lastRowRagged) {
+      this.rejected++;
+      const message = `ragged row: ${fields.length} cells where the header has ${columns.length} columns`;
+      this.records.push({ kind: 'malformed', location, raw, issues: [{ path: '', message }] });
+      return;
+    }
+    const value: Record<string, string> = {};
+    for (let i = 0; i < columns.length; i++) value[columns[i] as string] = fields[i] as string;
+    this.parsed++;
+    this.records.push({ kind: 'value', location, raw, value });
+  }
+
+  /** 1-based physical line of `offset`, counted incrementally (offsets only grow). */
+  private lineAt(offset: number): number {
+    const { body } = this;
+    for (
+      let nl = body.indexOf(NL, this.cursorOffset);
+      nl !== -1 && nl < offset;
+      nl = body.indexOf(NL, nl + 1)
+    ) {
+      this.cursorLine++;
+      this.cursorOffset = nl + 1;
+    }
+    if (this.cursorOffset < offset) this.cursorOffset = offset;
+    return this.cursorLine;
+  }
+
+  /** Physical lines of the row `[start, end)` (its own final line break excluded). */
+  private spanLines(start: number, end: number): number {
+    const { body } = this;
+    let n = 1;
+    const last = trimEnd(body, start, end);
+    for (let nl = body.indexOf(NL, start); nl !== -1 && nl < last; nl = body.indexOf(NL, nl + 1)) n++;
+    return n;
+  }
+
+  private truncated(line: number): SyncError {
+    const { options } = this;
+    return new SyncError(
+      'BODY_TRUNCATED',
+      `Page ${options.page} of ${options.url} ended in the middle of the row at line ${line} (connection closed early)`,
+      { context: { url: options.url, page: options.page, line }, retryable: true },
+    );
+  }
+}
+
+/**
+ * Runs csv-parse over `input`, calling `onRecord` with each record's cells and the offset just past it
+ * (`info.bytes`, BOM included). Throws csv-parse's `CsvError` at the first malformed record.
+ */
+function parseRecords(
+  input: Buffer,
+  delimiter: string | string[],
+  bom: boolean,
+  maxRecordBytes: number,
+  onRecord: (fields: string[], bytes: number) => void,
+): void {
+  parse(input, {
+    bom,
+    relax_column_count: true,
+    skip_empty_lines: true,
+    max_record_size: maxRecordBytes,
+    record_delimiter: delimiter,
+    on_record: (fields: string[], info: { bytes: number }) => {
+      onRecord(fields, info.bytes);
+      return null;
+    },
+  });
+}
+
+/**
+ * A row with too many cells that holds bare LFs, split at them: the rows with their offsets when every
+ * part has exactly `width` cells, else `null` (then the row stays one ragged row).
+ */
+function splitAtBareLf(
+  body: Buffer,
+  start: number,
+  end: number,
+  width: number,
+): Array<{ fields: string[]; start: number; end: number }> | null {
+  const parts: Array<{ fields: string[]; start: number; end: number }> = [];
+  let last = start;
+  try {
+    parseRecords(body.subarray(start, end), ['\r\n', '\n'], false, end - start + 1, (fields, bytes) => {
+      const partStart = skipLineBreaks(body, last);
+      last = start + bytes;
+      parts.push({ fields, start: partStart, end: last });
+    });
+  } catch {
+    return null;
+  }
+  return parts.length > 1 && parts.every((p) => p.fields.length === width) ? parts : null;
+}
+
+/**
+ * The row starting at `start` read with LF accepted as a row end: tries each line break after `start` (up
+ * to `maxBytes` away) as the end of one row, and returns the first that gives exactly one row of `width`
+ * cells, or `null`.
+ */
+function rowEndedByLf(
+  body: Buffer,
+  start: number,
+  width: number,
+  maxBytes: number,
+): { fields: string[]; end: number } | null {
+  for (let nl = body.indexOf(NL, start); nl !== -1 && nl - start <= maxBytes; nl = body.indexOf(NL, nl + 1)) {
+    if (body[nl - 1] === CR) continue;
+    const rows: string[][] = [];
+    try {
+      parseRecords(body.subarray(start, nl + 1), ['\r\n', '\n'], false, maxBytes, (fields) => {
+        rows.push(fields);
+      });
+    } catch {
+      continue;
+    }
+    if (rows.length === 1 && rows[0]?.length === width) return { fields: rows[0], end: nl + 1 };
+  }
+  return null;
+}
+
+/** True when the first line break of the body is CRLF (the simulator's and RFC 4180's). */
+function usesCrlf(body: Buffer): boolean {
+  const nl = body.indexOf(NL);
+  return nl === -1 || (nl > 0 && body[nl - 1] === CR);
+}
+
+/** Thrown out of csv-parse to restart parsing after the first line of a ragged multi-line row. */
+class JoinedRows extends Error {
+  constructor(cells: number, columns: number, lines: number) {
+    super(
+      `a row of ${cells} cells over ${lines} lines where the header has ${columns} columns (a broken quote?); ` +
+        'its first line is quarantined and reading goes on at the next line',
+    );
+  }
+}
+
+/** First offset at or after `from` that is not a line break (where the next row starts). */
+function skipLineBreaks(body: Buffer, from: number): number {
+  let i = from;
+  while (i < body.length && (body[i] === NL || body[i] === CR)) i++;
+  return i;
+}
+
+/** `end` moved back over the row's own line break. */
+function trimEnd(body: Buffer, start: number, end: number): number {
+  let e = end;
+  if (e > start && body[e - 1] === NL) e--;
+  if (e > start && body[e - 1] === CR) e--;
+  return e;
+}
+
+/** The text of one physical line, cut to `maxBytes` on a character boundary. */
+function rawLine(
+  body: Buffer,
+  start: number,
+  lineEnd: number,
+  maxBytes: number,
+): { raw: string; rawTruncated?: boolean; rawBytes?: number } {
+  const end = trimEnd(body, start, lineEnd + (lineEnd < body.length ? 1 : 0));
+  const bytes = end - start;
+  if (bytes <= maxBytes) return { raw: body.toString('utf8', start, end) };
+  let cut = start + maxBytes;
+  while (cut > start && ((body[cut] ?? 0) & 0xc0) === 0x80) cut--;
+  return { raw: body.toString('utf8', start, cut), rawTruncated: true, rawBytes: bytes };
+}
+
+function countLines(body: Buffer): number {
+  if (body.length === 0) return 0;
+  let n = 1;
+  for (let nl = body.indexOf(NL); nl !== -1; nl = body.indexOf(NL, nl + 1)) if (nl < body.length - 1) n++;
+  return n;
+}

@@ -1,0 +1,39 @@
+/** One numeric leaf of a stats body: its dotted path and value. Stored in `stats_values`. */
+export interface StatsValue {
+  /** Object keys (and array indices) from the root, joined by `.`: `total`, `byStatus.SUBMITTED`, `series.0.n`. */
+  metric: string;
+  value: number;
+}
+
+/**
+ * The numeric leaves of any JSON value, depth first in key order (DESIGN.md §2: "store whatever comes").
+ * Strings, booleans and nulls are no metrics and are skipped (they stay in the snapshot's JSON body); a
+ * bare number at the root is the metric `$`. Pure; never throws for JSON input.
+ *
+ * @example
+ * flattenStats({ total: 3, byStatus: { SUBMITTED: 2, RESOLVED: 1 }, note: 'x' })
+ * // → [{metric: 'total', value: 3}, {metric: 'byStatus.SUBMITTED', value: 2}, {metric: 'byStatus.RESOLVED', value: 1}]
+ */
+export function flattenStats(body: unknown): StatsValue[] {
+  const out: StatsValue[] = [];
+  const walk = (value: unknown, path: string) => {
+    if (typeof value === 'number') {
+      if (Number.isFinite(value)) out.push({ metric: path === '' ? '$' : path, value });
+      return;
+    }
+    if (value === null || typeof value !== 'object') return;
+    const entries = Array.isArray(value)
+      ? value.map((v, i) => [String(i), v] as const)
+      : Object.entries(value);
+    for (const [key, child] of entries) walk(child, path === '' ? key : `${path}.${key}`);
+  };
+  walk(body, '');
+  return out;
+}
+
+/** The `total` counter of a stats body, when it has a numeric one (DESIGN.md §2: `total`, `byStatus`, …). */
+export function statsTotal(body: unknown): number | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const total = (body as Record<string, unknown>).total;
+  return typeof total === 'number' && Number.isFinite(total) ? total : undefined;
+}

@@ -1,0 +1,98 @@
+import type { Dispatcher } from 'undici';
+import type { Config } from '../config/config.js';
+import { errorMessage, isSyncError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { fetchStats } from '../upstream/fetch-stats.js';
+import { statsTotal } from '../schema/flatten-stats.js';
+import { saveFacts } from '../warehouse/runs.js';
+import { recordStatsSnapshots, type SnapshotTotals } from '../warehouse/snapshots.js';
+import { applyTombstones } from '../warehouse/tombstones.js';
+import type { ExportSource } from './export-source.js';
+import type { RunSyncOptions } from './run-sync.js';
+
+/** Options of {@link exportFinisher}. */
+export interface ExportFinisherOptions {
+  config: Config;
+  dispatcher: Dispatcher;
+  logger: Logger;
+  source: ExportSource;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * The end of every export run (DESIGN.md §6: "the run row, the merge, the checkpoint clearing and the stats
+ * snapshot commit in one transaction"), as the two runner hooks:
+ * - `beforeMerge`, outside the transaction: fetch the upstream `/stats` (with retries). A failure does not
+ *   fail the export: it is logged, and the run then infers no tombstones (there is nothing to check against);
+ * - `afterMerge`, inside it: tombstones with their guards (tombstones.ts, `sync_runs.tombstones_note` and
+ *   `removed`), then the stats snapshots of the upstream body and of the warehouse as committed
+ *   (`stats_snapshots`, `stats_values`), the totals and their difference in `sync_runs.stats_total_*`, and a
+ *   warning when the difference is over `REPORTS_STATS_DIFF_WARN`.
+ */
+export function exportFinisher(
+  options: ExportFinisherOptions,
+): Required<Pick<RunSyncOptions, 'beforeMerge' | 'afterMerge'>> {
+  let upstream: unknown;
+  let statsProblem: string | undefined;
+  return {
+    beforeMerge: async (ctx) => {
+      upstream = undefined;
+      statsProblem = undefined;
+      const logger = options.logger.child({ runId: ctx.runId, source: options.source.name });
+      try {
+        upstream = (await fetchStats({ ...options, logger })).body;
+        if (statsTotal(upstream) === undefined) statsProblem = 'the /stats body has no numeric `total`';
+      } catch (err) {
+        if (!isSyncError(err)) throw err;
+        statsProblem = `/stats failed: ${errorMessage(err)}`;
+        logger.warn({ err: err.toJSON() }, 'upstream /stats unavailable: no snapshot of it, no tombstones');
+      }
+    },
+    afterMerge: async (ctx) => {
+      const { config } = options;
+      const logger = options.logger.child({ runId: ctx.runId, source: options.source.name });
+      const tombstones = await applyTombstones(ctx.connection, {
+        runId: ctx.runId,
+        now: ctx.now,
+        complete: ctx.complete && options.source.fullExport,
+        incompleteReason: options.source.fullExport ? ctx.incompleteReason : 'not a full export',
+        statsTotal: statsTotal(upstream),
+        statsProblem,
+        minShare: config.tombstoneMinShare,
+        statsTolerance: config.statsDiffWarn,
+      });
+      ctx.counters.removed = tombstones.removed;
+      logger.info({ removed: tombstones.removed, note: tombstones.note }, 'tombstones');
+      const totals = await recordStatsSnapshots(ctx.connection, {
+        runId: ctx.runId,
+        takenAt: ctx.now,
+        upstream,
+      });
+      await saveFacts(ctx.connection, ctx.runId, { tombstonesNote: tombstones.note, ...totalsFacts(totals) });
+      warnOnDiff(totals, config.statsDiffWarn, logger);
+    },
+  };
+}
+
+/** `sync_runs.stats_total_*` of a pair of snapshots. */
+export function totalsFacts(totals: SnapshotTotals): {
+  statsTotalUpstream: number | null;
+  statsTotalWarehouse: number;
+  statsTotalDiff: number | null;
+} {
+  return {
+    statsTotalUpstream: totals.upstream ?? null,
+    statsTotalWarehouse: totals.warehouse,
+    statsTotalDiff: totals.diff ?? null,
+  };
+}
+
+/** Logs a warning when upstream and warehouse totals differ by more than `limit` reports. */
+export function warnOnDiff(totals: SnapshotTotals, limit: number, logger: Logger): void {
+  if (totals.diff !== undefined && Math.abs(totals.diff) > limit) {
+    logger.warn(
+      { upstreamTotal: totals.upstream, warehouseTotal: totals.warehouse, diff: totals.diff, limit },
+      'upstream /stats total and the warehouse differ (REPORTS_STATS_DIFF_WARN)',
+    );
+  }
+}

@@ -1,0 +1,172 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Logger } from '../util/logger.js';
+import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
+import { saveCounters, saveFacts } from '../warehouse/runs.js';
+import type { ExportSource, ExportValidator, ReadContext } from './export-source.js';
+
+/** Where a run goes on from after adopting the committed pages of an interrupted run. */
+export interface ResumePoint {
+  /** The interrupted run whose staging, checkpoints and rejects now belong to this run. */
+  fromRunId: string;
+  /** Last page it committed; this run fetches `page + 1` next. */
+  page: number;
+  /** URL of the next page as recorded with the checkpoint (a `Link` target or the computed page URL). */
+  nextUrl: string;
+  /** Its counters as of that checkpoint (records, bytes, pages). */
+  counters: RunCounters;
+  /** Staging sequence number to continue from (keeps "last seen wins" ordering across the two runs). */
+  nextSeq: number;
+  /** Checkpoint batch number to continue from. */
+  batch: number;
+  /** The export validator it saw, equal to page 1's now. */
+  validator: ExportValidator;
+}
+
+/** Options of {@link prepareResume}. */
+export interface PrepareResumeOptions {
+  connection: DuckDBConnection;
+  /** The new run, already in `sync_runs`. */
+  runId: string;
+  source: ExportSource;
+  /** Upstream base URL of this run (only a run of the same upstream is resumed). */
+  upstreamUrl: string | undefined;
+  /** Read context for the page-1 probe. */
+  ctx: ReadContext;
+  logger: Logger;
+}
+
+/**
+ * Resume of a paged export (DESIGN.md §6, issue 3). A CSV run killed mid-export leaves its committed pages
+ * (staging rows, rejects, one checkpoint per page; see `closeStaleRuns`). This looks at the newest such
+ * interrupted run of the same source, and adopts its pages (moves them to `runId` in one transaction, and
+ * records `resumed_from_run`/`resumed_at_page`) when all of these hold:
+ * - same upstream base URL and page size;
+ * - it recorded an export validator, and page 1 answers with the same one now (`ETag` when both have one,
+ *   else `Last-Modified`): the export has not changed, so the remaining pages continue it;
+ * - its last checkpoint names the next page (a run interrupted after its last page restarts instead: it
+ *   may have stopped for a reason that made it incomplete).
+ * Otherwise, and for every older interrupted run of the source, the leftover staging and checkpoints are
+ * dropped and the run starts from page 1 (rejects stay with the run that found them).
+ *
+ * @returns the resume point, or `undefined` to start from page 1
+ * @throws what the probe throws (network errors after retries; the interrupted run's pages are dropped
+ *   first), and DuckDB errors
+ */
+export async function prepareResume(options: PrepareResumeOptions): Promise<ResumePoint | undefined> {
+  const { connection: c, runId, source, logger } = options;
+  const paging = source.paging;
+  if (!paging) return undefined;
+  const candidates = (
+    await c.runAndReadAll(
+      `SELECT run_id, upstream_url, page_size, export_etag, export_last_modified
+       FROM sync_runs r
+       WHERE source = $source AND status = 'aborted' AND run_id <> $run
+         AND EXISTS (SELECT 1 FROM sync_checkpoints k WHERE k.run_id = r.run_id AND k.page IS NOT NULL)
+       ORDER BY started_at DESC`,
+      { source: source.name, run: runId },
+    )
+  ).getRowObjectsJS();
+  const [newest, ...older] = candidates;
+  for (const old of older) await dropLeftovers(c, String(old.run_id));
+  if (newest === undefined) return undefined;
+  const fromRunId = String(newest.run_id);
+  const last = (
+    await c.runAndReadAll(
+      `SELECT batch, page, records_read, records_loaded, records_rejected, bytes_read, next_url,
+              (SELECT coalesce(max(seq) + 1, 0) FROM staging_reports WHERE run_id = $run) AS next_seq
+       FROM sync_checkpoints WHERE run_id = $run AND page IS NOT NULL ORDER BY batch DESC LIMIT 1`,
+      { run: fromRunId },
+    )
+  ).getRowObjectsJS()[0];
+  const saved: ExportValidator = {
+    etag: optional(newest.export_etag),
+    lastModified: optional(newest.export_last_modified),
+  };
+  const pageSize = paging.pageSize(options.ctx.config);
+  let reason: string | undefined;
+  if (last === undefined || last.next_url === null) reason = 'its last page was the end of the export';
+  else if (optional(newest.upstream_url) !== options.upstreamUrl) reason = 'it read another upstream';
+  else if (Number(newest.page_size) !== pageSize) reason = `it used pageSize ${String(newest.page_size)}`;
+  else if (saved.etag === undefined && saved.lastModified === undefined)
+    reason = 'the export had no ETag or Last-Modified';
+  if (reason === undefined) {
+    let now: ExportValidator;
+    try {
+      now = await paging.probe(options.ctx);
+    } catch (err) {
+      // The run fails or restarts from page 1: these pages must not be picked up later instead.
+      await dropLeftovers(c, fromRunId);
+      throw err;
+    }
+    if (!sameExport(saved, now)) reason = 'the export changed since (page 1 has another validator)';
+  }
+  if (reason !== undefined || last === undefined) {
+    logger.info(
+      { interruptedRun: fromRunId, reason },
+      'not resuming the interrupted run: starting from page 1',
+    );
+    await dropLeftovers(c, fromRunId);
+    return undefined;
+  }
+  const page = Number(last.page);
+  const counters: RunCounters = {
+    ...emptyCounters(),
+    recordsRead: Number(last.records_read),
+    recordsLoaded: Number(last.records_loaded),
+    recordsRejected: Number(last.records_rejected),
+    bytesRead: Number(last.bytes_read),
+    pages: page,
+  };
+  await c.run('BEGIN TRANSACTION');
+  try {
+    for (const table of ['staging_reports', 'sync_checkpoints', 'rejected_records']) {
+      await c.run(`UPDATE ${table} SET run_id = $new WHERE run_id = $old`, { new: runId, old: fromRunId });
+    }
+    await saveCounters(c, runId, counters);
+    await saveFacts(c, runId, {
+      resumedFromRun: fromRunId,
+      resumedAtPage: page + 1,
+      exportEtag: saved.etag ?? null,
+      exportLastModified: saved.lastModified ?? null,
+    });
+    await c.run('COMMIT');
+  } catch (err) {
+    await c.run('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+  logger.info(
+    { interruptedRun: fromRunId, page: page + 1, recordsRead: counters.recordsRead },
+    'resuming an interrupted run: its committed pages are adopted',
+  );
+  return {
+    fromRunId,
+    page,
+    nextUrl: String(last.next_url),
+    counters,
+    nextSeq: Number(last.next_seq),
+    batch: Number(last.batch),
+    validator: saved,
+  };
+}
+
+/**
+ * True only when both validators name the same export version: equal ETags, or (when either lacks an ETag)
+ * equal Last-Modified dates. No common validator means "cannot tell", so false (no resume).
+ */
+export function sameExport(a: ExportValidator, b: ExportValidator): boolean {
+  if (a.etag !== undefined && b.etag !== undefined) return a.etag === b.etag;
+  if (a.lastModified !== undefined && b.lastModified !== undefined) return a.lastModified === b.lastModified;
+  return false;
+}
+
+/** Drops what an interrupted run left in the working tables (its rejects stay, as evidence of that run). */
+async function dropLeftovers(c: DuckDBConnection, runId: string): Promise<void> {
+  await c.run('BEGIN TRANSACTION');
+  await c.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
+  await c.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
+  await c.run('COMMIT');
+}
+
+function optional(value: unknown): string | undefined {
+  return value === null || value === undefined ? undefined : String(value);
+}

@@ -1,0 +1,86 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Dispatcher } from 'undici';
+import type { Config } from '../config/config.js';
+import { fetchStats } from '../upstream/fetch-stats.js';
+import { errorMessage, SyncError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { emptyCounters } from '../warehouse/run-counters.js';
+import { finishRun, newRunId, saveFacts, startRun } from '../warehouse/runs.js';
+import { recordStatsSnapshots } from '../warehouse/snapshots.js';
+import { totalsFacts, warnOnDiff } from './export-finisher.js';
+import type { RunSummary } from './run-sync.js';
+
+/** Options of {@link runStatsSnapshot}. */
+export interface RunStatsSnapshotOptions {
+  connection: DuckDBConnection;
+  config: Config;
+  dispatcher: Dispatcher;
+  logger: Logger;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * `reports-sync sync --source stats`: one run (`sync_runs` row with `source = 'stats'`, job `snapshot-stats`)
+ * that snapshots the upstream `/stats` body and the warehouse's own counters into `stats_snapshots` and
+ * `stats_values`, and records both totals and their difference, all in one transaction (DESIGN.md §6).
+ * Export runs take the same snapshots in their own finishing transaction (export-finisher.ts); this one
+ * exists to watch the counters between exports.
+ *
+ * Never throws for a failed fetch: the run is recorded `failed` with the error, like runSync.
+ */
+export async function runStatsSnapshot(options: RunStatsSnapshotOptions): Promise<RunSummary> {
+  const { connection: c, config } = options;
+  const started = new Date();
+  const runId = newRunId('stats', started);
+  const logger = options.logger.child({ runId, job: 'snapshot-stats', source: 'stats' });
+  await startRun(c, {
+    runId,
+    job: 'snapshot-stats',
+    source: 'stats',
+    upstreamUrl: config.baseUrl,
+    startedAt: started,
+  });
+  const counters = emptyCounters();
+  try {
+    const stats = await fetchStats({ ...options, logger });
+    const now = new Date();
+    await c.run('BEGIN TRANSACTION');
+    try {
+      const totals = await recordStatsSnapshots(c, { runId, takenAt: now, upstream: stats.body });
+      await saveFacts(c, runId, { ...totalsFacts(totals), complete: true, attempts: 1 });
+      await finishRun(c, runId, 'succeeded');
+      await c.run('COMMIT');
+      warnOnDiff(totals, config.statsDiffWarn, logger);
+      logger.info(
+        { upstreamTotal: totals.upstream, warehouseTotal: totals.warehouse },
+        'stats snapshot taken',
+      );
+    } catch (err) {
+      await c.run('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+    return {
+      runId,
+      source: 'stats',
+      status: 'succeeded',
+      counters,
+      durationMs: Date.now() - started.getTime(),
+      attempts: 1,
+    };
+  } catch (err) {
+    const error =
+      err instanceof SyncError ? err : new SyncError('RUN_FAILED', errorMessage(err), { cause: err });
+    const aborted = options.signal?.aborted === true;
+    await finishRun(c, runId, aborted ? 'aborted' : 'failed', error.toJSON());
+    logger.error({ err: error.toJSON() }, aborted ? 'run aborted' : 'run failed');
+    return {
+      runId,
+      source: 'stats',
+      status: aborted ? 'aborted' : 'failed',
+      counters,
+      durationMs: Date.now() - started.getTime(),
+      attempts: 1,
+      error,
+    };
+  }
+}

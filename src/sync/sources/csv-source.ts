@@ -1,0 +1,285 @@
+import { requireBaseUrl, type Config } from '../../config/config.js';
+import { parseCsvPage, type CsvPage } from '../../extract/csv.js';
+import type { Extracted } from '../../extract/record.js';
+import { validateCsvReport } from '../../schema/report.js';
+import { nextLink } from '../../upstream/link-header.js';
+import { header, networkError, openStream } from '../../upstream/open-stream.js';
+import { safeUrl } from '../../upstream/safe-url.js';
+import { withRetry } from '../../upstream/with-retry.js';
+import { isSyncError, SyncError } from '../../util/errors.js';
+import type { CheckpointMark, ExportSource, ExportValidator, ReadContext } from '../export-source.js';
+
+const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
+
+/**
+ * The paged CSV export (`REPORTS_CSV_PATH?pageSize=N&page=P`; seed rule 2, DESIGN.md §2/§4).
+ *
+ * Each page is fetched with its own retries (a broken body refetches that page from its start, never a
+ * `Range` splice), following up to `REPORTS_MAX_REDIRECTS` redirects with the key dropped cross-origin
+ * (openStream), parsed whole by {@link parseCsvPage}, then yielded with a {@link CheckpointMark}, so each
+ * page is committed as one checkpoint together with its staged rows and rejects.
+ *
+ * Paging: the next page is the `Link: <…>; rel="next"` target when the server sends one, else page P+1 by
+ * the `REPORTS_CSV_PAGE_PARAM` parameter. It stops on an empty page, on a short page (fewer rows than
+ * `pageSize`) when the server gives no `Link`, at the end of `Link` next once the server has given one, or on
+ * a page whose keys repeat the previous page's (the server ignored `page`: a warning, the run is marked
+ * incomplete and keeps what it read). More than `REPORTS_CSV_MAX_PAGES` pages is an error.
+ *
+ * Every page must carry the validator (`ETag`, else `Last-Modified`) page 1 had: a different one means the
+ * export changed while being read, so pages may overlap or miss rows; the export restarts from page 1
+ * (`EXPORT_CHANGED`, retryable).
+ */
+export const csvSource: ExportSource = {
+  name: 'csv',
+  fullExport: true,
+  validate: (value) => validateCsvReport(value as Record<string, string | undefined>),
+  paging: {
+    pageSize: (config) => config.csvPageSize,
+    probe: probeFirstPage,
+  },
+  read: readCsvExport,
+};
+
+/** URL of page `page` of the export: `pageSize` and the configured page parameter set. */
+export function csvPageUrl(config: Config, page: number): URL {
+  const url = new URL(`${requireBaseUrl(config)}${config.csvPath}`);
+  url.searchParams.set('pageSize', String(config.csvPageSize));
+  url.searchParams.set(config.csvPageParam, String(page));
+  return url;
+}
+
+async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | CheckpointMark> {
+  const { config, logger } = ctx;
+  const pageSize = config.csvPageSize;
+  const resume = ctx.resumeFrom;
+  let page = resume ? resume.page + 1 : 1;
+  let url = resume?.nextUrl ? new URL(resume.nextUrl) : csvPageUrl(config, page);
+  let validator: ExportValidator | undefined;
+  if (resume) {
+    validator = { etag: resume.etag, lastModified: resume.lastModified };
+    ctx.setExportInfo({ url: safeUrl(csvPageUrl(config, 1)), ...validator });
+    logger.info({ page, after: resume.page }, 'resuming the CSV export');
+  }
+  let previousKeys: string | undefined;
+  let linkSeen = false;
+  for (;;) {
+    const fetched = await fetchPage(ctx, url, page);
+    ctx.addBytes(fetched.csv.bytes);
+    const seen: ExportValidator = { etag: fetched.etag, lastModified: fetched.lastModified };
+    if (validator === undefined) {
+      validator = seen;
+      ctx.setExportInfo({ url: fetched.url, ...seen });
+    } else if (changed(validator, seen)) {
+      throw new SyncError(
+        'EXPORT_CHANGED',
+        `The CSV export changed while it was read: page ${page} (${fetched.url}) has validator ` +
+          `${describe(seen)}, page 1 had ${describe(validator)}: the export is read again from page 1 ` +
+          '(if it keeps changing, sync when the upstream is not regenerating it)',
+        { context: { url: fetched.url, page, first: validator, now: seen }, retryable: true },
+      );
+    }
+    const { csv } = fetched;
+    const rows = csv.records.length;
+    logger.debug(
+      { page, rows, parsed: csv.parsed, rejected: csv.rejected, lines: csv.lines, bytes: csv.bytes },
+      'CSV page read',
+    );
+    if (rows === 0) {
+      logger.info({ page }, 'empty CSV page: end of the export');
+      return;
+    }
+    if (page > config.csvMaxPages) {
+      throw new SyncError(
+        'CSV_MAX_PAGES',
+        `The CSV export at ${fetched.url} still has rows on page ${page}, past REPORTS_CSV_MAX_PAGES=${config.csvMaxPages}: ` +
+          'raise the limit or REPORTS_CSV_PAGE_SIZE if the export is really that large; otherwise the server pages in a loop',
+        { context: { url: fetched.url, maxPages: config.csvMaxPages, pageSize } },
+      );
+    }
+    if (csv.keysDigest === previousKeys) {
+      const reason =
+        `page ${page} repeats the keys of page ${page - 1}: the server ignores the ` +
+        `\`${config.csvPageParam}\` parameter (REPORTS_CSV_PAGE_PARAM?); stopped, the export is incomplete`;
+      logger.warn({ page, url: fetched.url }, reason);
+      ctx.markIncomplete(reason);
+      return;
+    }
+    yield* csv.records;
+    const link = nextLink(fetched.link, fetched.finalUrl);
+    linkSeen ||= link !== undefined;
+    if (link && rows < pageSize) {
+      logger.warn({ page, rows, pageSize }, 'CSV page holds fewer rows than pageSize but links a next page');
+    }
+    // The Link target when there is one; without one, page P+1 unless the server gave Links before (their
+    // end is the export's end) or this page is short.
+    const next = link ?? (!linkSeen && rows >= pageSize ? csvPageUrl(config, page + 1) : undefined);
+    yield { kind: 'checkpoint', page, nextUrl: next?.toString() };
+    if (next === undefined) {
+      logger.info(
+        { page, rows, pageSize },
+        linkSeen ? 'no Link rel="next": end of the export' : 'short CSV page: end of the export',
+      );
+      return;
+    }
+    previousKeys = csv.keysDigest;
+    url = next;
+    page++;
+  }
+}
+
+interface FetchedPage {
+  csv: CsvPage;
+  /** Safe URL that answered. */
+  url: string;
+  finalUrl: URL;
+  link: string | string[] | undefined;
+  etag?: string | undefined;
+  lastModified?: string | undefined;
+}
+
+/**
+ * GETs and parses one page, retrying it alone (429/5xx, resets, a body cut short) as with-retry.ts says.
+ * Once its retries are spent the error is no longer retryable: the runner must not restart the whole export
+ * for a page that keeps failing.
+ */
+async function fetchPage(ctx: ReadContext, url: URL, page: number): Promise<FetchedPage> {
+  const { config } = ctx;
+  try {
+    return await withRetry(
+      `CSV page ${page}`,
+      config,
+      ctx.logger,
+      async () => {
+        const res = await openStream(url, {
+          dispatcher: ctx.dispatcher,
+          apiKey: keyFor(config, url),
+          maxRedirects: config.maxRedirects,
+          signal: ctx.signal,
+          headers: { accept: ACCEPT },
+        });
+        let body: Buffer;
+        try {
+          body = await readBody(res.body);
+        } catch (err) {
+          throw networkError(err, res.url);
+        } finally {
+          res.body.destroy();
+        }
+        const csv = parseCsvPage(body, {
+          page,
+          maxRecordBytes: config.maxRecordBytes,
+          rejectRawMaxBytes: config.rejectRawMaxBytes,
+          url: res.url,
+        });
+        checkCloseDelimited(res.headers, body, csv, { page, url: res.url, pageSize: config.csvPageSize });
+        return {
+          csv,
+          url: res.url,
+          finalUrl: res.finalUrl,
+          link: res.headers.link,
+          etag: header(res.headers, 'etag'),
+          lastModified: header(res.headers, 'last-modified'),
+        };
+      },
+      ctx.signal,
+    );
+  } catch (err) {
+    if (isSyncError(err) && err.retryable) {
+      throw new SyncError(err.code, `${err.message} (page ${page}: retries spent)`, {
+        context: { ...err.context, page },
+        cause: err,
+        retryable: false,
+      });
+    }
+    throw err;
+  }
+}
+
+/**
+ * A close-delimited body (neither `Content-Length` nor chunked framing: HTTP/1.1 ends it by closing the
+ * connection) cannot tell a cut connection from its end, so undici cannot catch the cut. Such a page counts
+ * as cut short when it does not end with a line break, or when it holds fewer rows than `pageSize` yet links
+ * a next page: either way the rest of the page would be lost silently (issue #6, `csv:cut`).
+ *
+ * @throws SyncError `BODY_TRUNCATED` (retryable: the page is fetched again)
+ */
+function checkCloseDelimited(
+  headers: Record<string, string | string[] | undefined>,
+  body: Buffer,
+  csv: CsvPage,
+  where: { page: number; url: string; pageSize: number },
+): void {
+  if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return;
+  const unterminated = body.length > 0 && body[body.length - 1] !== 0x0a;
+  const shortWithNext =
+    headers.link !== undefined && csv.records.length < where.pageSize && csv.records.length > 0;
+  if (!unterminated && !shortWithNext) return;
+  throw new SyncError(
+    'BODY_TRUNCATED',
+    `CSV page ${where.page} from ${where.url} looks cut short: a close-delimited body ` +
+      (unterminated
+        ? 'ending without a line break'
+        : `of ${csv.records.length} rows (pageSize ${where.pageSize}) that links a next page`),
+    { context: { url: where.url, page: where.page, rows: csv.records.length }, retryable: true },
+  );
+}
+
+/** `probe` of {@link PagedExport}: the validator of page 1, its body left unread. */
+async function probeFirstPage(ctx: ReadContext): Promise<ExportValidator> {
+  const url = csvPageUrl(ctx.config, 1);
+  return withRetry(
+    'CSV page 1 (resume check)',
+    ctx.config,
+    ctx.logger,
+    async () => {
+      const res = await openStream(url, {
+        dispatcher: ctx.dispatcher,
+        apiKey: keyFor(ctx.config, url),
+        maxRedirects: ctx.config.maxRedirects,
+        signal: ctx.signal,
+        headers: { accept: ACCEPT },
+      });
+      // Abort the body unread; undici then emits an abort error nobody else listens to.
+      res.body.once('error', () => undefined);
+      res.body.destroy();
+      return { etag: header(res.headers, 'etag'), lastModified: header(res.headers, 'last-modified') };
+    },
+    ctx.signal,
+  );
+}
+
+/**
+ * The API key for a request to `url`: only when `url` is on the configured upstream's origin. A `Link` (or a
+ * resume URL) may point at the origin a redirect led to; the key must not follow it there (DESIGN.md §2).
+ */
+function keyFor(config: Config, url: URL): string | undefined {
+  return new URL(requireBaseUrl(config)).origin === url.origin ? config.apiKey : undefined;
+}
+
+/**
+ * True when two validators tell different versions of the export: ETags when both have one, else
+ * Last-Modified when both have one. Without a common validator nothing can be told (false).
+ */
+function changed(a: ExportValidator, b: ExportValidator): boolean {
+  if (a.etag !== undefined && b.etag !== undefined) return a.etag !== b.etag;
+  if (a.lastModified !== undefined && b.lastModified !== undefined) return a.lastModified !== b.lastModified;
+  return false;
+}
+
+function describe(v: ExportValidator): string {
+  if (v.etag !== undefined) return `ETag ${v.etag}`;
+  if (v.lastModified !== undefined) return `Last-Modified ${v.lastModified}`;
+  return '(none)';
+}
+
+async function readBody(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    // Copy: undici may hand out views on pooled memory.
+    const buf = Buffer.from(chunk);
+    chunks.push(buf);
+    size += buf.length;
+  }
+  return Buffer.concat(chunks, size);
+}

@@ -1,0 +1,79 @@
+import type { Dispatcher } from 'undici';
+import { requireBaseUrl, type Config } from '../config/config.js';
+import { SyncError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { header, networkError, openStream } from './open-stream.js';
+import { withRetry } from './with-retry.js';
+
+/** The aggregate counters as the upstream answered them. */
+export interface UpstreamStats {
+  /** The parsed JSON body, whatever its shape (the seed names no field). */
+  body: unknown;
+  /** URL that answered, without secrets. */
+  url: string;
+  etag?: string | undefined;
+}
+
+/** What {@link fetchStats} needs. */
+export interface FetchStatsOptions {
+  config: Config;
+  dispatcher: Dispatcher;
+  logger: Logger;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * GETs the aggregate counters (`REPORTS_STATS_PATH`, default `/api/v1/public/reports/stats`; seed: "Aggregate
+ * counters") with the retries, redirects and key handling of every upstream call, and parses the body as
+ * JSON of any shape. The body is bounded by `REPORTS_MAX_RECORD_BYTES`.
+ *
+ * @throws SyncError `STATS_INVALID` (body not JSON or too large), or what openStream throws after retries
+ */
+export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamStats> {
+  const { config } = options;
+  const url = `${requireBaseUrl(config)}${config.statsPath}`;
+  return withRetry(
+    'stats',
+    config,
+    options.logger,
+    async () => {
+      const res = await openStream(url, {
+        dispatcher: options.dispatcher,
+        apiKey: config.apiKey,
+        maxRedirects: config.maxRedirects,
+        signal: options.signal,
+        headers: { accept: 'application/json' },
+      });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      try {
+        for await (const chunk of res.body as AsyncIterable<Buffer>) {
+          size += chunk.length;
+          if (size > config.maxRecordBytes) {
+            throw new SyncError(
+              'STATS_INVALID',
+              `The stats body of ${res.url} is over ${config.maxRecordBytes} bytes (REPORTS_MAX_RECORD_BYTES)`,
+              { context: { url: res.url, limit: config.maxRecordBytes } },
+            );
+          }
+          chunks.push(Buffer.from(chunk));
+        }
+      } catch (err) {
+        throw networkError(err, res.url);
+      } finally {
+        res.body.destroy();
+      }
+      const text = Buffer.concat(chunks, size).toString('utf8');
+      try {
+        return { body: JSON.parse(text) as unknown, url: res.url, etag: header(res.headers, 'etag') };
+      } catch (err) {
+        throw new SyncError(
+          'STATS_INVALID',
+          `The stats body of ${res.url} is not JSON (${(err as Error).message}): check REPORTS_STATS_PATH`,
+          { context: { url: res.url, excerpt: text.slice(0, 200) }, cause: err },
+        );
+      }
+    },
+    options.signal,
+  );
+}

@@ -1,0 +1,122 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+
+/** What {@link applyTombstones} needs to know about the run. */
+export interface TombstoneInput {
+  runId: string;
+  /** The merge time: `removed_at` and the SCD2 `valid_from`/`valid_to` of the removal. */
+  now: Date;
+  /** The export was a full export read to its end (DESIGN.md §6: "an incomplete run never infers deletes"). */
+  complete: boolean;
+  /** Why it is not complete, for the note. */
+  incompleteReason?: string | undefined;
+  /** `total` of the upstream `/stats` taken with this run, or `undefined` when there was none. */
+  statsTotal: number | undefined;
+  /** Why there is no stats total (fetch failed, no numeric `total`), for the note. */
+  statsProblem?: string | undefined;
+  /** `REPORTS_TOMBSTONE_MIN_SHARE`: the export must hold at least this share (0–1) of the current reports. */
+  minShare: number;
+  /** `REPORTS_STATS_DIFF_WARN`: how many reports the export and `/stats` total may differ by. */
+  statsTolerance: number;
+}
+
+/** The outcome: reports tombstoned and the sentence `sync_runs.tombstones_note` keeps. */
+export interface TombstoneResult {
+  removed: number;
+  note: string;
+}
+
+/**
+ * Tombstones the reports a complete, clean full export no longer holds (DESIGN.md §6, issue 3). Call inside
+ * the run's finishing transaction right after `mergeStaging` (it reads the TEMP table `merge_batch`: the
+ * run's deduplicated reports).
+ *
+ * Guards, checked in this order; when one holds nothing is removed and the note says why:
+ * 1. the export is incomplete (stopped early, e.g. the server ignored `page`);
+ * 2. there is no upstream `/stats` total to check it against;
+ * 3. the export holds fewer distinct valid reports than `minShare` of the warehouse's current reports
+ *    (a truncated or half-served export);
+ * 4. its count differs from the `/stats` total by more than `statsTolerance`.
+ * Records quarantined by this run that carry an id count as seen: a report whose new version is invalid
+ * is still upstream and is not removed.
+ *
+ * A removal keeps SCD2 consistent: the open version gets `valid_to = now`, a `change = 'remove'` version
+ * (the last business values, `valid_from = now`, open) is added, and `reports.removed_at = now`. A report
+ * that comes back later is revived by the merge (`change = 'revive'`), which closes the `remove` version.
+ */
+export async function applyTombstones(
+  connection: DuckDBConnection,
+  input: TombstoneInput,
+): Promise<TombstoneResult> {
+  const c = connection;
+  const counts = (
+    await c.runAndReadAll(
+      `SELECT (SELECT count(*) FROM merge_batch) AS seen,
+              (SELECT count(*) FROM reports WHERE removed_at IS NULL) AS current`,
+    )
+  ).getRowObjectsJS()[0];
+  const seen = Number(counts?.seen ?? 0);
+  const current = Number(counts?.current ?? 0);
+  const none = (note: string): TombstoneResult => ({ removed: 0, note: `no tombstones: ${note}` });
+  if (!input.complete) {
+    return none(`the export is incomplete${input.incompleteReason ? ` (${input.incompleteReason})` : ''}`);
+  }
+  if (input.statsTotal === undefined) {
+    return none(`no upstream /stats total to check the export against (${input.statsProblem ?? 'unknown'})`);
+  }
+  if (seen < input.minShare * current) {
+    return none(
+      `the export holds ${seen} reports, fewer than ${fmtShare(input.minShare)} of the ${current} current ones ` +
+        '(REPORTS_TOMBSTONE_MIN_SHARE): truncated or partial?',
+    );
+  }
+  if (Math.abs(input.statsTotal - seen) > input.statsTolerance) {
+    return none(
+      `the export holds ${seen} reports but /stats total says ${input.statsTotal} ` +
+        `(tolerance ${input.statsTolerance}, REPORTS_STATS_DIFF_WARN)`,
+    );
+  }
+  const params = { run: input.runId, now: input.now.toISOString() };
+  await c.run(
+    `CREATE OR REPLACE TEMP TABLE tombstone_ids AS
+     SELECT r.id FROM reports r
+     WHERE r.removed_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM merge_batch b WHERE b.id = r.id)
+       AND NOT EXISTS (SELECT 1 FROM rejected_records j WHERE j.run_id = $run AND j.record_id = r.id)`,
+    { run: input.runId },
+  );
+  const removed = Number(
+    (await c.runAndReadAll('SELECT count(*) AS n FROM tombstone_ids')).getRowObjectsJS()[0]?.n ?? 0,
+  );
+  if (removed > 0) {
+    await c.run(
+      `UPDATE report_versions SET valid_to = $now::TIMESTAMPTZ
+       WHERE valid_to IS NULL AND id IN (SELECT id FROM tombstone_ids)`,
+      { now: params.now },
+    );
+    await c.run(
+      `INSERT INTO report_versions (id, valid_from, valid_to, change, status, destination, category, description,
+         lat, lng, address, created_at, updated_at, extra, content_hash, run_id)
+       SELECT id, $now::TIMESTAMPTZ, NULL, 'remove', status, destination, category, description,
+         lat, lng, address, created_at, updated_at, extra, content_hash, $run
+       FROM reports WHERE id IN (SELECT id FROM tombstone_ids)`,
+      params,
+    );
+    await c.run(
+      `UPDATE reports SET removed_at = $now::TIMESTAMPTZ, last_changed_at = $now::TIMESTAMPTZ, run_id = $run
+       WHERE id IN (SELECT id FROM tombstone_ids)`,
+      params,
+    );
+  }
+  await c.run('DROP TABLE tombstone_ids');
+  return {
+    removed,
+    note:
+      removed === 0
+        ? `complete export of ${seen} reports (consistent with /stats total ${input.statsTotal}): none missing`
+        : `${removed} reports missing from a complete export of ${seen} reports (consistent with /stats total ${input.statsTotal}) tombstoned`,
+  };
+}
+
+function fmtShare(share: number): string {
+  return `${Math.round(share * 1000) / 10}%`;
+}

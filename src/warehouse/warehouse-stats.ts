@@ -1,0 +1,35 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { ReportStats } from '../schema/stats.js';
+
+/**
+ * The warehouse's own counters over its current reports (`removed_at IS NULL`), in exactly the shape the
+ * upstream simulator's `/stats` has (`computeStats`: `total`, `byStatus`, `byDestination`, keys in code-unit
+ * order), so the two snapshots compare metric by metric in `stats_values`.
+ */
+export async function warehouseStats(connection: DuckDBConnection): Promise<ReportStats> {
+  const rows = (
+    await connection.runAndReadAll(
+      `SELECT 'status' AS kind, status AS key, count(*) AS n FROM reports WHERE removed_at IS NULL GROUP BY status
+       UNION ALL
+       SELECT 'destination', destination, count(*) FROM reports WHERE removed_at IS NULL GROUP BY destination`,
+    )
+  ).getRowObjectsJS();
+  const byStatus = new Map<string, number>();
+  const byDestination = new Map<string, number>();
+  let total = 0;
+  for (const r of rows) {
+    const n = Number(r.n);
+    if (r.kind === 'status') {
+      byStatus.set(String(r.key), n);
+      total += n;
+    } else byDestination.set(String(r.key), n);
+  }
+  return { total, byStatus: sorted(byStatus), byDestination: sorted(byDestination) };
+}
+
+function sorted(counts: Map<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const key of [...counts.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)))
+    out[key] = counts.get(key) ?? 0;
+  return out;
+}

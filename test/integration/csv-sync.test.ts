@@ -1,0 +1,273 @@
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadDataset } from '../../src/simulator/load-dataset.js';
+import { startSimulator } from '../../src/simulator/server.js';
+import { sampleDatasetPath } from '../../src/util/package-root.js';
+import { openWarehouse } from '../../src/warehouse/database.js';
+import { startTestSimulator } from '../helpers/simulator.js';
+import {
+  capturingLogger,
+  openTestWarehouse,
+  query,
+  syncTargetOnce,
+  tempDir,
+  testConfig,
+} from '../helpers/sync.js';
+
+const BUSINESS =
+  'id, status, destination, category, description, lat, lng, address, created_at, updated_at, extra, content_hash';
+
+/** The small fixture holds 4 warts in 14 lines: over the default 5% reject limit. */
+const SMALL = { maxRejectRatio: 1 };
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => {
+  tmp = tempDir();
+});
+afterEach(() => tmp.cleanup());
+
+describe('CSV sync', () => {
+  it('loads the real sample into exactly the rows the NDJSON sync loads (EXCEPT both ways)', async () => {
+    const sim = await startSimulator({ dataset: await loadDataset(sampleDatasetPath()) });
+    try {
+      const ndjsonPath = join(tmp.dir, 'ndjson.duckdb');
+      const csvPath = join(tmp.dir, 'csv.duckdb');
+      const w1 = await openTestWarehouse(testConfig(sim.url, ndjsonPath));
+      const [nd] = await syncTargetOnce(w1, testConfig(sim.url, ndjsonPath), 'ndjson');
+      w1.close();
+      const w2 = await openTestWarehouse(testConfig(sim.url, csvPath));
+      const [csv] = await syncTargetOnce(w2, testConfig(sim.url, csvPath, { csvPageSize: 500 }), 'csv');
+      w2.close();
+      expect(nd?.status).toBe('succeeded');
+      expect(csv?.status).toBe('succeeded');
+      // Same records seen, loaded and quarantined; 6,411 lines make 13 pages of 500.
+      expect(csv?.counters).toMatchObject({
+        recordsRead: nd?.counters.recordsRead,
+        recordsLoaded: nd?.counters.recordsLoaded,
+        recordsRejected: nd?.counters.recordsRejected,
+        inserted: nd?.counters.inserted,
+        pages: 13,
+      });
+
+      const both = await openWarehouse(ndjsonPath);
+      const c = await both.connect();
+      try {
+        await c.run(`ATTACH '${csvPath}' AS csv (READ_ONLY)`);
+        const onlyNdjson = await query(
+          c,
+          `SELECT ${BUSINESS} FROM reports EXCEPT SELECT ${BUSINESS} FROM csv.reports`,
+        );
+        const onlyCsv = await query(
+          c,
+          `SELECT ${BUSINESS} FROM csv.reports EXCEPT SELECT ${BUSINESS} FROM reports`,
+        );
+        expect(onlyNdjson).toEqual([]);
+        expect(onlyCsv).toEqual([]);
+        const [counts] = await query(
+          c,
+          `SELECT (SELECT count(*) FROM reports) AS nd, (SELECT count(*) FROM csv.reports) AS csv,
+                  (SELECT count(*) FROM reports WHERE extra IS NOT NULL) AS with_extra`,
+        );
+        expect(counts?.nd).toBe(counts?.csv);
+        expect(counts?.nd).toBeGreaterThan(6000);
+        expect(counts?.with_extra).toBe(counts?.nd);
+        // Both quarantined the same upstream records (CSV locations name page, row and line).
+        const rejects = await query(
+          c,
+          `SELECT (SELECT list(record_id ORDER BY record_id) FROM rejected_records) AS nd,
+                  (SELECT list(record_id ORDER BY record_id) FROM csv.rejected_records) AS csv,
+                  (SELECT bool_and(location LIKE 'page %, row %, line %') FROM csv.rejected_records) AS located`,
+        );
+        expect({ csv: rejects[0]?.csv }).toEqual({ csv: rejects[0]?.nd });
+        expect(rejects[0]?.located).toBe(true);
+      } finally {
+        c.closeSync();
+        both.close();
+      }
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('follows the redirect chain to another origin without sending it the API key', async () => {
+    const other = await startTestSimulator();
+    const sim = await startTestSimulator({ faults: [`csv:redirect=crossOrigin,to=${other.url}`] });
+    const path = join(tmp.dir, 'w.duckdb');
+    const config = testConfig(sim.url, path, { ...SMALL, csvPageSize: 5, apiKey: 'k-secret-123' });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      const [run] = await syncTargetOnce(warehouse, config, 'csv');
+      expect(run?.status).toBe('succeeded');
+      expect(run?.counters).toMatchObject({ recordsRead: 14, pages: 3 });
+      // Upstream → other /reports.csv → other's export location, then Link rel="next" on the other origin.
+      // The upstream itself got page 1's request (then redirected it) and the /stats request, with the key.
+      expect(sim.requests().map((r) => r.path)).toEqual([
+        '/api/v1/public/reports.csv?pageSize=5&page=1',
+        '/api/v1/public/reports/stats',
+      ]);
+      for (const r of sim.requests()) expect(r.headers['x-api-key'], r.path).toBe('k-secret-123');
+      expect(other.requests().map((r) => r.path)).toEqual([
+        '/api/v1/public/reports.csv?pageSize=5&page=1',
+        '/api/v1/public/exports/reports.csv?pageSize=5&page=1',
+        '/api/v1/public/exports/reports.csv?pageSize=5&page=2',
+        '/api/v1/public/exports/reports.csv?pageSize=5&page=3',
+      ]);
+      for (const r of other.requests()) expect(r.headers['x-api-key'], r.path).toBeUndefined();
+      const [stored] = await query(
+        warehouse,
+        `SELECT count(*) AS n FROM sync_runs WHERE (upstream_url || coalesce(error::VARCHAR, '')) LIKE '%k-secret%'`,
+      );
+      expect(stored?.n).toBe(0);
+
+      // The redirect bound: one hop allowed, two needed.
+      const strict = testConfig(sim.url, path, { ...SMALL, csvPageSize: 5, maxRedirects: 1, retries: 0 });
+      const [failed] = await syncTargetOnce(warehouse, strict, 'csv');
+      expect(failed?.status).toBe('failed');
+      expect(failed?.error?.code).toBe('REDIRECT_LIMIT');
+      expect(failed?.error?.message).toContain(`${sim.url}/api/v1/public/reports.csv?pageSize=5&page=1`);
+    } finally {
+      warehouse.close();
+    }
+  });
+
+  it('stops with a warning when the server ignores `page`, keeps what it read and removes nothing', async () => {
+    const sim = await startTestSimulator();
+    const path = join(tmp.dir, 'w.duckdb');
+    const warehouse = await openTestWarehouse(testConfig(sim.url, path));
+    try {
+      const [first] = await syncTargetOnce(warehouse, testConfig(sim.url, path, SMALL), 'ndjson');
+      expect(first?.counters.inserted).toBe(10);
+      sim.setFaults(['csv:ignorePage']);
+      const { logger, lines } = await capturingLogger();
+      const [run] = await syncTargetOnce(
+        warehouse,
+        testConfig(sim.url, path, { ...SMALL, csvPageSize: 5 }),
+        'csv',
+        logger,
+      );
+      expect(run?.status).toBe('succeeded');
+      // Page 2 repeated page 1's keys: only page 1 (5 rows: 4 reports and a wart) was read.
+      expect(run?.counters).toMatchObject({ recordsRead: 5, recordsLoaded: 4, pages: 1, removed: 0 });
+      expect(
+        lines.some((l) => l.level === 40 && String(l.msg).includes('ignores the `page` parameter')),
+      ).toBe(true);
+      const [row] = await query(
+        warehouse,
+        `SELECT complete, removed, tombstones_note FROM sync_runs WHERE run_id = $run`,
+        { run: run?.runId ?? '' },
+      );
+      expect(row?.complete).toBe(false);
+      expect(row?.removed).toBe(0);
+      expect(String(row?.tombstones_note)).toMatch(
+        /^no tombstones: the export is incomplete \(page 2 repeats/,
+      );
+      const [current] = await query(warehouse, 'SELECT count(*) AS n FROM reports WHERE removed_at IS NULL');
+      expect(current?.n).toBe(10);
+    } finally {
+      warehouse.close();
+    }
+  });
+
+  it('quarantines broken quotes and ragged rows with page, row and line, and loads every other row', async () => {
+    // Pages of 5: [A1 A2 A3 (no id) A4] [A5 W-LAT A6 W-DATE A7] [broken A8 A9 A10]; row 1 of each page gets
+    // an unclosed quote, row 4 loses a cell.
+    const sim = await startTestSimulator({
+      faults: ['csv:csvWart=unclosedQuote,at=1', 'csv:csvWart=raggedRow,at=4'],
+    });
+    const path = join(tmp.dir, 'w.duckdb');
+    const config = testConfig(sim.url, path, { ...SMALL, csvPageSize: 5 });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      const [run] = await syncTargetOnce(warehouse, config, 'csv');
+      expect(run?.status).toBe('succeeded');
+      const ids = await query(warehouse, 'SELECT id FROM reports ORDER BY id');
+      expect(ids.map((r) => r.id)).toEqual(['A1', 'A10', 'A3', 'A5', 'A6', 'A9']);
+      const c = run?.counters;
+      expect((c?.recordsLoaded ?? 0) + (c?.recordsRejected ?? 0)).toBe(c?.recordsRead);
+      const rejects = await query(
+        warehouse,
+        'SELECT page, "row", line, raw, issues FROM rejected_records WHERE run_id = $run ORDER BY page, "row"',
+        { run: run?.runId ?? '' },
+      );
+      expect(rejects.length).toBe(c?.recordsRejected);
+      // A2's opening quote never closes: its first line is quarantined, reading goes on at the next line.
+      const a2 = rejects.find((r) => String(r.raw).startsWith('A2,'));
+      expect(a2).toMatchObject({ page: 1, row: 2, line: 3 });
+      expect(String(a2?.issues)).toContain('malformed CSV');
+      const a4 = rejects.find((r) => String(r.raw).startsWith('A4,'));
+      expect(String(a4?.issues)).toContain('ragged row');
+      for (const r of rejects) expect(r.line, String(r.raw)).toBeGreaterThan(1);
+    } finally {
+      warehouse.close();
+    }
+  });
+
+  it('tolerates a BOM, a row ended by LF alone and blank lines without losing a row', async () => {
+    const sim = await startTestSimulator({
+      faults: ['csv:csvWart=bom', 'csv:csvWart=mixedNewlines,at=0', 'csv:csvWart=blankLines,at=2'],
+    });
+    const path = join(tmp.dir, 'w.duckdb');
+    const config = testConfig(sim.url, path, { ...SMALL, csvPageSize: 5 });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      const [run] = await syncTargetOnce(warehouse, config, 'csv');
+      expect(run?.status).toBe('succeeded');
+      expect(run?.counters).toMatchObject({ recordsRead: 14, recordsLoaded: 10, recordsRejected: 4 });
+      const [a2] = await query(warehouse, "SELECT description FROM reports WHERE id = 'A2'");
+      expect(a2?.description).toBe('Zeile eins\r\nZeile zwei, mit Komma und "Anführungszeichen"');
+    } finally {
+      warehouse.close();
+    }
+  });
+
+  it('retries a failed or cut page alone, and restarts from page 1 when the export changes under it', async () => {
+    const sim = await startTestSimulator({ faults: ['csv:status=503,times=1', 'csv:cut=200,times=1'] });
+    const path = join(tmp.dir, 'w.duckdb');
+    const config = testConfig(sim.url, path, { ...SMALL, csvPageSize: 5, retries: 2 });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      const [run] = await syncTargetOnce(warehouse, config, 'csv');
+      expect(run?.status).toBe('succeeded');
+      expect(run?.attempts).toBe(1);
+      expect(run?.counters).toMatchObject({ recordsRead: 14, recordsLoaded: 10, pages: 3 });
+      const pages = sim.requests().filter((r) => r.path.includes('/exports/'));
+      expect(pages.map((r) => [r.path.slice(-6), r.status])).toEqual([
+        ['page=1', 503],
+        ['page=1', 200],
+        ['page=1', 200],
+        ['page=2', 200],
+        ['page=3', 200],
+      ]);
+
+      // Every request sees a new export version: pages cannot be stitched together, nothing is merged.
+      sim.setFaults(['csv:regenerate']);
+      const [changed] = await syncTargetOnce(warehouse, { ...config, retries: 1 }, 'csv');
+      expect(changed?.status).toBe('failed');
+      expect(changed?.attempts).toBe(2);
+      expect(changed?.error?.code).toBe('EXPORT_CHANGED');
+      expect(changed?.error?.message).toMatch(/page 2 .* has validator ETag .*, page 1 had ETag/);
+    } finally {
+      warehouse.close();
+    }
+  });
+
+  it('fails past REPORTS_CSV_MAX_PAGES instead of paging forever', async () => {
+    const sim = await startTestSimulator();
+    const path = join(tmp.dir, 'w.duckdb');
+    const config = testConfig(sim.url, path, { ...SMALL, csvPageSize: 5, csvMaxPages: 2 });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      const [run] = await syncTargetOnce(warehouse, config, 'csv');
+      expect(run?.status).toBe('failed');
+      expect(run?.error?.code).toBe('CSV_MAX_PAGES');
+      expect(run?.error?.message).toContain('still has rows on page 3, past REPORTS_CSV_MAX_PAGES=2');
+      const [n] = await query(warehouse, 'SELECT count(*) AS n FROM reports');
+      expect(n?.n).toBe(0);
+      // Exactly as many pages as allowed is fine.
+      const [exact] = await syncTargetOnce(warehouse, { ...config, csvMaxPages: 3 }, 'csv');
+      expect(exact?.status).toBe('succeeded');
+    } finally {
+      warehouse.close();
+    }
+  });
+});

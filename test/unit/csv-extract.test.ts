@@ -1,0 +1,162 @@
+import { describe, expect, it } from 'vitest';
+import { parseCsvPage, type CsvPage } from '../../src/extract/csv.js';
+import type { Extracted } from '../../src/extract/record.js';
+import { isSyncError } from '../../src/util/errors.js';
+
+const HEADER = 'id,status,description\r\n';
+const options = { page: 3, maxRecordBytes: 1024, rejectRawMaxBytes: 64, url: 'http://up/reports.csv?page=3' };
+
+function page(text: string | Buffer, opts: Partial<typeof options> = {}): CsvPage {
+  return parseCsvPage(Buffer.isBuffer(text) ? text : Buffer.from(text), { ...options, ...opts });
+}
+
+function values(p: CsvPage): unknown[] {
+  return p.records.filter((r) => r.kind === 'value').map((r) => (r as { value: unknown }).value);
+}
+
+function malformed(p: CsvPage): Array<Extract<Extracted, { kind: 'malformed' }>> {
+  return p.records.filter((r): r is Extract<Extracted, { kind: 'malformed' }> => r.kind === 'malformed');
+}
+
+describe('parseCsvPage', () => {
+  it('keeps multi-line quoted fields, CRLF inside them and non-ASCII text byte for byte, with physical lines', () => {
+    const p = page(
+      `${HEADER}1,SUBMITTED,"Zeile eins\r\nZeile zwei, mit ""Anführungszeichen"""\r\n2,SUBMITTED,Straße 🚧\r\n`,
+    );
+    expect(values(p)).toEqual([
+      { id: '1', status: 'SUBMITTED', description: 'Zeile eins\r\nZeile zwei, mit "Anführungszeichen"' },
+      { id: '2', status: 'SUBMITTED', description: 'Straße 🚧' },
+    ]);
+    expect(p.records.map((r) => r.location)).toEqual([
+      { page: 3, row: 1, line: 2 },
+      { page: 3, row: 2, line: 4 },
+    ]);
+    expect(p.records[0]?.raw).toBe('1,SUBMITTED,"Zeile eins\r\nZeile zwei, mit ""Anführungszeichen"""');
+    expect({ parsed: p.parsed, rejected: p.rejected, lines: p.lines, skipped: p.skippedLines }).toEqual({
+      parsed: 2,
+      rejected: 0,
+      lines: 4,
+      skipped: 1,
+    });
+  });
+
+  it('strips a BOM and skips blank lines without losing their numbers', () => {
+    const p = page(`\uFEFF${HEADER}1,SUBMITTED,a\r\n\r\n\r\n2,SUBMITTED,b\r\n`);
+    expect(p.columns).toEqual(['id', 'status', 'description']);
+    expect(values(p)).toEqual([
+      { id: '1', status: 'SUBMITTED', description: 'a' },
+      { id: '2', status: 'SUBMITTED', description: 'b' },
+    ]);
+    expect(p.records.map((r) => r.location.line)).toEqual([2, 5]);
+  });
+
+  it('in a CRLF page keeps a bare LF inside an unquoted field, and splits a row ended by LF alone', () => {
+    const p = page(`${HEADER}1,SUBMITTED,line one\nline two\r\n2,SUBMITTED,b\n3,SUBMITTED,c\r\n`);
+    expect(values(p)).toEqual([
+      { id: '1', status: 'SUBMITTED', description: 'line one\nline two' },
+      { id: '2', status: 'SUBMITTED', description: 'b' },
+      { id: '3', status: 'SUBMITTED', description: 'c' },
+    ]);
+    expect(p.records.map((r) => [r.location.row, r.location.line, r.raw])).toEqual([
+      [1, 2, '1,SUBMITTED,line one\nline two'],
+      [2, 4, '2,SUBMITTED,b'],
+      [3, 5, '3,SUBMITTED,c'],
+    ]);
+  });
+
+  it('in a CRLF page reads a row ended by LF alone right after a closing quote', () => {
+    const p = page(`${HEADER}1,SUBMITTED,"quoted, with comma"\n2,SUBMITTED,b\r\n`);
+    expect(values(p).map((v) => (v as { description: string }).description)).toEqual([
+      'quoted, with comma',
+      'b',
+    ]);
+    expect(p.records.map((r) => r.location.line)).toEqual([2, 3]);
+  });
+
+  it('reads an LF-only page', () => {
+    const p = page('id,status,description\n1,SUBMITTED,"x\ny"\n2,SUBMITTED,b\n');
+    expect(values(p).map((v) => (v as { description: string }).description)).toEqual(['x\ny', 'b']);
+  });
+
+  it('quarantines an unclosed quote by its line and still reads every later row', () => {
+    const p = page(
+      `${HEADER}1,SUBMITTED,ok\r\n2,SUBMITTED,"never closed\r\n3,SUBMITTED,ok\r\n4,SUBMITTED,ok\r\n`,
+    );
+    expect(values(p).map((v) => (v as { id: string }).id)).toEqual(['1', '3', '4']);
+    const [bad] = malformed(p);
+    expect(bad?.location).toEqual({ page: 3, row: 2, line: 3 });
+    expect(bad?.raw).toBe('2,SUBMITTED,"never closed');
+    expect(bad?.issues[0]?.message).toMatch(/^malformed CSV: Quote Not Closed/);
+    expect(p.parsed + p.rejected).toBe(4);
+  });
+
+  it('re-reads the rows a broken quote joined into one ragged multi-line row', () => {
+    const p = page(`${HEADER}1,SUBMITTED,"open\r\n2,SUBMITTED,ok",extra\r\n3,SUBMITTED,fine\r\n`);
+    expect(values(p).map((v) => (v as { id: string }).id)).toEqual(['3']);
+    expect(malformed(p).map((r) => [r.location.row, r.location.line, r.raw])).toEqual([
+      [1, 2, '1,SUBMITTED,"open'],
+      [2, 3, '2,SUBMITTED,ok",extra'],
+    ]);
+    expect(malformed(p)[0]?.issues[0]?.message).toMatch(/a row of 4 cells over 2 lines/);
+  });
+
+  it('quarantines a stray quote and a quote inside a quoted field, one row each', () => {
+    const p = page(`${HEADER}1,SUBMITTED,half"way\r\n2,SUBMITTED,"bad"quote"\r\n3,SUBMITTED,ok\r\n`);
+    expect(values(p).map((v) => (v as { id: string }).id)).toEqual(['3']);
+    expect(malformed(p).map((r) => [r.location.row, r.location.line, r.raw])).toEqual([
+      [1, 2, '1,SUBMITTED,half"way'],
+      [2, 3, '2,SUBMITTED,"bad"quote"'],
+    ]);
+  });
+
+  it('quarantines ragged rows (too few or too many cells) instead of shifting columns', () => {
+    const p = page(`${HEADER}1,SUBMITTED\r\n2,SUBMITTED,b,extra\r\n3,SUBMITTED,c\r\n`);
+    expect(values(p)).toEqual([{ id: '3', status: 'SUBMITTED', description: 'c' }]);
+    expect(malformed(p).map((r) => [r.location.row, r.issues[0]?.message])).toEqual([
+      [1, 'ragged row: 2 cells where the header has 3 columns'],
+      [2, 'ragged row: 4 cells where the header has 3 columns'],
+    ]);
+  });
+
+  it('quarantines a record over max_record_size with a bounded raw text', () => {
+    const giant = 'x'.repeat(5000);
+    const p = page(`${HEADER}1,SUBMITTED,"${giant}"\r\n2,SUBMITTED,ok\r\n`);
+    expect(values(p)).toEqual([{ id: '2', status: 'SUBMITTED', description: 'ok' }]);
+    const [bad] = malformed(p);
+    expect(bad?.location).toEqual({ page: 3, row: 1, line: 2 });
+    expect(bad?.rawTruncated).toBe(true);
+    expect(bad?.rawBytes).toBe(`1,SUBMITTED,"${giant}"`.length);
+    expect(Buffer.byteLength(bad?.raw ?? '')).toBeLessThanOrEqual(64);
+  });
+
+  it('treats a body cut inside a row as truncated (retryable), not as a bad row', () => {
+    for (const body of [
+      `${HEADER}1,SUBMITTED,ok\r\n2,SUBMI`,
+      `${HEADER}1,SUBMITTED,ok\r\n2,SUBMITTED,"cut in a qu`,
+    ]) {
+      let error: unknown;
+      try {
+        page(body);
+      } catch (err) {
+        error = err;
+      }
+      expect(isSyncError(error, 'BODY_TRUNCATED'), body).toBe(true);
+      expect((error as { retryable: boolean }).retryable).toBe(true);
+    }
+    // A complete last row without a final line break is fine (RFC 4180 §2.2).
+    expect(values(page(`${HEADER}1,SUBMITTED,ok`))).toHaveLength(1);
+  });
+
+  it('reads a header-only page and an empty body as no rows', () => {
+    expect(page(HEADER).records).toEqual([]);
+    expect(page('').records).toEqual([]);
+  });
+
+  it('gives equal key digests to pages with the same ids and different ones otherwise', () => {
+    const a = page(`${HEADER}1,SUBMITTED,a\r\n2,SUBMITTED,b\r\n`);
+    const b = page(`${HEADER}1,RESOLVED,changed\r\n2,SUBMITTED,b\r\n`);
+    const c = page(`${HEADER}2,SUBMITTED,b\r\n3,SUBMITTED,c\r\n`);
+    expect(a.keysDigest).toBe(b.keysDigest);
+    expect(a.keysDigest).not.toBe(c.keysDigest);
+  });
+});

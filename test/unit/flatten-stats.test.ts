@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { flattenStats, statsTotal } from '../../src/schema/flatten-stats.js';
+
+describe('flattenStats', () => {
+  it('flattens every numeric leaf of any shape into dotted metrics, skipping text, booleans and nulls', () => {
+    const body = {
+      total: 7,
+      byStatus: { SUBMITTED: 5, IN_PROGRESS: 2 },
+      series: [{ day: '2024-03-01', n: 3 }, { n: 4 }],
+      meta: { label: 'x', ok: true, missing: null },
+      'odd.key': 1,
+    };
+    expect(flattenStats(body)).toEqual([
+      { metric: 'total', value: 7 },
+      { metric: 'byStatus.SUBMITTED', value: 5 },
+      { metric: 'byStatus.IN_PROGRESS', value: 2 },
+      { metric: 'series.0.n', value: 3 },
+      { metric: 'series.1.n', value: 4 },
+      { metric: 'odd.key', value: 1 },
+    ]);
+  });
+
+  it('names a bare number `$` and gives nothing for text', () => {
+    expect(flattenStats(42)).toEqual([{ metric: '$', value: 42 }]);
+    expect(flattenStats('42')).toEqual([]);
+  });
+
+  it('reads `total` only when it is a number on an object', () => {
+    expect(statsTotal({ total: 3 })).toBe(3);
+    expect(statsTotal({ total: '3' })).toBeUndefined();
+    expect(statsTotal([3])).toBeUndefined();
+    expect(statsTotal(null)).toBeUndefined();
+  });
+});
