@@ -5,5 +5,6 @@ export default defineJob({
   name: 'snapshot-stats',
   schedule: '15 * * * *',
   target: 'stats',
+  order: 3,
   description: 'upstream /stats snapshot, hourly at :15',
 });

@@ -5,5 +5,6 @@ export default defineJob({
   name: 'sync-csv',
   schedule: '30 3 * * 0',
   target: 'csv',
+  order: 2,
   description: 'paged CSV export, weekly on Sunday at 03:30',
 });

@@ -5,5 +5,6 @@ export default defineJob({
   name: 'sync-ndjson',
   schedule: '0 2 * * *',
   target: 'ndjson',
+  order: 1,
   description: 'full NDJSON export, nightly at 02:00',
 });

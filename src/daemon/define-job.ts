@@ -13,6 +13,12 @@ export interface JobDeclaration {
   target: string;
   /** One line for `status` and the logs. */
   description: string;
+  /**
+   * Position among the jobs (lower first): the order of the catch-up runs at start and of `status`. Jobs
+   * without one come after, in file-name order. The full exports come before the stats snapshot, so a
+   * fresh warehouse is loaded before its counters are compared with the upstream's.
+   */
+  order?: number;
 }
 
 /**

@@ -30,6 +30,7 @@ const DECLARATION = z.strictObject({
   schedule: z.string().min(1),
   target: z.string().min(1),
   description: z.string(),
+  order: z.number().int().optional(),
 });
 
 /** `sync-ndjson` → `REPORTS_SCHEDULE_SYNC_NDJSON`: the variable that overrides a job's schedule. */
@@ -38,8 +39,8 @@ export function scheduleEnvName(jobName: string): string {
 }
 
 /**
- * Loads every job declared in `dir` (default {@link JOBS_DIR}: each `*.ts`/`*.js` file's default export,
- * in file-name order) and applies the environment (see {@link resolveJobs}).
+ * Loads every job declared in `dir` (default {@link JOBS_DIR}: each `*.ts`/`*.js` file's default export)
+ * in the order of their `order` field, then file name, and applies the environment (see {@link resolveJobs}).
  *
  * @throws SyncError `JOB_INVALID` (exit 2) naming the file whose declaration is not valid;
  *   `CONFIG_INVALID` (exit 2) for a bad `REPORTS_SCHEDULE_<NAME>` value
@@ -56,7 +57,9 @@ export async function loadJobs(
     const module = (await import(pathToFileURL(join(dir, file)).href)) as { default?: unknown };
     declared.push({ file, declaration: module.default });
   }
-  return resolveJobs(declared, options.env ?? process.env, options.targets ?? SYNC_TARGETS);
+  const jobs = resolveJobs(declared, options.env ?? process.env, options.targets ?? SYNC_TARGETS);
+  // Stable sort: jobs without `order` keep file-name order after the numbered ones.
+  return jobs.sort((a, b) => (a.order ?? Infinity) - (b.order ?? Infinity) || 0);
 }
 
 /**
@@ -131,7 +134,7 @@ function jobInvalid(file: string, what: string): SyncError {
   return new SyncError(
     'JOB_INVALID',
     `The job file jobs/${basename(file)} ${what}. Each file in jobs/ default-exports ` +
-      `defineJob({ name, schedule, target, description }).`,
+      `defineJob({ name, schedule, target, description, order? }).`,
     { exitCode: 2, context: { file } },
   );
 }

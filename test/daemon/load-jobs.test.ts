@@ -13,7 +13,8 @@ describe('job declarations (jobs/)', () => {
   it('declares the default schedules: NDJSON nightly, stats hourly, CSV weekly', async () => {
     const jobs = await loadJobs({ env: {}, targets: ['ndjson', 'stats', 'csv'] });
     const byName = Object.fromEntries(jobs.map((j) => [j.name, j]));
-    expect(Object.keys(byName).sort()).toEqual(['snapshot-stats', 'sync-csv', 'sync-ndjson']);
+    // In their declared order: the exports before the stats snapshot (catch-up at start runs them so).
+    expect(jobs.map((j) => j.name)).toEqual(['sync-ndjson', 'sync-csv', 'snapshot-stats']);
     expect(byName['sync-ndjson']).toMatchObject({ target: 'ndjson', enabled: true });
     expect(byName['snapshot-stats']).toMatchObject({ target: 'stats', enabled: true });
     expect(byName['sync-csv']).toMatchObject({ target: 'csv', enabled: true });
@@ -81,6 +82,17 @@ describe('job declarations (jobs/)', () => {
       await expect(loadJobs({ dir: tmp.dir, env: {} })).rejects.toThrow(
         /c-shape\.js is not a job declaration \(name: kebab-case.*target:/,
       );
+    });
+
+    it('orders jobs by their order field, then by file name', async () => {
+      write('a-plain.js', `{ name: 'a-plain', schedule: '0 * * * *', target: 'ndjson', description: '' }`);
+      write(
+        'b-first.js',
+        `{ name: 'b-first', schedule: '0 * * * *', target: 'ndjson', description: '', order: 1 }`,
+      );
+      write('c-plain.js', `{ name: 'c-plain', schedule: '0 * * * *', target: 'ndjson', description: '' }`);
+      const jobs = await loadJobs({ dir: tmp.dir, env: {} });
+      expect(jobs.map((j) => j.name)).toEqual(['b-first', 'a-plain', 'c-plain']);
     });
 
     it('refuses a job name declared twice', async () => {
