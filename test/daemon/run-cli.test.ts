@@ -100,6 +100,31 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
     expect(await daemon.exited).toEqual({ code: 0, signal: null });
   });
 
+  it('at its first start runs every declared job once, in order: NDJSON, CSV, then the stats snapshot', async () => {
+    daemon = await spawnDaemon({
+      REPORTS_BASE_URL: sim.url,
+      REPORTS_WAREHOUSE: warehouse(),
+      REPORTS_CSV_PAGE_SIZE: '100',
+    });
+    await waitFor('the catch-up runs to finish', async () => {
+      const gauges = await jobGauges(daemon!.url);
+      return gauges.running.length === 0 && gauges.queued.length === 0 && existsSync(published());
+    });
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited).toEqual({ code: 0, signal: null });
+    const w = await openTestWarehouse(testConfig(sim.url, warehouse()));
+    try {
+      expect(await query(w, 'SELECT job, source, status FROM sync_runs ORDER BY started_at')).toEqual([
+        { job: 'sync-ndjson', source: 'ndjson', status: 'succeeded' },
+        { job: 'sync-csv', source: 'csv', status: 'succeeded' },
+        { job: 'snapshot-stats', source: 'stats', status: 'succeeded' },
+      ]);
+      expect(await query(w, 'SELECT count(*)::INTEGER AS n FROM reports')).toEqual([{ n: 400 }]);
+    } finally {
+      w.close();
+    }
+  });
+
   it('on SIGTERM mid-sync aborts after the grace period, records the run as aborted and exits 0', async () => {
     sim.setFaults(['ndjson:stall=5000']); // headers and 5000 bytes, then nothing
     daemon = await spawnDaemon(env({ REPORTS_SHUTDOWN_GRACE_MS: '300' }));
