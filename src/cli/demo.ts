@@ -8,6 +8,7 @@ import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { syncTarget } from '../sync/sync-sources.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 import { printRunSummaries } from './print-summary.js';
+import { createProgressReporter } from '../sync/progress-reporter.js';
 
 /**
  * `reports-sync demo` (what `npm start` runs): with no upstream configured, serve the bundled real sample
@@ -44,7 +45,16 @@ export function registerDemo(program: Command): void {
     const dispatcher = createHttpAgent(config);
     try {
       process.stdout.write(`Syncing ${config.baseUrl} into ${warehouse.path} …\n`);
-      const summaries = await syncTarget({ warehouse, config, dispatcher, logger, target: 'default' });
+      const progress = createProgressReporter({ logger, intervalMs: config.progressIntervalMs });
+      const summaries = await syncTarget({
+        warehouse,
+        config,
+        dispatcher,
+        logger,
+        target: 'default',
+        onProgress: (p) => progress.update(p),
+      });
+      progress.done();
       const connection = await warehouse.connect();
       try {
         await printRunSummaries(connection, summaries, process.stdout);

@@ -5,6 +5,7 @@ import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { SYNC_TARGETS, syncTarget, type SyncTarget } from '../sync/sync-sources.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 import { printRunSummaries } from './print-summary.js';
+import { createProgressReporter } from '../sync/progress-reporter.js';
 
 /** `reports-sync sync`: one sync of the upstream into the warehouse. Exit 0 success, 1 run failed, 2 usage/config. */
 export function registerSync(program: Command): void {
@@ -30,7 +31,16 @@ export function registerSync(program: Command): void {
     const warehouse = await openMigratedWarehouse(config);
     const dispatcher = createHttpAgent(config);
     try {
-      const summaries = await syncTarget({ warehouse, config, dispatcher, logger, target: flags.source });
+      const progress = createProgressReporter({ logger, intervalMs: config.progressIntervalMs });
+      const summaries = await syncTarget({
+        warehouse,
+        config,
+        dispatcher,
+        logger,
+        target: flags.source,
+        onProgress: (p) => progress.update(p),
+      });
+      progress.done();
       const connection = await warehouse.connect();
       try {
         await printRunSummaries(connection, summaries, process.stdout);
