@@ -1,13 +1,10 @@
 import type { Command } from 'commander';
 import { loadDataset } from '../simulator/load-dataset.js';
 import { startSimulator } from '../simulator/server.js';
-import { createHttpAgent } from '../upstream/http-agent.js';
 import { withOverrides } from '../config/config.js';
 import { sampleDatasetPath } from '../util/package-root.js';
-import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
-import { syncTarget } from '../sync/sync-sources.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
-import { printRunSummaries } from './print-summary.js';
+import { syncAndPrint } from './sync-and-print.js';
 
 /**
  * `reports-sync demo` (what `npm start` runs): with no upstream configured, serve the bundled real sample
@@ -40,26 +37,16 @@ export function registerDemo(program: Command): void {
         `No REPORTS_BASE_URL set: serving the real sample ${path}\nfrom the simulator at ${simulator.url}\n`,
       );
     }
-    const warehouse = await openMigratedWarehouse(config);
-    const dispatcher = createHttpAgent(config);
     try {
-      process.stdout.write(`Syncing ${config.baseUrl} into ${warehouse.path} …\n`);
-      const summaries = await syncTarget({ warehouse, config, dispatcher, logger, target: 'default' });
-      const connection = await warehouse.connect();
-      try {
-        await printRunSummaries(connection, summaries, process.stdout);
-      } finally {
-        connection.closeSync();
-      }
+      await syncAndPrint(config, logger, 'default', (path) =>
+        process.stdout.write(`Syncing ${config.baseUrl} into ${path} …\n`),
+      );
       process.stdout.write(
         `\nQuery it: npx reports-sync sql "select destination, status, count(*) from reports group by all"\n` +
           `      or: duckdb -readonly ${config.warehouse}\n` +
           `   serve it: npx reports-sync serve   (the public API shape on http://127.0.0.1:8080)\n`,
       );
-      process.exitCode = summaries.every((s) => s.status === 'succeeded') ? 0 : 1;
     } finally {
-      await dispatcher.close();
-      warehouse.close();
       await stopSimulator?.();
       logger.flush?.();
     }

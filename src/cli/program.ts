@@ -6,6 +6,7 @@ import { registerSimulate } from './simulate.js';
 import { registerSql } from './sql.js';
 import { registerStatus } from './status.js';
 import { registerSync } from './sync.js';
+import { registerRun } from './run.js';
 
 /**
  * The `reports-sync` command line. Each command lives in its own file (`src/cli/<command>.ts`) and
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   registerSync(program);
   registerStatus(program);
   registerSql(program);
+  registerRun(program);
   registerDemo(program);
   registerSimulate(program);
   registerServe(program);

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { stringify } from 'csv-stringify/sync';
-import { openWarehouse } from '../warehouse/database.js';
-import { publishedPathFor } from '../warehouse/open-migrated.js';
+import { openForReading } from '../warehouse/open-for-reading.js';
+import { formatAge } from '../util/format-age.js';
 import { SyncError, errorMessage } from '../util/errors.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 import { formatTable } from './format-table.js';
@@ -21,14 +21,20 @@ export function registerSql(program: Command): void {
     .addHelpText(
       'after',
       '\nTables: reports, report_versions, sync_runs, rejected_records, stats_snapshots, stats_values.\n' +
-        'The warehouse is opened read-only; statements that write are refused.',
+        'The warehouse is opened read-only; statements that write are refused. While reports-sync run holds\n' +
+        'the warehouse, the published copy (published/warehouse.duckdb next to it) is read, and stderr says so.',
     )
     .action(async (query: string, flags: CommonFlags & { format: 'table' | 'csv' | 'json' }) => {
       const { config } = configFromFlags(flags);
-      const warehouse = await openWarehouse(config.warehouse, {
-        readOnly: true,
-        publishedPath: publishedPathFor(config.warehouse),
-      });
+      const opened = await openForReading(config.warehouse);
+      const warehouse = opened.warehouse;
+      if (opened.copy === 'published') {
+        // stderr, so stdout stays the result (CSV/JSON pipes).
+        process.stderr.write(
+          `reports-sync: the warehouse ${opened.livePath} is in use by ${opened.heldBy}; ` +
+            `reading the published copy ${warehouse.path}, published ${formatAge(Date.now() - (opened.publishedAt?.getTime() ?? Date.now()))} ago\n`,
+        );
+      }
       try {
         const connection = await warehouse.connect();
         let rows: Record<string, unknown>[];

@@ -1,10 +1,8 @@
 import { Option, type Command } from 'commander';
-import { createHttpAgent } from '../upstream/http-agent.js';
 import { requireBaseUrl } from '../config/config.js';
-import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
-import { SYNC_TARGETS, syncTarget, type SyncTarget } from '../sync/sync-sources.js';
+import { SYNC_TARGETS, type SyncTarget } from '../sync/sync-sources.js';
+import { syncAndPrint } from './sync-and-print.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
-import { printRunSummaries } from './print-summary.js';
 
 /** `reports-sync sync`: one sync of the upstream into the warehouse. Exit 0 success, 1 run failed, 2 usage/config. */
 export function registerSync(program: Command): void {
@@ -27,20 +25,6 @@ export function registerSync(program: Command): void {
   ).action(async (flags: CommonFlags & { source: SyncTarget; pageSize?: string }) => {
     const { config, logger } = configFromFlags(flags, { csvPageSize: flags.pageSize });
     requireBaseUrl(config);
-    const warehouse = await openMigratedWarehouse(config);
-    const dispatcher = createHttpAgent(config);
-    try {
-      const summaries = await syncTarget({ warehouse, config, dispatcher, logger, target: flags.source });
-      const connection = await warehouse.connect();
-      try {
-        await printRunSummaries(connection, summaries, process.stdout);
-      } finally {
-        connection.closeSync();
-      }
-      process.exitCode = summaries.every((s) => s.status === 'succeeded') ? 0 : 1;
-    } finally {
-      await dispatcher.close();
-      warehouse.close();
-    }
+    await syncAndPrint(config, logger, flags.source);
   });
 }

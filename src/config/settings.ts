@@ -256,6 +256,34 @@ export const SETTINGS = {
     allowed: 'true or false',
     doc: 'Force pretty (true) or JSON (false) logs; default: pretty on a TTY.',
   },
+  // The daemon (`reports-sync run`, DESIGN.md §7) and progress reporting.
+  timezone: {
+    env: 'REPORTS_TZ',
+    schema: z.string().refine(isTimeZone, 'an IANA time zone').default('UTC'),
+    allowed: 'an IANA time zone such as UTC or Europe/Berlin',
+    doc: 'Time zone of the job schedules of `run` (cron expressions in `jobs/`).',
+  },
+  shutdownGraceMs: {
+    env: 'REPORTS_SHUTDOWN_GRACE_MS',
+    schema: int(0, 3_600_000).default(8_000),
+    allowed: 'milliseconds from 0 to 3600000',
+    doc: 'On SIGTERM/SIGINT, how long a running sync may go on before it is aborted (ms); below Docker’s 10 s stop timeout.',
+  },
+  progressIntervalMs: {
+    env: 'REPORTS_PROGRESS_INTERVAL_MS',
+    schema: int(1, 3_600_000).default(5_000),
+    allowed: 'milliseconds from 1 to 3600000',
+    doc: 'Interval of the progress log lines of a long sync when stderr is not a terminal (ms).',
+  },
 } satisfies Record<string, SettingDef>;
 
 export type SettingKey = keyof typeof SETTINGS;
+
+function isTimeZone(name: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: name });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -29,6 +29,8 @@ export interface SyncTargetOptions {
   dispatcher: Dispatcher;
   logger: Logger;
   target: SyncTarget;
+  /** `sync_runs.job` of the export runs (the daemon's job name); default `sync-<source>`. */
+  job?: string;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -55,6 +57,7 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
           dispatcher,
           logger,
           source,
+          job: options.job,
           signal,
           onProgress: options.onProgress,
           ...exportFinisher({ config, dispatcher, logger, source, signal }),

@@ -1,0 +1,65 @@
+import type { AddressInfo } from 'node:net';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Config } from '../config/config.js';
+import { SyncError, errorMessage } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import type { Warehouse } from '../warehouse/database.js';
+import { buildReader } from '../reader/server.js';
+import { registerDaemonMetrics, type DaemonInfo } from './daemon-metrics.js';
+
+/** The daemon's HTTP server once listening. */
+export interface HttpServer {
+  /** `http://host:port` (the actual port when 0 was asked). */
+  url: string;
+  /** Stops accepting connections, lets requests in flight finish, closes idle keep-alive connections. */
+  close(): Promise<void>;
+  /** Destroys every open connection, requests in flight included (after the grace period). */
+  closeAllConnections(): void;
+}
+
+/** Options of {@link startHttpServer}. */
+export interface HttpServerOptions {
+  warehouse: Warehouse;
+  config: Config;
+  logger: Logger;
+  info: DaemonInfo;
+  host: string;
+  port: number;
+}
+
+/**
+ * The HTTP side of `reports-sync run`: the reader (issue 4, `buildReader`) on the daemon's one DuckDB
+ * instance (DESIGN.md §6–§7) — the public endpoints under `/api/v1/public`, `GET /healthz` (200 while the
+ * warehouse answers a query, 503 otherwise) and `GET /metrics`, where the daemon's job gauges
+ * (`registerDaemonMetrics`) join the reader's run-log metrics and the process metrics in one registry.
+ *
+ * @throws SyncError `HTTP_LISTEN` (exit 2) when the port cannot be bound (in use, no permission)
+ */
+export async function startHttpServer(options: HttpServerOptions): Promise<HttpServer> {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  registerDaemonMetrics(registry, options.info);
+  const app = await buildReader({
+    warehouse: options.warehouse,
+    config: options.config,
+    logger: options.logger,
+    registry,
+  });
+  try {
+    await app.listen({ host: options.host, port: options.port });
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    throw new SyncError(
+      'HTTP_LISTEN',
+      `Cannot listen on ${options.host}:${options.port}: ${errorMessage(err)}. Choose another --port (REPORTS_PORT) or --host (REPORTS_HOST).`,
+      { exitCode: 2, context: { host: options.host, port: options.port }, cause: err },
+    );
+  }
+  const address = app.server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    close: () => app.close(),
+    closeAllConnections: () => app.server.closeAllConnections(),
+  };
+}

@@ -1,0 +1,258 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Config } from '../config/config.js';
+import { createProgressReporter } from '../sync/progress-reporter.js';
+import { syncTarget, type SyncTarget } from '../sync/sync-sources.js';
+import { createHttpAgent } from '../upstream/http-agent.js';
+import { errorMessage, SyncError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import type { Warehouse } from '../warehouse/database.js';
+import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
+import { publishSnapshot, publishedDirFor } from '../warehouse/publish.js';
+import { nextRuns } from './cron-times.js';
+import { startHttpServer, type HttpServer } from './http-server.js';
+import { JobQueue, type RunReason } from './job-queue.js';
+import { jobsDueAtStart } from './jobs-due.js';
+import { lastRunsByJob, type JobRunHistory } from './last-runs.js';
+import type { Job } from './load-jobs.js';
+
+/** Options of {@link startDaemon}. */
+export interface DaemonOptions {
+  /** Parsed configuration: `baseUrl` (required), `warehouse`, `host`, `port`, `timezone`, `shutdownGraceMs`. */
+  config: Config;
+  logger: Logger;
+  /** The jobs to schedule (see `loadJobs`); disabled ones are only logged. */
+  jobs: readonly Job[];
+  /** Where snapshots are published (default: `published/` next to the warehouse). */
+  publishedDir?: string;
+}
+
+/** A running daemon. */
+export interface Daemon {
+  /** Base URL of the HTTP server (`/healthz`, the reader). */
+  readonly url: string;
+  readonly warehouse: Warehouse;
+  /**
+   * Graceful stop (SIGTERM/SIGINT): no more scheduling, no new requests, the running job may finish
+   * within `shutdownGraceMs` and is aborted after that (recorded as `aborted`), then the database is
+   * closed. Idempotent; resolves when everything is closed.
+   */
+  stop(reason?: string): Promise<void>;
+  /** Aborts the running job now, without waiting for the grace period (a second signal). */
+  abortNow(): void;
+}
+
+/**
+ * Starts `reports-sync run` (DESIGN.md §7, issue 5): one process that owns the warehouse (one
+ * `DuckDBInstance`, DESIGN.md §6) and runs
+ * - the jobs of `jobs/` on their node-cron schedules (`noOverlap`, time zone `REPORTS_TZ`), one at a time
+ *   through a single queue (the warehouse has one writer);
+ * - a catch-up run at start of every job whose last success is older than its period;
+ * - after each successful job, a published snapshot for analysts (`publishSnapshot`);
+ * - the HTTP server (`/healthz`, the reader) on the same instance.
+ *
+ * @throws SyncError `CONFIG_INVALID` (no upstream), `WAREHOUSE_LOCKED` (exit 2: another process holds the
+ *   file), `HTTP_LISTEN` (exit 2); nothing is left open when it throws
+ */
+export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
+  const { config, logger } = options;
+  if (!config.baseUrl) {
+    throw new SyncError(
+      'CONFIG_INVALID',
+      'No upstream configured: set REPORTS_BASE_URL (or pass --base-url) for reports-sync run',
+      { exitCode: 2 },
+    );
+  }
+  const publishedDir = options.publishedDir ?? publishedDirFor(config.warehouse);
+  const warehouse = await openMigratedWarehouse(config);
+  const dispatcher = createHttpAgent(config);
+  const progress = createProgressReporter({ logger, tty: false, intervalMs: config.progressIntervalMs });
+
+  const publish = async (log: Logger): Promise<void> => {
+    try {
+      const published = await publishSnapshot(warehouse, publishedDir);
+      log.info(
+        {
+          path: published.databasePath,
+          parquet: published.parquetPath,
+          databaseMs: published.databaseMs,
+          parquetMs: published.parquetMs,
+        },
+        'snapshot published',
+      );
+    } catch (err) {
+      // The sync itself succeeded; the previous snapshot stays in place until the next success.
+      log.error(
+        { err: err instanceof SyncError ? err.toJSON() : errorMessage(err) },
+        'snapshot not published',
+      );
+    }
+  };
+  const runJob = async (job: Job, reason: RunReason, signal: AbortSignal): Promise<void> => {
+    const log = logger.child({ job: job.name });
+    log.info({ reason, target: job.target }, 'job started');
+    const started = Date.now();
+    try {
+      const summaries = await syncTarget({
+        warehouse,
+        config,
+        dispatcher,
+        logger, // runSync binds runId, job and source itself
+        target: job.target as SyncTarget,
+        job: job.name,
+        signal,
+        onProgress: (p) => progress.update(p),
+      });
+      const ok = summaries.length > 0 && summaries.every((s) => s.status === 'succeeded');
+      log.info(
+        { reason, durationMs: Date.now() - started, runs: summaries.map((s) => `${s.runId}: ${s.status}`) },
+        ok ? 'job succeeded' : 'job did not succeed',
+      );
+      if (ok && !signal.aborted) await publish(log);
+    } catch (err) {
+      log.error({ err: err instanceof SyncError ? err.toJSON() : errorMessage(err) }, 'job failed');
+    } finally {
+      progress.done();
+    }
+  };
+  const queue = new JobQueue(runJob);
+
+  let http: HttpServer;
+  try {
+    http = await startHttpServer({
+      warehouse,
+      config,
+      logger,
+      host: config.host,
+      port: config.port,
+      info: {
+        jobs: options.jobs,
+        timezone: config.timezone,
+        running: () => queue.running,
+        pending: () => queue.pending,
+      },
+    });
+  } catch (err) {
+    await dispatcher.close();
+    warehouse.close();
+    throw err;
+  }
+
+  const cronLogger = logger.child({ component: 'cron' });
+  const tasks: ScheduledTask[] = [];
+  for (const job of options.jobs) {
+    if (!job.enabled) {
+      logger.warn({ job: job.name, reason: job.disabledReason }, 'job disabled');
+      continue;
+    }
+    const task = cron.createTask(job.schedule, () => queue.enqueue(job, 'schedule'), {
+      name: job.name,
+      timezone: config.timezone,
+      noOverlap: true,
+      logger: {
+        info: (m) => cronLogger.debug(m),
+        warn: (m) => cronLogger.warn({ job: job.name }, m),
+        error: (m, e) => cronLogger.error({ job: job.name, err: e ? errorMessage(e) : undefined }, String(m)),
+        debug: (m) => cronLogger.debug(String(m)),
+      },
+    });
+    task.on('execution:overlap', () =>
+      logger.info({ job: job.name }, 'job still running or queued at its next time: this firing is skipped'),
+    );
+    tasks.push(task);
+  }
+
+  // Catch-up before the schedules start, so a due job runs first.
+  let history: Map<string, JobRunHistory>;
+  try {
+    const connection = await warehouse.connect();
+    try {
+      history = await lastRunsByJob(connection);
+    } finally {
+      connection.closeSync();
+    }
+  } catch (err) {
+    for (const task of tasks) await task.destroy();
+    await http.close();
+    await dispatcher.close();
+    warehouse.close();
+    throw err;
+  }
+  for (const due of jobsDueAtStart(options.jobs, history, config.timezone)) {
+    logger.info(
+      {
+        job: due.job.name,
+        lastSuccessAt: due.lastSuccessAt?.toISOString() ?? null,
+        periodMs: due.periodMs,
+      },
+      'catch-up: last success older than the schedule period, running once now',
+    );
+    void queue.enqueue(due.job, 'catch-up');
+  }
+  for (const task of tasks) await task.start();
+  logger.info(
+    {
+      url: http.url,
+      warehouse: warehouse.path,
+      published: publishedDir,
+      timezone: config.timezone,
+      jobs: options.jobs.map((j) => ({
+        job: j.name,
+        schedule: j.schedule,
+        target: j.target,
+        next: j.enabled ? nextRuns(j.schedule, config.timezone, 1)[0]?.toISOString() : 'disabled',
+      })),
+    },
+    'daemon started',
+  );
+
+  let stopping: Promise<void> | undefined;
+  const stop = (reason = 'stop') =>
+    (stopping ??= (async () => {
+      logger.info({ reason, running: queue.running?.job.name ?? null }, 'daemon stopping');
+      for (const task of tasks) await task.destroy();
+      queue.close();
+      const httpClosed = http.close().catch((err: unknown) => {
+        logger.warn({ err: errorMessage(err) }, 'http server close failed');
+      });
+      const deadline = Date.now() + config.shutdownGraceMs;
+      const idle = queue.idle();
+      if (!(await settlesWithin(idle, config.shutdownGraceMs))) {
+        logger.warn(
+          { job: queue.running?.job.name, graceMs: config.shutdownGraceMs },
+          'grace period over: aborting the running job',
+        );
+        queue.abortRunning();
+        await idle;
+      }
+      // Requests still streaming when the grace period is over (a slow client) are cut, not waited for.
+      if (!(await settlesWithin(httpClosed, deadline - Date.now()))) http.closeAllConnections();
+      await httpClosed;
+      await dispatcher.close();
+      warehouse.close();
+      logger.info('daemon stopped');
+    })());
+
+  return {
+    url: http.url,
+    warehouse,
+    stop,
+    abortNow: () => queue.abortRunning(),
+  };
+}
+
+/** Whether `promise` settles within `ms` (it keeps running either way). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      sleep(Math.max(0, ms), false, { signal: timer.signal }),
+    ]);
+  } finally {
+    timer.abort();
+  }
+}
