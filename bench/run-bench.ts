@@ -2,10 +2,11 @@
 // Generates N reports, serves them from the simulator (a child process on 127.0.0.1), and runs one after
 // another, each in its own process so wall time and peak RSS are its own: DuckDB's read_json of the same
 // NDJSON into a keyed table (the reference), our NDJSON full sync, a no-change re-sync, and our CSV paged
-// sync. Prints a table and writes bench/results.json.
+// sync. With --repeat R every step runs R times (fresh warehouses each time) and the table shows medians.
+// Prints a table and the goals, and writes bench/results.json.
 import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -37,25 +38,32 @@ const { values } = parseArgs({
     'page-size': { type: 'string', default: '5000' },
     steps: { type: 'string', default: STEPS.join(',') },
     'memory-check': { type: 'boolean', default: false },
+    repeat: { type: 'string', default: '1' },
     out: { type: 'string', default: join(root, 'bench', 'results.json') },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
   process.stdout
-    .write(`Usage: npm run bench -- [--records N] [--page-size N] [--steps ${STEPS.join(',')}] [--memory-check] [--out FILE]
+    .write(`Usage: npm run bench -- [--records N] [--page-size N] [--steps ${STEPS.join(',')}] [--repeat R] [--memory-check] [--out FILE]
 
   --records N      reports to generate (default 1000000)
   --page-size N    CSV page size (default 5000)
   --steps LIST     which steps to run, in order (default all)
+  --repeat R       run the steps R times and report medians (default 1)
   --memory-check   also run the NDJSON sync on 4 x N reports and report the peak RSS growth
   --out FILE       JSON results (default bench/results.json)
+
+The syncs run with the configuration of the environment (REPORTS_DUCKDB_MEMORY_LIMIT, REPORTS_BATCH_SIZE, …).
 `);
   process.exit(0);
 }
 const records = Number(values.records);
 if (!Number.isInteger(records) || records < 1)
   throw new Error(`--records must be a positive integer, got ${values.records}`);
+const repeat = Number(values.repeat);
+if (!Number.isInteger(repeat) || repeat < 1)
+  throw new Error(`--repeat must be a positive integer, got ${values.repeat}`);
 const steps = values.steps.split(',').map((s) => s.trim()) as Step[];
 for (const s of steps) if (!STEPS.includes(s)) throw new Error(`unknown step ${s}; use ${STEPS.join(',')}`);
 
@@ -122,7 +130,8 @@ function result(step: StepResult['step'], n: number, m: Awaited<ReturnType<typeo
 
 const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
 
-async function runSteps(n: number, which: Step[]): Promise<StepResult[]> {
+/** Runs `which` `reps` times against one simulator of `n` reports; fresh warehouses every repetition. */
+async function runSteps(n: number, which: Step[], reps: number): Promise<StepResult[]> {
   const sim = await startSimulator(n);
   const out: StepResult[] = [];
   try {
@@ -137,24 +146,28 @@ async function runSteps(n: number, which: Step[]): Promise<StepResult[]> {
       '--warehouse',
       warehouse,
     ];
-    for (const step of which) {
-      log(`${step} …`);
-      if (step === 'reference') {
-        const file = join(work, 'export.ndjson');
-        const res = await request(`${sim.url}/api/v1/public/reports.ndjson`);
-        await pipeline(res.body, createWriteStream(file));
-        out.push(result(step, n, await measure(step, [REFERENCE, file, join(work, 'reference.duckdb')])));
-        rmSync(file, { force: true });
-      } else if (step === 'ndjson') {
-        out.push(result(step, n, await measure(step, syncArgs(join(work, 'ndjson.duckdb'), 'ndjson'))));
-      } else if (step === 'resync') {
-        out.push(result(step, n, await measure(step, syncArgs(join(work, 'ndjson.duckdb'), 'ndjson'))));
-      } else {
-        const r = await measure(step, syncArgs(join(work, 'csv.duckdb'), 'csv'), {
-          REPORTS_CSV_PAGE_SIZE: values['page-size'],
-        });
-        out.push(result(step, n, r));
+    for (let rep = 1; rep <= reps; rep++) {
+      const tag = reps > 1 ? ` (run ${rep}/${reps})` : '';
+      const dir = mkdtempSync(join(work, 'rep-'));
+      for (const step of which) {
+        log(`${step}${tag} …`);
+        if (step === 'reference') {
+          const file = join(dir, 'export.ndjson');
+          const res = await request(`${sim.url}/api/v1/public/reports.ndjson`);
+          await pipeline(res.body, createWriteStream(file));
+          out.push(result(step, n, await measure(step, [REFERENCE, file, join(dir, 'reference.duckdb')])));
+          rmSync(file, { force: true });
+        } else if (step === 'ndjson' || step === 'resync') {
+          // The re-sync reads the same export into the warehouse the full sync just filled.
+          out.push(result(step, n, await measure(step, syncArgs(join(dir, 'ndjson.duckdb'), 'ndjson'))));
+        } else {
+          const r = await measure(step, syncArgs(join(dir, 'csv.duckdb'), 'csv'), {
+            REPORTS_CSV_PAGE_SIZE: values['page-size'],
+          });
+          out.push(result(step, n, r));
+        }
       }
+      rmSync(dir, { recursive: true, force: true });
     }
   } finally {
     sim.stop();
@@ -162,60 +175,125 @@ async function runSteps(n: number, which: Step[]): Promise<StepResult[]> {
   return out;
 }
 
-const results = await runSteps(records, steps);
+const loadBefore = loadavg();
+const runs = await runSteps(records, steps, repeat);
 if (values['memory-check']) {
-  const big = await runSteps(records * 4, ['ndjson']);
-  out4x(big);
-}
-function out4x(big: StepResult[]) {
-  for (const r of big) results.push({ ...r, step: 'ndjson-4x' });
+  for (const r of await runSteps(records * 4, ['ndjson'], repeat)) runs.push({ ...r, step: 'ndjson-4x' });
 }
 rmSync(work, { recursive: true, force: true });
+const loadAfter = loadavg();
 
+/** The median run of each step (by wall time), in first-seen order. */
+function medians(all: StepResult[]): StepResult[] {
+  const order = [...new Set(all.map((r) => r.step))];
+  return order.map((step) => {
+    const sorted = all.filter((r) => r.step === step).sort((a, b) => a.wallMs - b.wallMs);
+    const mid = sorted[Math.floor((sorted.length - 1) / 2)]!;
+    const rss = sorted.map((r) => r.peakRssBytes).sort((a, b) => a - b);
+    return { ...mid, peakRssBytes: rss[Math.floor((rss.length - 1) / 2)]! };
+  });
+}
+const results = medians(runs);
 const by = (s: StepResult['step']) => results.find((r) => r.step === s);
 const ref = by('reference');
 const nd = by('ndjson');
+const spread = (step: StepResult['step']) => {
+  const walls = runs.filter((r) => r.step === step).map((r) => r.wallMs / 1000);
+  return walls.length > 1 ? `${Math.min(...walls).toFixed(1)}–${Math.max(...walls).toFixed(1)}` : '';
+};
 const table = [
-  ['step', 'records', 'wall s', 'records/s', 'peak RSS MiB', 'vs reference', 'exit'],
+  ['step', 'records', 'wall s', 'range s', 'records/s', 'peak RSS MiB', 'vs reference', 'exit'],
   ...results.map((r) => [
     r.step,
     String(r.records),
     (r.wallMs / 1000).toFixed(1),
+    spread(r.step),
     String(r.recordsPerSecond),
     mib(r.peakRssBytes),
     ref ? (r.recordsPerSecond / ref.recordsPerSecond).toFixed(2) : '-',
-    String(r.exitCode),
+    runs.filter((x) => x.step === r.step).every((x) => x.exitCode === 0) ? '0' : 'FAILED',
   ]),
 ];
 const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
 process.stdout.write(
-  table.map((row) => row.map((c, i) => c.padStart(widths[i]!)).join('  ')).join('\n') + '\n\n',
+  `\n${repeat > 1 ? `medians of ${repeat} runs\n` : ''}` +
+    table.map((row) => row.map((c, i) => c.padStart(widths[i]!)).join('  ')).join('\n') +
+    '\n\n',
 );
 
-const goals: Record<string, string> = {};
-if (ref && nd)
-  goals['ndjson >= 0.5 x reference'] = `${(nd.recordsPerSecond / ref.recordsPerSecond).toFixed(2)}`;
-if (nd) goals['ndjson peak RSS <= 300 MiB'] = `${mib(nd.peakRssBytes)} MiB`;
+/** Each goal of issue #7 with its figure and whether it is met. */
+const goals: { goal: string; figure: string; met: boolean }[] = [];
+if (ref && nd) {
+  const x = nd.recordsPerSecond / ref.recordsPerSecond;
+  goals.push({
+    goal: 'NDJSON sync >= 0.5 x reference records/s',
+    figure: `${x.toFixed(2)} x`,
+    met: x >= 0.5,
+  });
+}
+if (nd) {
+  goals.push({
+    goal: 'NDJSON sync peak RSS <= 300 MiB',
+    figure: `${mib(nd.peakRssBytes)} MiB`,
+    met: nd.peakRssBytes <= 300 * 1024 * 1024,
+  });
+}
 const re = by('resync');
-if (re && nd) goals['resync <= 0.33 x ndjson time'] = `${(re.wallMs / nd.wallMs).toFixed(2)}`;
+if (re && nd) {
+  const x = re.wallMs / nd.wallMs;
+  goals.push({
+    goal: 'no-change re-sync <= 0.33 x first sync time',
+    figure: `${x.toFixed(2)} x`,
+    met: x <= 0.33,
+  });
+}
 const csv = by('csv');
-if (csv && nd)
-  goals['csv >= 0.7 x ndjson throughput'] = `${(csv.recordsPerSecond / nd.recordsPerSecond).toFixed(2)}`;
+if (csv && nd) {
+  const x = csv.recordsPerSecond / nd.recordsPerSecond;
+  goals.push({ goal: 'CSV sync >= 0.7 x NDJSON records/s', figure: `${x.toFixed(2)} x`, met: x >= 0.7 });
+}
 const big = by('ndjson-4x');
-if (big && nd)
-  goals['RSS growth 1x -> 4x < 10%'] =
-    `${(((big.peakRssBytes - nd.peakRssBytes) / nd.peakRssBytes) * 100).toFixed(1)}%`;
-for (const [goal, figure] of Object.entries(goals)) process.stdout.write(`${goal.padEnd(34)} ${figure}\n`);
+if (big && nd) {
+  const growth = (big.peakRssBytes - nd.peakRssBytes) / nd.peakRssBytes;
+  goals.push({
+    goal: 'peak RSS growth 1x -> 4x records < 10%',
+    figure: `${(growth * 100).toFixed(1)}% (${mib(nd.peakRssBytes)} -> ${mib(big.peakRssBytes)} MiB)`,
+    met: growth < 0.1,
+  });
+}
+for (const g of goals)
+  process.stdout.write(`${g.met ? 'met    ' : 'NOT met'}  ${g.goal.padEnd(46)} ${g.figure}\n`);
 
 const machine = {
   node: process.version,
+  duckdb: duckdbVersion(),
   cpus: cpus().length,
   cpuModel: cpus()[0]?.model,
   memoryBytes: totalmem(),
+  // Other processes on the machine skew wall times: 1-minute load average before and after.
+  loadAverage: { before: loadBefore[0], after: loadAfter[0] },
 };
+const settings = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => k.startsWith('REPORTS_') && !k.includes('KEY')),
+);
 mkdirSync(join(values.out, '..'), { recursive: true });
 writeFileSync(
   values.out,
-  JSON.stringify({ date: new Date().toISOString(), machine, records, results, goals }, null, 2),
+  JSON.stringify(
+    { date: new Date().toISOString(), machine, settings, records, repeat, results, runs, goals },
+    null,
+    2,
+  ),
 );
 log(`results written to ${values.out}`);
+
+function duckdbVersion(): string | undefined {
+  try {
+    const pkg = JSON.parse(
+      readFileSync(join(root, 'node_modules', '@duckdb', 'node-api', 'package.json'), 'utf8'),
+    ) as { version?: string };
+    return pkg.version;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { CsvError, parse } from 'csv-parse/sync';
 import { SyncError } from '../util/errors.js';
-import type { Extracted } from './record.js';
+import type { ExtractedRecord } from './record.js';
 
 /** Bounds and names for {@link parseCsvPage}. */
 export interface CsvPageOptions {
@@ -15,12 +15,12 @@ export interface CsvPageOptions {
   url: string;
 }
 
-/** One parsed CSV page: its data rows as {@link Extracted} units, in order, plus what paging needs. */
+/** One parsed CSV page: its data rows as {@link ExtractedRecord} units, in order, plus what paging needs. */
 export interface CsvPage {
   /** Header row (empty for an empty body). */
   columns: string[];
   /** Every data row in body order: a `value` (column → cell text) or a `malformed` row with its reason. */
-  records: Extracted[];
+  records: ExtractedRecord[];
   /** Rows parsed into a value (`records` with kind `value`). */
   parsed: number;
   /** Rows quarantined at the CSV level: ragged rows, broken quotes, over-long records. */
@@ -70,7 +70,7 @@ export function parseCsvPage(body: Buffer, options: CsvPageOptions): CsvPage {
 
 /** The state of one {@link parseCsvPage} call: where parsing is, what was found, the line cursor. */
 class PageParser {
-  private readonly records: Extracted[] = [];
+  private readonly records: ExtractedRecord[] = [];
   private readonly keys = createHash('sha1');
   private header: string[] | undefined;
   private idColumn = -1;

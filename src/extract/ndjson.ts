@@ -1,5 +1,6 @@
 import JsonlParser from 'stream-json/jsonl/Parser.js';
 import { SyncError } from '../util/errors.js';
+import type { KnownLines } from '../sync/known-lines.js';
 import type { Extracted } from './record.js';
 import { splitLines } from './split-lines.js';
 
@@ -11,6 +12,8 @@ export interface NdjsonOptions {
   rejectRawMaxBytes: number;
   /** Safe URL for error messages. */
   url: string;
+  /** When given, each line is hashed first and a known line is yielded as `known`, unparsed. */
+  knownLines?: KnownLines | undefined;
 }
 
 // stream-json's JSONL parse step (`JsonlParser.checkedParse`, the function behind its `errorIndicator`
@@ -62,6 +65,11 @@ export async function* extractNdjson(
       continue;
     }
     if (isBlank(line.text)) continue;
+    const check = line.terminated ? options.knownLines?.check(line.text) : undefined;
+    if (check?.known) {
+      yield { kind: 'known', location, lineHash: check.hash };
+      continue;
+    }
     const value = checkedParse(line.text, undefined, indicator);
     if (value === MALFORMED) {
       if (!line.terminated) {
@@ -81,7 +89,14 @@ export async function* extractNdjson(
       };
       continue;
     }
-    yield { kind: 'value', location, raw: line.text, value };
+    yield {
+      kind: 'value',
+      location,
+      raw: line.text,
+      value,
+      lineHash: check?.hash,
+      lineDigest: check?.digest,
+    };
   }
 }
 

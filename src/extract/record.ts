@@ -19,12 +19,21 @@ export function formatLocation(loc: RecordLocation): string {
 }
 
 /**
- * One unit coming out of an extract stage: either a parsed value still to validate, or a record that
- * already failed (malformed JSON, CSV quote error, over-long line). `raw` is the record's text as
- * received (possibly cut to a bound, then `rawTruncated` is set and `rawBytes` gives the full size).
+ * One record as an extract stage reads it: a parsed value still to validate, or a record that already
+ * failed (malformed JSON, CSV quote error, over-long line). `raw` is the record's text as received
+ * (possibly cut to a bound, then `rawTruncated` is set and `rawBytes` gives the full size). `lineHash` is
+ * the 64-bit hash of the raw text when the run asked for one (stored in `reports.line_hash`).
  */
-export type Extracted =
-  | { kind: 'value'; location: RecordLocation; raw: string; value: unknown }
+export type ExtractedRecord =
+  | {
+      kind: 'value';
+      location: RecordLocation;
+      raw: string;
+      value: unknown;
+      lineHash?: bigint | undefined;
+      /** SHA-1 of `raw`, when hashed (lets the content hash skip a second SHA-1 for canonical lines). */
+      lineDigest?: Buffer | undefined;
+    }
   | {
       kind: 'malformed';
       location: RecordLocation;
@@ -33,3 +42,16 @@ export type Extracted =
       rawBytes?: number;
       issues: { path: string; message: string }[];
     };
+
+/**
+ * A record whose raw text is the one a current report was loaded from (see sync/known-lines.ts): nothing
+ * to parse or validate, only to mark seen.
+ */
+export interface KnownRecord {
+  kind: 'known';
+  location: RecordLocation;
+  lineHash: bigint;
+}
+
+/** One unit coming out of an extract stage, as the runner consumes it. */
+export type Extracted = ExtractedRecord | KnownRecord;

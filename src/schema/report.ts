@@ -1,5 +1,7 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { z } from 'zod';
+import { fastCore, type CoreReport } from './fast-core.js';
+import { REPORT_RULES as RULES } from './report-rules.js';
 import { normalizeTimestamp } from './timestamp.js';
 
 /**
@@ -65,19 +67,18 @@ export const KNOWN_STATUSES = ['SUBMITTED', 'IN_PROGRESS', 'RESOLVED', 'REJECTED
 const LOCATION_KEYS = new Set(['location', 'lat', 'lng', 'lon', 'latitude', 'longitude']);
 const MODELLED_KEYS = new Set<string>([...WIRE_FIELDS, ...LOCATION_KEYS]);
 
-const MAX_TEXT = 1_000_000;
 const code = z
   .string({ error: 'expected a non-blank code string' })
-  .max(128)
-  .regex(/\S/, 'must not be blank');
+  .max(RULES.codeMaxLength)
+  .regex(RULES.nonBlank, 'must not be blank');
 const text = z
   .string()
-  .max(MAX_TEXT)
+  .max(RULES.textMaxLength)
   .nullish()
   .transform((v) => (v === undefined || v === null || v === '' ? null : v));
 const id = z.union(
   [
-    z.string().max(256).regex(/\S/, 'must not be blank'),
+    z.string().max(RULES.idMaxLength).regex(RULES.nonBlank, 'must not be blank'),
     z
       .number()
       .int()
@@ -94,15 +95,9 @@ const timestamp = z.string().transform((value, ctx) => {
   }
   return normalized;
 });
-const numeric = z.union([
-  z.number(),
-  z
-    .string()
-    .regex(/^\s*-?\d+(\.\d+)?([eE][-+]?\d+)?\s*$/, 'not a number')
-    .transform(Number),
-]);
-const latitude = numeric.pipe(z.number().min(-90).max(90));
-const longitude = numeric.pipe(z.number().min(-180).max(180));
+const numeric = z.union([z.number(), z.string().regex(RULES.numericText, 'not a number').transform(Number)]);
+const latitude = numeric.pipe(z.number().min(-RULES.maxLatitude).max(RULES.maxLatitude));
+const longitude = numeric.pipe(z.number().min(-RULES.maxLongitude).max(RULES.maxLongitude));
 const optionalCoordinate = <T extends z.ZodType>(s: T) =>
   z
     .union([z.null(), z.undefined(), z.literal('')])
@@ -142,8 +137,38 @@ export type ValidationResult = { ok: true; report: Report } | { ok: false; issue
  * Validates one NDJSON object (or list item). Accepts the location as `location: {lat, lng|lon}`,
  * `location: {latitude, longitude}` or top-level `latitude/longitude` / `lat` + `lng|lon` (DESIGN.md §2 aliases).
  * Unknown fields go to `extra` unchanged. Never throws.
+ *
+ * Common records take the hot path ({@link fastCore}); anything it does not vouch for goes through the zod
+ * schema ({@link validateWireReportWithZod}), which decides and words the issues.
  */
 export function validateWireReport(value: unknown): ValidationResult {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, issues: [{ path: '', message: 'expected a JSON object' }] };
+  }
+  const obj = value as Record<string, unknown>;
+  const loc = readLocation(obj);
+  if ('issue' in loc) return { ok: false, issues: [loc.issue] };
+  const fast = fastCore(
+    obj.id,
+    obj.status,
+    obj.destination,
+    obj.category,
+    obj.description,
+    loc.lat,
+    loc.lng,
+    obj.address,
+    obj.createdAt,
+    obj.updatedAt,
+  );
+  if (fast) return withExtra(fast, extraOf(obj, MODELLED_KEYS));
+  return validateWireReportWithZod(value);
+}
+
+/**
+ * {@link validateWireReport} through the zod schema only: the reference the hot path is tested against,
+ * and its fallback. Never throws.
+ */
+export function validateWireReportWithZod(value: unknown): ValidationResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, issues: [{ path: '', message: 'expected a JSON object' }] };
   }
@@ -157,9 +182,32 @@ export function validateWireReport(value: unknown): ValidationResult {
 /**
  * Validates one CSV row (column name → cell text, as csv-parse's `columns: true` gives it). Coerces
  * `lat`/`lng` from text; empty cells are `null`; non-empty extra columns go to `extra` as strings.
- * Never throws.
+ * Never throws. Common rows take the hot path ({@link fastCore}), the rest the zod schema.
  */
 export function validateCsvReport(row: Record<string, string | undefined>): ValidationResult {
+  const extra = csvExtra(row);
+  const fast = fastCore(
+    row.id,
+    row.status,
+    row.destination,
+    row.category,
+    row.description,
+    row.lat,
+    row.lng,
+    row.address,
+    row.createdAt,
+    row.updatedAt,
+  );
+  if (fast) return withExtra(fast, extra);
+  return finish(core.safeParse(row), extra);
+}
+
+/** {@link validateCsvReport} through the zod schema only (the hot path's reference in tests). */
+export function validateCsvReportWithZod(row: Record<string, string | undefined>): ValidationResult {
+  return finish(core.safeParse(row), csvExtra(row));
+}
+
+function csvExtra(row: Record<string, string | undefined>): Record<string, unknown> | null {
   const extra: Record<string, unknown> = {};
   let hasExtra = false;
   for (const key of Object.keys(row)) {
@@ -169,7 +217,24 @@ export function validateCsvReport(row: Record<string, string | undefined>): Vali
     extra[key] = cell;
     hasExtra = true;
   }
-  return finish(core.safeParse(row), hasExtra ? extra : null);
+  return hasExtra ? extra : null;
+}
+
+function withExtra(r: CoreReport, extra: Record<string, unknown> | null): ValidationResult {
+  const report: Report = {
+    id: r.id,
+    status: r.status,
+    destination: r.destination,
+    category: r.category,
+    description: r.description,
+    lat: r.lat,
+    lng: r.lng,
+    address: r.address,
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+    extra,
+  };
+  return { ok: true, report };
 }
 
 function finish(parsed: z.ZodSafeParseResult<z.output<typeof core>>, extra: Record<string, unknown> | null) {
@@ -246,9 +311,13 @@ export function toWire(report: Report): WireReport {
 /**
  * Content hash of a report (hex SHA-1 of its canonical wire JSON): equal hashes mean no business change.
  * Used by the merge to tell changed from unchanged (DESIGN.md §6).
+ *
+ * When the caller already has the SHA-1 of the record's raw text (`rawSha1` of `raw`, from the line hash)
+ * and that text is the canonical JSON itself (as exports written through the same serialiser are), the
+ * digest is reused instead of hashing the same bytes again (issue #7).
  */
-export function contentHash(report: Report): string {
-  return createHash('sha1')
-    .update(JSON.stringify(toWire(report)))
-    .digest('hex');
+export function contentHash(report: Report, raw?: string, rawSha1?: Buffer): string {
+  const json = JSON.stringify(toWire(report));
+  if (rawSha1 !== undefined && raw === json) return rawSha1.toString('hex');
+  return hash('sha1', json, 'hex');
 }

@@ -7,8 +7,18 @@ const ISO_WITH_OFFSET =
  * `Date#toISOString()` form (`2024-05-27T03:10:05.000Z`, millisecond precision), or `null` when the text
  * is not such a timestamp or names an impossible date (Feb 30, hour 25). Timestamps without an offset are
  * refused: their instant is ambiguous (DESIGN.md §2: "ISO 8601 with offset").
+ *
+ * Text already in that normalised form (what exports mostly carry) is checked field by field without a
+ * regex or a `Date` (issue #7: the general path costs ~1 µs); the result is the same as the general path's
+ * ({@link normalizeTimestampGeneral}, compared in test/unit/timestamp.test.ts).
  */
 export function normalizeTimestamp(text: string): string | null {
+  if (isCanonicalUtc(text)) return text;
+  return normalizeTimestampGeneral(text);
+}
+
+/** The general path of {@link normalizeTimestamp}: any accepted form, through `Date.parse`. */
+export function normalizeTimestampGeneral(text: string): string | null {
   const m = ISO_WITH_OFFSET.exec(text);
   if (!m) return null;
   const [, y, mo, d, h, mi, s] = m;
@@ -20,6 +30,37 @@ export function normalizeTimestamp(text: string): string | null {
   return Number.isNaN(ms) ? null : new Date(ms).toISOString();
 }
 
+/** True for `YYYY-MM-DDTHH:MM:SS.mmmZ` naming a real instant: `toISOString()` of it gives the text back. */
+function isCanonicalUtc(t: string): boolean {
+  if (t.length !== 24 || t.charCodeAt(23) !== 0x5a /* Z */) return false;
+  if (t[4] !== '-' || t[7] !== '-' || t[10] !== 'T' || t[13] !== ':' || t[16] !== ':' || t[19] !== '.')
+    return false;
+  const year = digits(t, 0, 4);
+  const month = digits(t, 5, 2);
+  const day = digits(t, 8, 2);
+  const hour = digits(t, 11, 2);
+  const minute = digits(t, 14, 2);
+  const second = digits(t, 17, 2);
+  const milli = digits(t, 20, 3);
+  if (year < 0 || month < 1 || month > 12 || day < 1 || milli < 0) return false;
+  if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) return false;
+  return day <= daysInMonth(year, month);
+}
+
+/** The decimal value of `count` ASCII digits at `from`, or -1 when one is not a digit. */
+function digits(t: string, from: number, count: number): number {
+  let n = 0;
+  for (let i = from; i < from + count; i++) {
+    const d = t.charCodeAt(i) - 0x30;
+    if (d < 0 || d > 9) return -1;
+    n = n * 10 + d;
+  }
+  return n;
+}
+
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
 function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month === 2 && (year % 4 === 0 ? year % 100 !== 0 || year % 400 === 0 : false)) return 29;
+  return DAYS[month - 1] ?? 0;
 }

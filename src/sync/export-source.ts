@@ -3,6 +3,7 @@ import type { Config } from '../config/config.js';
 import type { Extracted } from '../extract/record.js';
 import type { ValidationResult } from '../schema/report.js';
 import type { Logger } from '../util/logger.js';
+import type { KnownLines } from './known-lines.js';
 
 /** Marks the end of a unit the runner commits as one checkpoint (a CSV page). */
 export interface CheckpointMark {
@@ -31,6 +32,11 @@ export interface ReadContext {
   addBytes(n: number): void;
   /** Called once the export answered (after redirects). */
   setExportInfo(info: ExportInfo): void;
+  /**
+   * Raw-line hashes of the current reports (issue #7): a source hashes each record's raw text with it and
+   * yields lines it knows as `known` without parsing them. Absent: parse everything.
+   */
+  knownLines?: KnownLines | undefined;
   /**
    * Called when the source stops before the end of the export (e.g. the server ignored `page`): what was
    * read is still merged, but the run is not complete, so no tombstones are inferred (DESIGN.md §6).

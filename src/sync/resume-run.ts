@@ -73,7 +73,9 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
   const last = (
     await c.runAndReadAll(
       `SELECT batch, page, records_read, records_loaded, records_rejected, bytes_read, next_url,
-              (SELECT coalesce(max(seq) + 1, 0) FROM staging_reports WHERE run_id = $run) AS next_seq
+              (SELECT coalesce(max(seq) + 1, 0) FROM (
+                 SELECT seq FROM staging_reports WHERE run_id = $run
+                 UNION ALL SELECT seq FROM staging_seen WHERE run_id = $run)) AS next_seq
        FROM sync_checkpoints WHERE run_id = $run AND page IS NOT NULL ORDER BY batch DESC LIMIT 1`,
       { run: fromRunId },
     )
@@ -119,7 +121,7 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
   };
   await c.run('BEGIN TRANSACTION');
   try {
-    for (const table of ['staging_reports', 'sync_checkpoints', 'rejected_records']) {
+    for (const table of ['staging_reports', 'staging_seen', 'sync_checkpoints', 'rejected_records']) {
       await c.run(`UPDATE ${table} SET run_id = $new WHERE run_id = $old`, { new: runId, old: fromRunId });
     }
     await saveCounters(c, runId, counters);
@@ -163,6 +165,7 @@ export function sameExport(a: ExportValidator, b: ExportValidator): boolean {
 async function dropLeftovers(c: DuckDBConnection, runId: string): Promise<void> {
   await c.run('BEGIN TRANSACTION');
   await c.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
+  await c.run('DELETE FROM staging_seen WHERE run_id = $run', { run: runId });
   await c.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
   await c.run('COMMIT');
 }

@@ -14,6 +14,7 @@ import { finishRun, newRunId, saveCounters, saveFacts, startRun, type RunStatus 
 import { StagingWriter } from '../warehouse/staging.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import type { ExportInfo, ExportSource, ReadContext } from './export-source.js';
+import { KnownLines } from './known-lines.js';
 import { prepareResume } from './resume-run.js';
 
 /** Figures a long run reports while it goes (see `onProgress`). */
@@ -130,6 +131,8 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   let incompleteReason: string | undefined;
   let attempts = 0;
   let writer = new StagingWriter(connection, runId, source.name, config.rejectRawMaxBytes);
+  // Lines a current report came from are skipped before parsing (issue #7); loaded once per run.
+  const knownLines = await KnownLines.load(connection, source.name);
   let page: number | undefined;
   // Commits a batch; the export's validator goes to sync_runs before the first one, so an interrupted
   // run can be resumed only against the same export version.
@@ -179,6 +182,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       markIncomplete: (reason: string) => {
         incompleteReason = reason;
       },
+      knownLines,
     };
     if (attempt === 1 && source.paging) {
       const resume = await prepareResume({
@@ -204,6 +208,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         ctx.resumeFrom = { page: resume.page, nextUrl: resume.nextUrl, ...resume.validator };
       }
     }
+    await writer.open();
     for await (const item of source.read(ctx)) {
       if (options.signal?.aborted) throw abortError();
       if (item.kind === 'checkpoint') {
@@ -214,14 +219,18 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         continue;
       }
       counters.recordsRead++;
-      if (item.kind === 'malformed') {
+      if (item.kind === 'known') {
+        counters.recordsLoaded++;
+        writer.seen(item.lineHash);
+      } else if (item.kind === 'malformed') {
         counters.recordsRejected++;
         writer.reject(item);
       } else {
         const result = source.validate(item.value);
         if (result.ok) {
           counters.recordsLoaded++;
-          writer.add(result.report, contentHash(result.report), item.location);
+          const hash = contentHash(result.report, item.raw, item.lineDigest);
+          writer.add(result.report, hash, item.location, item.lineHash);
         } else {
           counters.recordsRejected++;
           writer.reject({
@@ -240,6 +249,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       }
     }
     if (writer.pending > 0 || !source.paging) await flush({ page });
+    await writer.close();
     progress();
   };
 
@@ -298,6 +308,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     logger.info({ ...counters, durationMs }, 'run succeeded');
     return { ...summary, durationMs };
   } catch (err) {
+    await writer.close(); // drop the open batch and what the appenders hold uncommitted
     const aborted = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED');
     const warehousePath = resolve(config.warehouse);
     const error = asSyncError(err, warehousePath);
@@ -342,6 +353,7 @@ async function recordFailure(
 ): Promise<void> {
   await connection.run('BEGIN TRANSACTION');
   await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
+  await connection.run('DELETE FROM staging_seen WHERE run_id = $run', { run: runId });
   await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
   await saveCounters(connection, runId, counters);
   await saveFacts(connection, runId, {

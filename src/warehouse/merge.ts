@@ -2,11 +2,11 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 
 /** What a merge did, in records. */
 export interface MergeResult {
-  /** Rows staged by the run. */
+  /** Valid records of the run: staged rows plus known (unchanged, unparsed) lines. */
   staged: number;
   /** Distinct ids after dedupe. */
   unique: number;
-  /** Staged rows superseded by another version of the same id within the run. */
+  /** Records superseded by another version of the same id within the run. */
   duplicates: number;
   inserted: number;
   updated: number;
@@ -16,15 +16,24 @@ export interface MergeResult {
 
 const BUSINESS =
   'status, destination, category, description, lat, lng, address, created_at, updated_at, extra';
+const COLUMNS = BUSINESS.split(', ');
+// seq * 2 + known fits below this (seq < 2^40); the latest updated_at (µs) is above it.
+const KEY_SPLIT = '2199023255552';
 
 /**
- * Merges the run's staging rows into `reports` and `report_versions` (DESIGN.md §6). Call inside the
+ * Merges the run's staging into `reports` and `report_versions` (DESIGN.md §6). Call inside the
  * transaction that also finishes the run, so readers never see half a run:
- * 1. dedupe staging by id: latest `updated_at` wins, ties go to the last seen (`seq`) — `ON CONFLICT` alone
- *    would silently keep the first of two duplicates (measured);
- * 2. new ids are inserted, changed ones (content hash differs) updated, tombstoned ones that came back revived;
- *    each of those closes the previous SCD2 version (`valid_to`) and opens a new one (`valid_from = now`);
- * 3. unchanged rows only get `last_seen_at`/`run_id` touched.
+ * 1. `merge_batch` (a temp table, one row per id the run saw — tombstones read it): the run's records are
+ *    its staged rows (`staging_reports`) and its known lines (`staging_seen`, resolved to the current report
+ *    through `reports.line_hash`, see sync/known-lines.ts); per id the latest `updated_at` wins, ties go to
+ *    the last seen (`seq`) — `ON CONFLICT` alone would silently keep the first of two duplicates (measured).
+ *    A grouped `max` over one HUGEINT key (updated_at µs, seq, known) instead of a window: a narrow hash
+ *    aggregate, no sort (issue #7);
+ * 2. a winning staged row is an insert (new id), a revive (tombstoned id), an update (content hash differs)
+ *    or unchanged; each insert/update/revive closes the previous SCD2 version (`valid_to`) and opens a new
+ *    one (`valid_from = now`). Updates are plain `UPDATE`s and inserts plain `INSERT`s (no `ON CONFLICT`);
+ * 3. unchanged reports (a known line, or a staged row with the same content hash) only get `last_seen_at`,
+ *    `run_id` and the hash of the line they were seen in touched.
  *
  * @param now the merge time, used for `valid_from`/`valid_to`/`last_*_at`
  */
@@ -32,68 +41,109 @@ export async function mergeStaging(
   connection: DuckDBConnection,
   run: { runId: string; source: string; now: Date },
 ): Promise<MergeResult> {
-  const params = { run: run.runId, now: run.now.toISOString(), source: run.source };
   const c = connection;
+  const staging = 'staging_reports';
+  const seen = 'staging_seen';
+  const runOnly = { run: run.runId };
+  const all = { run: run.runId, now: run.now.toISOString(), source: run.source };
   await c.run(
     `CREATE OR REPLACE TEMP TABLE merge_batch AS
-     SELECT * EXCLUDE (rn) FROM (
-       SELECT s.*, row_number() OVER (PARTITION BY id ORDER BY updated_at DESC, seq DESC) AS rn
-       FROM staging_reports s WHERE run_id = $run)
-     WHERE rn = 1`,
-    { run: run.runId },
-  );
-  await c.run(
-    `CREATE OR REPLACE TEMP TABLE merge_changes AS
-     SELECT b.*, CASE WHEN r.id IS NULL THEN 'insert' WHEN r.removed_at IS NOT NULL THEN 'revive' ELSE 'update' END AS change
-     FROM merge_batch b LEFT JOIN reports r ON r.id = b.id
-     WHERE r.id IS NULL OR r.removed_at IS NOT NULL OR r.content_hash <> b.content_hash`,
-  );
-  // Touch unchanged rows first, so no row is written twice in this transaction.
-  await c.run(
-    `UPDATE reports SET last_seen_at = $now::TIMESTAMPTZ, run_id = $run
-     FROM merge_batch b
-     WHERE reports.id = b.id AND reports.content_hash = b.content_hash AND reports.removed_at IS NULL`,
-    { run: run.runId, now: params.now },
-  );
-  await c.run(
-    `UPDATE report_versions SET valid_to = $now::TIMESTAMPTZ
-     WHERE valid_to IS NULL AND id IN (SELECT id FROM merge_changes WHERE change <> 'insert')`,
-    { now: params.now },
-  );
-  await c.run(
-    `INSERT INTO report_versions (id, valid_from, valid_to, change, ${BUSINESS}, content_hash, run_id)
-     SELECT id, $now::TIMESTAMPTZ, NULL, change, ${BUSINESS}, content_hash, $run FROM merge_changes`,
-    { run: run.runId, now: params.now },
-  );
-  await c.run(
-    `INSERT INTO reports (id, ${BUSINESS}, content_hash, first_seen_at, last_seen_at, last_changed_at, removed_at, source, run_id)
-     SELECT id, ${BUSINESS}, content_hash, $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, NULL, $source, $run
-     FROM merge_changes
-     ON CONFLICT (id) DO UPDATE SET
-       ${BUSINESS.split(', ')
-         .map((col) => `${col} = excluded.${col}`)
-         .join(', ')},
-       content_hash = excluded.content_hash, last_seen_at = excluded.last_seen_at,
-       last_changed_at = excluded.last_changed_at, removed_at = NULL, source = excluded.source, run_id = excluded.run_id`,
-    params,
+     WITH arrived AS (
+       SELECT id, updated_at, seq, 0 AS known FROM ${staging} WHERE run_id = $run
+       UNION ALL
+       SELECT r.id, r.updated_at, s.seq, 1 AS known
+       FROM ${seen} s JOIN reports r ON r.line_hash = s.line_hash AND r.removed_at IS NULL
+       WHERE s.run_id = $run
+     ), winners AS (
+       SELECT id, max(epoch_us(updated_at)::HUGEINT * ${KEY_SPLIT} + seq * 2 + known) AS k
+       FROM arrived GROUP BY id
+     ), decoded AS (
+       SELECT id, (((k % ${KEY_SPLIT}) + ${KEY_SPLIT}) % ${KEY_SPLIT})::BIGINT AS sk FROM winners
+     ), picked AS (
+       SELECT id, sk // 2 AS seq, sk % 2 = 1 AS known FROM decoded
+     )
+     -- seq is shared by staged rows and known lines, so a known winner finds no staged row
+     SELECT p.id, p.seq, s.line_hash,
+       CASE WHEN p.known THEN 'unchanged'
+            WHEN r.id IS NULL THEN 'insert'
+            WHEN r.removed_at IS NOT NULL THEN 'revive'
+            WHEN r.content_hash <> s.content_hash THEN 'update'
+            ELSE 'unchanged' END AS change
+     FROM picked p
+     LEFT JOIN (SELECT seq, line_hash, content_hash FROM ${staging} WHERE run_id = $run) s ON s.seq = p.seq
+     LEFT JOIN reports r ON r.id = p.id`,
+    runOnly,
   );
   const counts = (
     await c.runAndReadAll(
       `SELECT
-         (SELECT count(*) FROM staging_reports WHERE run_id = $run) AS staged,
-         (SELECT count(*) FROM merge_batch) AS "unique",
-         (SELECT count(*) FILTER (WHERE change = 'insert') FROM merge_changes) AS inserted,
-         (SELECT count(*) FILTER (WHERE change = 'update') FROM merge_changes) AS updated,
-         (SELECT count(*) FILTER (WHERE change = 'revive') FROM merge_changes) AS revived`,
-      { run: run.runId },
+         (SELECT count(*) FROM ${staging} WHERE run_id = $run)
+           + (SELECT count(*) FROM ${seen} WHERE run_id = $run) AS staged,
+         count(*) AS "unique",
+         count(*) FILTER (WHERE change = 'insert') AS inserted,
+         count(*) FILTER (WHERE change = 'update') AS updated,
+         count(*) FILTER (WHERE change = 'revive') AS revived,
+         count(*) FILTER (WHERE change = 'unchanged') AS unchanged
+       FROM merge_batch`,
+      runOnly,
     )
   ).getRowObjectsJS()[0]!;
+  // Staged rows of the given changes: a semi-join whose build side is the narrow merge_batch, never the
+  // wide staging (a plain join of two 1M-row inputs built on staging and spilled: issue #7, measured).
+  const picked = (changes: string) =>
+    `FROM ${staging} s WHERE s.run_id = $run
+       AND s.seq IN (SELECT seq FROM merge_batch WHERE change IN (${changes}))`;
+  const business = COLUMNS.map((col) => `s.${col}`).join(', ');
+  if (Number(counts.unchanged) > 0) {
+    await c.run(
+      `UPDATE reports SET last_seen_at = $now::TIMESTAMPTZ, run_id = $run,
+         line_hash = coalesce(b.line_hash, reports.line_hash)
+       FROM merge_batch b
+       WHERE reports.id = b.id AND b.change = 'unchanged'`,
+      { run: run.runId, now: all.now },
+    );
+  }
+  if (Number(counts.updated) + Number(counts.revived) > 0) {
+    await c.run(
+      `UPDATE report_versions SET valid_to = $now::TIMESTAMPTZ
+       WHERE valid_to IS NULL AND id IN (SELECT id FROM merge_batch WHERE change IN ('update', 'revive'))`,
+      { now: all.now },
+    );
+  }
+  for (const change of ['insert', 'update', 'revive'] as const) {
+    if (Number(counts[change === 'insert' ? 'inserted' : `${change}d`]) === 0) continue;
+    await c.run(
+      `INSERT INTO report_versions (id, valid_from, valid_to, change, ${BUSINESS}, content_hash, run_id)
+       SELECT s.id, $now::TIMESTAMPTZ, NULL, '${change}', ${business}, s.content_hash, $run
+       ${picked(`'${change}'`)}`,
+      { run: run.runId, now: all.now },
+    );
+  }
+  if (Number(counts.updated) + Number(counts.revived) > 0) {
+    await c.run(
+      `UPDATE reports SET ${COLUMNS.map((col) => `${col} = u.${col}`).join(', ')},
+         content_hash = u.content_hash, line_hash = u.line_hash, last_seen_at = $now::TIMESTAMPTZ,
+         last_changed_at = $now::TIMESTAMPTZ, removed_at = NULL, source = $source, run_id = $run
+       FROM (SELECT s.* ${picked(`'update', 'revive'`)}) AS u
+       WHERE reports.id = u.id`,
+      all,
+    );
+  }
+  if (Number(counts.inserted) > 0) {
+    await c.run(
+      `INSERT INTO reports (id, ${BUSINESS}, content_hash, line_hash, first_seen_at, last_seen_at,
+         last_changed_at, removed_at, source, run_id)
+       SELECT s.id, ${business}, s.content_hash, s.line_hash,
+         $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, NULL, $source, $run
+       ${picked(`'insert'`)}`,
+      all,
+    );
+  }
   const staged = Number(counts.staged);
   const unique = Number(counts.unique);
   const inserted = Number(counts.inserted);
   const updated = Number(counts.updated);
   const revived = Number(counts.revived);
-  await c.run('DROP TABLE merge_changes');
   return {
     staged,
     unique,
@@ -105,9 +155,10 @@ export async function mergeStaging(
   };
 }
 
-/** Removes the run's staging rows and checkpoints (inside the finishing transaction). */
+/** Removes the run's staging rows, known lines and checkpoints (inside the finishing transaction). */
 export async function clearStaging(connection: DuckDBConnection, runId: string): Promise<void> {
   await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
+  await connection.run('DELETE FROM staging_seen WHERE run_id = $run', { run: runId });
   await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
   await connection.run('DROP TABLE IF EXISTS merge_batch');
 }

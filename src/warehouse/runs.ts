@@ -142,6 +142,7 @@ export async function closeStaleRuns(
     );
     if (!keep) {
       await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
+      await connection.run('DELETE FROM staging_seen WHERE run_id = $run', { run: runId });
       await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
     }
     await connection.run('COMMIT');

@@ -92,7 +92,11 @@ async function inspect(path: string) {
       w,
       `SELECT run_id, status FROM sync_runs WHERE source = 'ndjson' ORDER BY started_at`,
     );
-    const [staged] = await q(w, `SELECT count(*) AS n FROM staging_reports`);
+    // Records of a batch are staged rows, or hashes of known (unchanged) lines (issue #7).
+    const [staged] = await q(
+      w,
+      `SELECT (SELECT count(*) FROM staging_reports) + (SELECT count(*) FROM staging_seen) AS n`,
+    );
     return { fingerprint: await warehouseFingerprint(w), runs, staged: Number(staged?.n) };
   } finally {
     w.close();
@@ -112,7 +116,8 @@ async function rerun(w: World) {
     for (const run of runs) await expectRunAccounted(warehouse, String(run.run_id));
     const [left] = await q(
       warehouse,
-      `SELECT (SELECT count(*) FROM staging_reports) + (SELECT count(*) FROM sync_checkpoints) AS n`,
+      `SELECT (SELECT count(*) FROM staging_reports) + (SELECT count(*) FROM staging_seen)
+         + (SELECT count(*) FROM sync_checkpoints) AS n`,
     );
     expect(left?.n).toBe(0);
     return { fingerprint: await warehouseFingerprint(warehouse), runs };

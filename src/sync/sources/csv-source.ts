@@ -1,6 +1,7 @@
 import { requireBaseUrl, type Config } from '../../config/config.js';
 import { parseCsvPage, type CsvPage } from '../../extract/csv.js';
-import type { Extracted } from '../../extract/record.js';
+import type { Extracted, ExtractedRecord } from '../../extract/record.js';
+import type { KnownLines } from '../known-lines.js';
 import { validateCsvReport } from '../../schema/report.js';
 import { nextLink } from '../../upstream/link-header.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
@@ -104,7 +105,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
       ctx.markIncomplete(reason);
       return;
     }
-    yield* csv.records;
+    yield* withLineHashes(csv.records, csv.columns, ctx.knownLines);
     const link = nextLink(fetched.link, fetched.finalUrl);
     linkSeen ||= link !== undefined;
     if (link && rows < pageSize) {
@@ -282,4 +283,30 @@ async function readBody(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
     size += buf.length;
   }
   return Buffer.concat(chunks, size);
+}
+
+/**
+ * Hashes each parsed row's raw text (issue #7): a row a current report was loaded from becomes `known`
+ * (no validation, no staging), the others carry their hash. The header is part of the key: the same row
+ * text under other columns is another record.
+ */
+function* withLineHashes(
+  records: ExtractedRecord[],
+  columns: string[],
+  knownLines: KnownLines | undefined,
+): Generator<Extracted> {
+  if (!knownLines) {
+    yield* records;
+    return;
+  }
+  knownLines.setContext(columns.join('\u0000'));
+  for (const record of records) {
+    if (record.kind !== 'value') {
+      yield record;
+      continue;
+    }
+    const check = knownLines.check(record.raw);
+    if (check.known) yield { kind: 'known', location: record.location, lineHash: check.hash };
+    else yield { ...record, lineHash: check.hash };
+  }
 }

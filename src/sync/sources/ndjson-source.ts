@@ -34,6 +34,7 @@ export const ndjsonSource: ExportSource = {
           maxRecordBytes: ctx.config.maxRecordBytes,
           rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
           url: res.url,
+          knownLines: ctx.knownLines,
         },
       );
     } catch (err) {

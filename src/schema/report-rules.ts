@@ -1,0 +1,21 @@
+/**
+ * The limits and patterns of a valid report (DESIGN.md §2), in one place so the zod schema of report.ts
+ * (the source of truth) and its hot path (fast-core.ts) cannot drift apart. Lengths are in UTF-16 code
+ * units, as zod's `.max()` counts them.
+ */
+export const REPORT_RULES = {
+  /** Longest `id` string. */
+  idMaxLength: 256,
+  /** Longest `status` / `destination` code. */
+  codeMaxLength: 128,
+  /** Longest free text (`category`, `description`, `address`). */
+  textMaxLength: 1_000_000,
+  /** An id or code must hold at least one non-white-space character. */
+  nonBlank: /\S/,
+  /** A coordinate given as text (CSV cells, string values in NDJSON). */
+  numericText: /^\s*-?\d+(\.\d+)?([eE][-+]?\d+)?\s*$/,
+  /** Latitude bound in degrees (WGS84). */
+  maxLatitude: 90,
+  /** Longitude bound in degrees (WGS84). */
+  maxLongitude: 180,
+} as const;

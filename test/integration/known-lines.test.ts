@@ -1,0 +1,154 @@
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadDataset } from '../../src/simulator/load-dataset.js';
+import { startSimulator } from '../../src/simulator/server.js';
+import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
+import { sampleDatasetPath } from '../../src/util/package-root.js';
+import type { Warehouse } from '../../src/warehouse/database.js';
+import { startRawServer, type RawServer } from '../helpers/raw-server.js';
+import { openTestWarehouse, query, syncOnce, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
+
+// Issue #7: a re-sync skips lines a current report was loaded from (raw-line hash, before JSON.parse and
+// validation) and only marks those reports seen; everything else keeps the full path.
+
+const line = (id: string, status: string, updatedAt: string) =>
+  JSON.stringify({
+    id,
+    status,
+    destination: 'ROAD_CONTROL',
+    category: 'Pothole',
+    description: 'Schlagloch',
+    location: { lat: 50.9, lng: 6.9 },
+    address: 'Domkloster 4',
+    createdAt: '2024-01-01T00:00:00.000Z',
+    updatedAt,
+  });
+
+describe('re-sync with known lines', () => {
+  let tmp: ReturnType<typeof tempDir>;
+  let server: RawServer;
+  let body = '';
+  let warehouse: Warehouse;
+
+  beforeEach(async () => {
+    tmp = tempDir();
+    server = await startRawServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.end(body);
+    });
+    warehouse = await openTestWarehouse(testConfig(server.url, join(tmp.dir, 'w.duckdb')));
+  });
+  afterEach(async () => {
+    warehouse.close();
+    await server.close();
+    tmp.cleanup();
+  });
+
+  const sync = () => syncOnce(warehouse, testConfig(server.url, warehouse.path), ndjsonSource);
+
+  it('marks unchanged reports seen without parsing their lines again', async () => {
+    body = [
+      line('A', 'SUBMITTED', '2024-01-02T00:00:00.000Z'),
+      line('B', 'SUBMITTED', '2024-01-02T00:00:00.000Z'),
+    ]
+      .map((l) => `${l}\n`)
+      .join('');
+    const first = await sync();
+    expect(first.counters.inserted).toBe(2);
+    // Proof that a known line is not parsed: a stored content hash that no longer matches its line would
+    // be "updated" by the full path, but a skipped line leaves the row alone.
+    await query(warehouse, `UPDATE reports SET content_hash = 'tampered' WHERE id = 'A'`);
+    const second = await sync();
+    expect(second.status).toBe('succeeded');
+    expect(second.counters).toMatchObject({ recordsRead: 2, recordsLoaded: 2, unchanged: 2, updated: 0 });
+    const rows = await query(warehouse, 'SELECT id, content_hash, run_id FROM reports ORDER BY id');
+    expect(rows.map((r) => [r.id, r.content_hash === 'tampered', r.run_id])).toEqual([
+      ['A', true, second.runId],
+      ['B', false, second.runId],
+    ]);
+    const [versions] = await query(warehouse, 'SELECT count(*) AS n FROM report_versions');
+    expect(versions?.n).toBe(2);
+  });
+
+  it('updates a changed line, and revives a tombstoned report whose line comes back', async () => {
+    body = `${line('A', 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n${line('B', 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n`;
+    await sync();
+    await query(warehouse, `UPDATE reports SET removed_at = now() WHERE id = 'B'`);
+    body = `${line('A', 'RESOLVED', '2024-01-03T00:00:00.000Z')}\n${line('B', 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n`;
+    const run = await sync();
+    expect(run.counters).toMatchObject({ updated: 1, revived: 1, unchanged: 0 });
+    const rows = await query(warehouse, 'SELECT id, status, removed_at FROM reports ORDER BY id');
+    expect(rows).toEqual([
+      { id: 'A', status: 'RESOLVED', removed_at: null },
+      { id: 'B', status: 'SUBMITTED', removed_at: null },
+    ]);
+    // The new line of A is known from now on.
+    const again = await sync();
+    expect(again.counters).toMatchObject({ unchanged: 2, updated: 0, revived: 0 });
+  });
+
+  it('keeps the latest updatedAt among a known line and a new line of the same id', async () => {
+    const newer = line('A', 'RESOLVED', '2024-01-05T00:00:00.000Z');
+    const older = line('A', 'IN_PROGRESS', '2024-01-03T00:00:00.000Z');
+    body = `${newer}\n`;
+    await sync();
+    // The known (newer) line comes first, an older version of A after it: the known one still wins.
+    body = `${newer}\n${older}\n`;
+    const run = await sync();
+    expect(run.counters).toMatchObject({ recordsLoaded: 2, duplicates: 1, unchanged: 1, updated: 0 });
+    const [row] = await query(warehouse, `SELECT status FROM reports WHERE id = 'A'`);
+    expect(row?.status).toBe('RESOLVED');
+    // And the other way round: a newer line beats the known one.
+    const newest = line('A', 'REJECTED', '2024-01-09T00:00:00.000Z');
+    body = `${newest}\n${newer}\n`;
+    const run2 = await sync();
+    expect(run2.counters).toMatchObject({ duplicates: 1, updated: 1 });
+    const [row2] = await query(warehouse, `SELECT status FROM reports WHERE id = 'A'`);
+    expect(row2?.status).toBe('REJECTED');
+  });
+});
+
+describe('re-sync with known CSV rows', () => {
+  it('skips rows a current report came from, and never matches NDJSON lines', async () => {
+    const tmp = tempDir();
+    const sim = await startSimulator({ dataset: await loadDataset(sampleDatasetPath()) });
+    try {
+      const path = join(tmp.dir, 'w.duckdb');
+      const config = testConfig(sim.url, path, { csvPageSize: 1000, maxRejectRatio: 1 });
+      const w = await openTestWarehouse(config);
+      try {
+        const [nd] = await syncTargetOnce(w, config, 'ndjson');
+        expect(nd?.status).toBe('succeeded');
+        // After an NDJSON run, CSV rows are not "known" (other source, other key): all parsed, all unchanged.
+        await query(
+          w,
+          `UPDATE reports SET content_hash = 'tampered' WHERE id = (SELECT min(id) FROM reports)`,
+        );
+        const [first] = await syncTargetOnce(w, config, 'csv');
+        expect(first?.counters).toMatchObject({ updated: 1, inserted: 0 });
+        // Now every row is known from its CSV text: a tampered hash is no longer looked at.
+        await query(
+          w,
+          `UPDATE reports SET content_hash = 'tampered' WHERE id = (SELECT min(id) FROM reports)`,
+        );
+        const [second] = await syncTargetOnce(w, config, 'csv');
+        expect(second?.status).toBe('succeeded');
+        expect(second?.counters).toMatchObject({
+          updated: 0,
+          inserted: 0,
+          unchanged: (first?.counters.unchanged ?? 0) + (first?.counters.updated ?? 0),
+        });
+        const [row] = await query(
+          w,
+          `SELECT content_hash FROM reports WHERE id = (SELECT min(id) FROM reports)`,
+        );
+        expect(row?.content_hash).toBe('tampered');
+      } finally {
+        w.close();
+      }
+    } finally {
+      await sim.close();
+      tmp.cleanup();
+    }
+  });
+});
