@@ -8,5 +8,7 @@ export default defineConfig({
     // Integration tests open real DuckDB files and spawn the built CLI: keep parallelism modest on 2 cores.
     maxWorkers: 2,
     pool: 'forks',
+    // Memory assertions measure live memory after a full GC.
+    execArgv: ['--expose-gc'],
   },
 });

@@ -1,6 +1,7 @@
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { CLI, runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/sync.js';
 
 describe('reports-sync CLI', () => {
@@ -32,6 +33,10 @@ describe('reports-sync CLI', () => {
   it('refuses an unknown option or source with exit 2', async () => {
     expect((await runCli(['sync', '--source', 'xml'])).code).toBe(2);
     expect((await runCli(['sync', '--frobnicate'])).code).toBe(2);
+  });
+
+  it('builds an executable bin, so `npx reports-sync` works from a fresh clone', () => {
+    expect(statSync(CLI).mode & 0o111).not.toBe(0);
   });
 
   it('prints help for every command', async () => {
