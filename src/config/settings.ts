@@ -126,9 +126,9 @@ export const SETTINGS = {
   },
   batchSize: {
     env: 'REPORTS_BATCH_SIZE',
-    schema: int(1, 1_000_000).default(10_000),
+    schema: int(1, 1_000_000).default(122_880),
     allowed: 'an integer from 1 to 1000000',
-    doc: 'Records appended to staging per batch (one checkpoint per batch); 122880 (one DuckDB row group, written compressed to the file instead of through the WAL) makes large NDJSON syncs faster.',
+    doc: 'Records appended to staging per batch (one checkpoint per batch); the default is one DuckDB row group, which is written compressed to the file instead of through the WAL.',
   },
   maxRejectRatio: {
     env: 'REPORTS_MAX_REJECT_RATIO',
