@@ -239,21 +239,7 @@ function withExtra(r: CoreReport, extra: Record<string, unknown> | null): Valida
 
 function finish(parsed: z.ZodSafeParseResult<z.output<typeof core>>, extra: Record<string, unknown> | null) {
   if (!parsed.success) return { ok: false as const, issues: toIssues(parsed.error) };
-  const r = parsed.data;
-  const report: Report = {
-    id: r.id,
-    status: r.status,
-    destination: r.destination,
-    category: r.category,
-    description: r.description,
-    lat: r.lat,
-    lng: r.lng,
-    address: r.address,
-    createdAt: r.createdAt,
-    updatedAt: r.updatedAt ?? r.createdAt,
-    extra,
-  };
-  return { ok: true as const, report };
+  return withExtra({ ...parsed.data, updatedAt: parsed.data.updatedAt ?? parsed.data.createdAt }, extra);
 }
 
 function readLocation(obj: Record<string, unknown>): { lat: unknown; lng: unknown } | { issue: RecordIssue } {
