@@ -73,7 +73,7 @@ const log = (msg: string) =>
 
 /** Starts `reports-sync simulate --generate n` and resolves with its base URL and a stop function. */
 async function startSimulator(n: number): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, [CLI, 'simulate', '--generate', String(n), '--log-level', 'warn'], {
+  const child = spawn(process.execPath, [CLI, 'simulate', '--generate', String(n), '--cache-exports', '--log-level', 'warn'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {

@@ -1,5 +1,6 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { generateDataset, GENERATED_MAX } from '../simulator/generate.js';
 import { loadDataset } from '../simulator/load-dataset.js';
@@ -51,6 +52,7 @@ interface SimulateOptions {
   advanceDays: string;
   fault?: string[];
   logLevel: string;
+  cacheExports?: boolean;
 }
 
 /**
@@ -85,6 +87,12 @@ export function registerSimulate(program: Command): void {
       v,
     ])
     .option('--log-level <level>', `log level: ${LOG_LEVELS.join(', ')}`, 'info')
+    .option(
+      '--cache-exports',
+      'keep each NDJSON export in a temp folder once served whole, and serve that file while the data ' +
+        'state lasts (as a static export would be; the benchmark uses it so it measures the sync, not the ' +
+        'generator); removed on exit',
+    )
     .addHelpText('after', FAULT_HELP)
     .action(async (opts: SimulateOptions) => {
       await runSimulate(opts);
@@ -122,14 +130,25 @@ async function runSimulate(opts: SimulateOptions): Promise<void> {
   }
   if (days > 0) dataset.advanceDays(days);
 
-  const sim: SimulatorHandle = await startSimulator({ dataset, port, host: opts.host, faults, logger });
+  const exportCacheDir = opts.cacheExports ? mkdtempSync(join(tmpdir(), 'reports-sync-exports-')) : undefined;
+  const sim: SimulatorHandle = await startSimulator({
+    dataset,
+    port,
+    host: opts.host,
+    faults,
+    logger,
+    ...(exportCacheDir ? { exportCacheDir } : {}),
+  });
   process.stdout.write(`listening on ${sim.url}\n`);
   await new Promise<void>((done) => {
     const stop = (signal: NodeJS.Signals) => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
       logger.info({ signal }, 'simulator stopping');
-      void sim.close().then(done);
+      void sim.close().then(() => {
+        if (exportCacheDir) rmSync(exportCacheDir, { recursive: true, force: true });
+        done();
+      });
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);

@@ -42,6 +42,8 @@ export interface RouteContext {
   faults: BodyFaults;
   /** 0, or the number of the regenerated export this request sees (the `regenerate` fault). */
   regeneration: number;
+  /** Folder where the NDJSON export of a data state is kept once generated (see serve-ndjson.ts). */
+  exportCacheDir?: string | undefined;
 }
 
 /**

@@ -43,6 +43,12 @@ export interface SimulatorOptions {
   faults?: ReadonlyArray<FaultSpec | string>;
   /** Request log lines (`info`: method, path, status, ms) go here; default: silent. */
   logger?: Logger;
+  /**
+   * Keep the NDJSON export of each data state in this folder once it has been served whole, and serve it
+   * from there (a static file, as real services serve exports) while the state lasts. Default: none (the
+   * export is generated on every request). The caller owns and removes the folder.
+   */
+  exportCacheDir?: string;
 }
 
 /** A running simulator. Every admin endpoint has its in-process twin here. */
@@ -231,7 +237,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     if (ctx.faults.regenerate) ctx.regeneration = ++regenerations;
     switch (endpoint) {
       case 'ndjson':
-        return serveNdjson(ctx);
+        return serveNdjson({ ...ctx, exportCacheDir: options.exportCacheDir });
       case 'csv':
         return serveCsvPage(ctx, validation.query as CsvQuery);
       case 'list':

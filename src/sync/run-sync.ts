@@ -1,3 +1,4 @@
+import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Dispatcher } from 'undici';
@@ -11,7 +12,7 @@ import type { Logger } from '../util/logger.js';
 import { clearStaging, mergeStaging } from '../warehouse/merge.js';
 import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
 import { finishRun, newRunId, saveCounters, saveFacts, startRun, type RunStatus } from '../warehouse/runs.js';
-import { StagingWriter } from '../warehouse/staging.js';
+import { clearSpool, spoolDirFor, StagingWriter } from '../warehouse/staging.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import type { ExportInfo, ExportSource, ReadContext } from './export-source.js';
 import { KnownLines } from './known-lines.js';
@@ -130,7 +131,10 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   let exportInfoSaved = false;
   let incompleteReason: string | undefined;
   let attempts = 0;
-  let writer = new StagingWriter(connection, runId, source.name, config.rejectRawMaxBytes);
+  const spoolDir = spoolDirFor(config.warehouse === ':memory:' ? ':memory:' : resolve(config.warehouse), tmpdir());
+  clearSpool(spoolDir);
+  const target = { runId, source: source.name, rawMaxBytes: config.rejectRawMaxBytes, spoolDir };
+  let writer = new StagingWriter(connection, target);
   // Lines a current report came from are skipped before parsing (issue #7); loaded once per run.
   const knownLines = await KnownLines.load(connection, source.name);
   let page: number | undefined;
@@ -138,6 +142,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   // run can be resumed only against the same export version.
   const flush = async (checkpoint: { page?: number | undefined; nextUrl?: string | undefined }) => {
     if (exportInfo && !exportInfoSaved) {
+      await writer.drain(); // the connection is the background commit's until it is done
       await saveFacts(connection, runId, {
         exportEtag: exportInfo.etag ?? null,
         exportLastModified: exportInfo.lastModified ?? null,
@@ -162,7 +167,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     if (attempt > 1) {
       // A broken body restarts the export from its start: never splice attempts together (DESIGN.md §4).
       await writer.discard();
-      writer = new StagingWriter(connection, runId, source.name, config.rejectRawMaxBytes);
+      writer = new StagingWriter(connection, target);
       counters = emptyCounters();
       exportInfo = undefined;
       exportInfoSaved = false;
@@ -196,14 +201,11 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       if (resume) {
         counters = { ...resume.counters };
         page = resume.page;
-        writer = new StagingWriter(
-          connection,
-          runId,
-          source.name,
-          config.rejectRawMaxBytes,
-          resume.nextSeq,
-          resume.batch,
-        );
+        writer = new StagingWriter(connection, {
+          ...target,
+          startSeq: resume.nextSeq,
+          startBatch: resume.batch,
+        });
         exportInfoSaved = true;
         ctx.resumeFrom = { page: resume.page, nextUrl: resume.nextUrl, ...resume.validator };
       }
@@ -245,11 +247,11 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       if (writer.pending >= config.batchSize && !source.paging) {
         await flush({ page });
         progress();
-        await failpoint('after-batch');
+        await failpoint('after-batch', () => writer.drain());
       }
     }
     if (writer.pending > 0 || !source.paging) await flush({ page });
-    await writer.close();
+    await writer.finish();
     progress();
   };
 
@@ -308,7 +310,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     logger.info({ ...counters, durationMs }, 'run succeeded');
     return { ...summary, durationMs };
   } catch (err) {
-    await writer.close(); // drop the open batch and what the appenders hold uncommitted
+    await writer.close(); // drop the batch not flushed, wait for a commit still running
     const aborted = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED');
     const warehousePath = resolve(config.warehouse);
     const error = asSyncError(err, warehousePath);

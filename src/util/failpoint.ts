@@ -10,10 +10,12 @@ export type FailpointName = 'after-batch' | 'in-merge' | 'after-commit';
  * nothing after it has run yet).
  *
  * Deliberately not a setting of config/settings.ts: it is no user option and never appears in the README's
- * configuration table. A no-op costing one environment lookup when unset.
+ * configuration table. A no-op costing one environment lookup when unset. `prepare` runs first, only when
+ * the point is armed (e.g. wait for a background commit so the point means what its name says).
  */
-export async function failpoint(name: FailpointName): Promise<void> {
+export async function failpoint(name: FailpointName, prepare?: () => Promise<void>): Promise<void> {
   if (process.env.REPORTS_FAILPOINT !== name) return;
+  await prepare?.();
   process.stderr.write(`failpoint ${name} reached\n`);
   await new Promise<never>(() => {
     setInterval(() => undefined, 60_000);

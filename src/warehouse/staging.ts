@@ -1,9 +1,13 @@
-import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { RecordLocation } from '../extract/record.js';
 import { formatLocation } from '../extract/record.js';
 import type { RecordIssue, Report } from '../schema/report.js';
+import { SyncError } from '../util/errors.js';
 import { saveCounters } from './runs.js';
 import type { RunCounters } from './run-counters.js';
+import { LineFile } from '../util/line-file.js';
 
 /** A record that failed parsing or validation, as stored in `rejected_records`. */
 export interface Reject {
@@ -22,246 +26,284 @@ export interface CheckpointInfo {
   nextUrl?: string | undefined;
 }
 
-interface StagedRow {
-  seq: number;
-  report: Report;
-  hash: string;
-  location: RecordLocation;
-  lineHash: bigint | undefined;
+/** Where and for which run a {@link StagingWriter} stages. */
+export interface StagingTarget {
+  runId: string;
+  /** `ndjson` | `csv`, stored with each reject. */
+  source: string;
+  /** Raw text kept per reject (bytes); longer text is cut and flagged. */
+  rawMaxBytes: number;
+  /** Folder for the batch files DuckDB loads (created when missing; see {@link spoolDirFor}). */
+  spoolDir: string;
+  /** Sequence number to continue from when resuming a run (staged rows already hold 0..seq-1). */
+  startSeq?: number | undefined;
+  /** Batches already committed by the run being resumed. */
+  startBatch?: number | undefined;
+}
+
+/** One batch handed to the background commit: its files, rejects and the figures of its checkpoint. */
+interface Batch {
+  number: number;
+  rows: LineFile | null;
+  seen: LineFile | null;
+  rejects: Reject[];
+  counters: RunCounters;
+  checkpoint: CheckpointInfo;
 }
 
 /**
- * Buffers valid reports, known (unchanged) lines and rejects of one run and commits them in batches: each
- * {@link flush} is one transaction holding the batch's staging rows (DuckDB Appender), the hashes of its
- * known lines (`staging_seen`), its rejects, a `sync_checkpoints` row and the run's counters, so a crash
- * leaves whole batches only (DESIGN.md §6). Every valid record gets the next sequence number (`seq`,
- * arrival order: "last seen wins" on ties), staged or known.
+ * Stages the valid reports, known (unchanged) lines and rejects of one run in batches. Records are written
+ * as NDJSON to a batch file ({@link LineFile}); {@link flush} hands the batch to DuckDB, which loads it
+ * with `read_json` into `staging_reports`/`staging_seen` in one transaction holding the batch's rejects, a
+ * `sync_checkpoints` row and the run's counters, so a crash leaves whole batches only (DESIGN.md §6).
+ *
+ * The commit runs in the background (DuckDB's threads) while the caller reads the next batch: at most one
+ * batch commits at a time, the next {@link flush} waits for it, and {@link finish} waits for the last one
+ * and reports any failure (issue #7: through the Appender, the main thread spent ~17 s of a 1M-record sync
+ * converting values and flushing). Every valid record gets the next sequence number (`seq`, arrival order:
+ * "last seen wins" on ties), staged or known.
  */
 export class StagingWriter {
-  private rows: StagedRow[] = [];
-  private seenSeq: number[] = [];
-  private seenHash: bigint[] = [];
-  private rejects: Reject[] = [];
-  private seq = 0;
-  private batch = 0;
-  private buffered = 0;
-  /**
-   * After the first commit the writer keeps a transaction open for the next batch, with appenders whose
-   * rows are flushed into it every {@link SUB_FLUSH} records: records go straight into DuckDB (issue #7:
-   * held as JS objects until the batch committed, they were promoted to V8's old generation and kept the
-   * heap ~100 MiB), and a batch can span whole DuckDB row groups, which are written compressed to the file
-   * instead of through the WAL (10k-row batches cost ~2x the CPU of 131k-row ones, measured).
-   */
-  private direct: { rows: DuckDBAppender; seen: DuckDBAppender; unflushed: number } | null = null;
-  private inTransaction = false;
+  readonly #c: DuckDBConnection;
+  readonly #t: StagingTarget;
+  #rows: LineFile | null = null;
+  #seen: LineFile | null = null;
+  #rejects: Reject[] = [];
+  #seq: number;
+  #batch: number;
+  #buffered = 0;
+  #inflight: Promise<void> | null = null;
+  #failure: { error: unknown } | null = null;
+  #files = new Set<string>();
 
-  /**
-   * @param rawMaxBytes raw text kept per reject (bytes); longer text is cut and flagged
-   */
-  constructor(
-    private readonly connection: DuckDBConnection,
-    private readonly runId: string,
-    private readonly source: string,
-    private readonly rawMaxBytes: number,
-    /** Sequence number to continue from when resuming a run (staged rows already hold 0..seq-1). */
-    startSeq = 0,
-    startBatch = 0,
-  ) {
-    this.seq = startSeq;
-    this.batch = startBatch;
+  constructor(connection: DuckDBConnection, target: StagingTarget) {
+    this.#c = connection;
+    this.#t = target;
+    this.#seq = target.startSeq ?? 0;
+    this.#batch = target.startBatch ?? 0;
   }
 
-  /** Buffered records not yet committed. */
+  /** Records added since the last {@link flush}. */
   get pending(): number {
-    return this.buffered;
+    return this.#buffered;
   }
 
   /** Next staging sequence number (valid records so far, across resumes). */
   get nextSeq(): number {
-    return this.seq;
+    return this.#seq;
   }
 
-  /** Buffers one valid report with its content hash and, when known, the hash of its raw line. */
-  add(report: Report, hash: string, location: RecordLocation, lineHash?: bigint): void {
-    this.buffered++;
-    const d = this.direct;
-    if (d) {
-      appendStaged(d.rows, this.runId, this.seq++, report, hash, location, lineHash);
-      if (++d.unflushed >= SUB_FLUSH) this.subFlush(d);
-    } else {
-      this.rows.push({ seq: this.seq++, report, hash, location, lineHash });
-    }
+  /** Stages one valid report with its content hash and, when known, the hash of its raw line. */
+  add(r: Report, hash: string, location: RecordLocation, lineHash?: bigint): void {
+    this.#buffered++;
+    const line = JSON.stringify({
+      s: this.#seq++,
+      l: formatLocation(location),
+      i: r.id,
+      st: r.status,
+      d: r.destination,
+      c: r.category,
+      ds: r.description,
+      la: r.lat,
+      ln: r.lng,
+      a: r.address,
+      ca: r.createdAt,
+      ua: r.updatedAt,
+      x: r.extra === null ? null : JSON.stringify(r.extra),
+      h: hash,
+      lh: lineHash === undefined ? null : lineHash.toString(),
+    });
+    (this.#rows ??= this.#file('rows')).write(hasSurrogateEscape(line) ? wellFormedLine(line) : line);
   }
 
-  /** Buffers a known line (its report is current and unchanged): only its hash is staged. */
+  /** Stages a known line (its report is current and unchanged): only its hash. */
   seen(lineHash: bigint): void {
-    this.buffered++;
-    const d = this.direct;
-    if (d) {
-      appendSeen(d.seen, this.runId, this.seq++, lineHash);
-      if (++d.unflushed >= SUB_FLUSH) this.subFlush(d);
-    } else {
-      this.seenSeq.push(this.seq++);
-      this.seenHash.push(lineHash);
-    }
+    this.#buffered++;
+    (this.#seen ??= this.#file('seen')).write(`{"s":${this.#seq++},"lh":"${lineHash.toString()}"}`);
   }
 
-  /** Buffers one rejected record. */
+  /** Stages one rejected record. */
   reject(reject: Reject): void {
-    this.buffered++;
-    this.rejects.push(reject);
+    this.#buffered++;
+    this.#rejects.push(reject);
   }
 
   /**
-   * Commits the buffered rows, rejects, a checkpoint and `counters` in one transaction, then opens the next
-   * batch's. Rolls back and rethrows on any failure (nothing of the batch is kept).
+   * Ends the current batch and starts committing it (rows, known lines, rejects, a checkpoint and a copy of
+   * `counters` in one transaction) after the previous batch's commit. Resolves once the commit has started,
+   * not when it is done: {@link drain} or {@link finish} wait for it.
+   *
+   * @throws the previous batch's commit failure, or a file-system error writing this batch's files.
    */
   async flush(counters: RunCounters, checkpoint: CheckpointInfo = {}): Promise<void> {
-    const c = this.connection;
+    const batch: Batch = {
+      number: ++this.#batch,
+      rows: this.#rows,
+      seen: this.#seen,
+      rejects: this.#rejects,
+      counters: { ...counters },
+      checkpoint: { ...checkpoint },
+    };
+    this.#rows = null;
+    this.#seen = null;
+    this.#rejects = [];
+    this.#buffered = 0;
     try {
-      if (!this.inTransaction) {
-        await c.run('BEGIN TRANSACTION');
-        this.inTransaction = true;
-      }
-      if (this.direct) this.subFlush(this.direct);
-      if (this.rows.length > 0) await this.appendRows();
-      if (this.seenSeq.length > 0) await this.appendSeenRows();
-      if (this.rejects.length > 0) await this.appendRejects();
-      this.batch += 1;
-      await c.run(
-        `INSERT INTO sync_checkpoints VALUES ($run, $batch, $page, $read, $loaded, $rejected, $bytes, $next, now())`,
-        {
-          run: this.runId,
-          batch: this.batch,
-          page: checkpoint.page ?? null,
-          read: counters.recordsRead,
-          loaded: counters.recordsLoaded,
-          rejected: counters.recordsRejected,
-          bytes: counters.bytesRead,
-          next: checkpoint.nextUrl ?? null,
-        },
-      );
-      await saveCounters(c, this.runId, counters);
-      await c.run('COMMIT');
-      this.inTransaction = false;
+      batch.rows?.close();
+      batch.seen?.close();
+      await this.drain();
     } catch (err) {
-      await this.close();
+      this.#remove(batch);
       throw err;
     }
-    this.rows = [];
-    this.seenSeq = [];
-    this.seenHash = [];
-    this.rejects = [];
-    this.buffered = 0;
-    await this.open();
+    this.#inflight = this.#commit(batch).then(
+      () => this.#remove(batch),
+      (error: unknown) => {
+        this.#remove(batch);
+        this.#failure = { error };
+      },
+    );
   }
 
-  /**
-   * Opens the first batch's transaction and appenders, so records go straight into DuckDB from the first
-   * one (without it, the first batch is held in JS until its {@link flush}). Call before reading.
-   */
+  /** Creates the spool folder. Call before reading. */
   async open(): Promise<void> {
-    if (this.direct) return;
-    const c = this.connection;
-    if (!this.inTransaction) {
-      await c.run('BEGIN TRANSACTION');
-      this.inTransaction = true;
-    }
-    this.direct = {
-      rows: await c.createAppender('staging_reports'),
-      seen: await c.createAppender('staging_seen'),
-      unflushed: 0,
-    };
+    mkdirSync(this.#t.spoolDir, { recursive: true });
   }
 
   /**
-   * Ends the writer: drops what its appenders hold and rolls back the open batch transaction (records
-   * added since the last {@link flush} are not kept). Call when reading ends, after the last flush and
-   * before the merge, and on failure. Idempotent; the next {@link flush} starts over.
+   * Waits until every flushed batch is committed.
+   *
+   * @throws the first failure of a background commit (the batch was rolled back; later ones never ran).
+   */
+  async drain(): Promise<void> {
+    if (this.#inflight) await this.#inflight;
+    this.#inflight = null;
+    if (this.#failure) throw this.#failure.error;
+  }
+
+  /**
+   * Waits for the last commit (rethrowing its failure), then releases the writer's files. Call once reading
+   * ended and the last batch was flushed, before the merge.
+   */
+  async finish(): Promise<void> {
+    await this.drain();
+    await this.close();
+  }
+
+  /**
+   * Ends the writer without committing what was added since the last {@link flush}: waits for a running
+   * commit (ignoring its failure) and deletes the writer's files. Idempotent; never throws.
    */
   async close(): Promise<void> {
-    const d = this.direct;
-    this.direct = null;
-    for (const appender of d ? [d.rows, d.seen] : []) {
+    if (this.#inflight) await this.#inflight;
+    this.#inflight = null;
+    for (const f of [this.#rows, this.#seen]) {
       try {
-        appender.clear();
-        appender.closeSync();
+        f?.close();
       } catch {
-        // an appender left in error by a failed flush has nothing to keep
+        // a file that cannot be flushed is deleted below anyway
       }
     }
-    if (this.inTransaction) {
-      this.inTransaction = false;
-      await this.connection.run('ROLLBACK').catch(() => undefined);
-    }
-  }
-
-  /** Moves the appenders' rows into the open batch transaction (DuckDB buffers them, spilling if needed). */
-  private subFlush(d: NonNullable<StagingWriter['direct']>): void {
-    d.rows.flushSync();
-    d.seen.flushSync();
-    d.unflushed = 0;
+    this.#rows = null;
+    this.#seen = null;
+    this.#rejects = [];
+    this.#buffered = 0;
+    for (const path of this.#files) rmSync(path, { force: true });
+    this.#files.clear();
   }
 
   /** Drops everything this run staged (used when an export restarts from its beginning). */
   async discard(): Promise<void> {
     await this.close();
-    this.buffered = 0;
-    this.rows = [];
-    this.seenSeq = [];
-    this.seenHash = [];
-    this.rejects = [];
-    this.seq = 0;
-    this.batch = 0;
-    const c = this.connection;
+    this.#failure = null;
+    this.#seq = 0;
+    this.#batch = 0;
+    const c = this.#c;
+    const run = { run: this.#t.runId };
     await c.run('BEGIN TRANSACTION');
-    await c.run('DELETE FROM staging_reports WHERE run_id = $run', { run: this.runId });
-    await c.run('DELETE FROM staging_seen WHERE run_id = $run', { run: this.runId });
-    await c.run('DELETE FROM rejected_records WHERE run_id = $run', { run: this.runId });
-    await c.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: this.runId });
+    await c.run('DELETE FROM staging_reports WHERE run_id = $run', run);
+    await c.run('DELETE FROM staging_seen WHERE run_id = $run', run);
+    await c.run('DELETE FROM rejected_records WHERE run_id = $run', run);
+    await c.run('DELETE FROM sync_checkpoints WHERE run_id = $run', run);
     await c.run('COMMIT');
   }
 
-  private async appendRows(): Promise<void> {
-    const appender = await this.connection.createAppender('staging_reports');
-    try {
-      for (const { seq, report, hash, location, lineHash } of this.rows) {
-        appendStaged(appender, this.runId, seq, report, hash, location, lineHash);
-      }
-      appender.flushSync();
-    } finally {
-      appender.closeSync();
+  #file(kind: 'rows' | 'seen'): LineFile {
+    const path = join(this.#t.spoolDir, `${this.#t.runId}-${this.#batch + 1}-${kind}.ndjson`);
+    this.#files.add(path);
+    return new LineFile(path);
+  }
+
+  #remove(batch: Batch): void {
+    for (const f of [batch.rows, batch.seen]) {
+      if (!f) continue;
+      rmSync(f.path, { force: true });
+      this.#files.delete(f.path);
     }
   }
 
-  private async appendSeenRows(): Promise<void> {
-    const appender = await this.connection.createAppender('staging_seen');
+  async #commit(batch: Batch): Promise<void> {
+    const c = this.#c;
+    const run = this.#t.runId;
+    await c.run('BEGIN TRANSACTION');
     try {
-      for (let i = 0; i < this.seenSeq.length; i++) {
-        appendSeen(appender, this.runId, this.seenSeq[i]!, this.seenHash[i]!);
-      }
-      appender.flushSync();
-    } finally {
-      appender.closeSync();
+      if (batch.rows) await this.#load(batch.rows, STAGED_ROWS, 'staging_reports');
+      if (batch.seen) await this.#load(batch.seen, SEEN_ROWS, 'staging_seen');
+      if (batch.rejects.length > 0) await this.#appendRejects(batch.rejects);
+      await c.run(
+        `INSERT INTO sync_checkpoints VALUES ($run, $batch, $page, $read, $loaded, $rejected, $bytes, $next, now())`,
+        {
+          run,
+          batch: batch.number,
+          page: batch.checkpoint.page ?? null,
+          read: batch.counters.recordsRead,
+          loaded: batch.counters.recordsLoaded,
+          rejected: batch.counters.recordsRejected,
+          bytes: batch.counters.bytesRead,
+          next: batch.checkpoint.nextUrl ?? null,
+        },
+      );
+      await saveCounters(c, run, batch.counters);
+      await c.run('COMMIT');
+    } catch (err) {
+      await c.run('ROLLBACK').catch(() => undefined);
+      throw err;
     }
   }
 
-  private async appendRejects(): Promise<void> {
-    const appender = await this.connection.createAppender('rejected_records');
+  /** Loads one batch file; checks DuckDB read every line written (a short read would lose records). */
+  async #load(file: LineFile, sql: (maxObjectBytes: number) => string, table: string): Promise<void> {
+    // read_json refuses a line longer than maximum_object_size (default 16 MiB): size it to the batch.
+    const maxObjectBytes = Math.max(16 * 1024 * 1024, file.longestLine + 1024);
+    const result = await this.#c.run(sql(maxObjectBytes), { run: this.#t.runId, file: file.path });
+    if (result.rowsChanged !== file.lines) {
+      throw new SyncError(
+        'STAGING_MISMATCH',
+        `DuckDB loaded ${result.rowsChanged} rows into ${table} from a batch of ${file.lines} records`,
+        { context: { table, written: file.lines, loaded: result.rowsChanged } },
+      );
+    }
+  }
+
+  async #appendRejects(rejects: Reject[]): Promise<void> {
+    const appender = await this.#c.createAppender('rejected_records');
     const now = new Date().toISOString();
+    const max = this.#t.rawMaxBytes;
     try {
-      for (const r of this.rejects) {
+      for (const r of rejects) {
         const fullBytes = r.rawBytes ?? Buffer.byteLength(r.raw);
-        const cut = fullBytes > this.rawMaxBytes || r.rawTruncated === true;
-        const raw = Buffer.byteLength(r.raw) > this.rawMaxBytes ? cutUtf8(r.raw, this.rawMaxBytes) : r.raw;
-        appender.appendVarchar(this.runId);
-        appender.appendVarchar(this.source);
+        const cut = fullBytes > max || r.rawTruncated === true;
+        const raw = Buffer.byteLength(r.raw) > max ? cutUtf8(r.raw, max) : r.raw;
+        appender.appendVarchar(this.#t.runId);
+        appender.appendVarchar(this.#t.source);
         appender.appendVarchar(formatLocation(r.location));
         appender.appendBigInt(BigInt(r.location.line));
-        appendNumber(appender, r.location.page ?? null, true);
+        if (r.location.page === undefined) appender.appendNull();
+        else appender.appendInteger(r.location.page);
         if (r.location.row === undefined) appender.appendNull();
         else appender.appendBigInt(BigInt(r.location.row));
-        appendText(appender, r.recordId ?? null);
+        if (r.recordId === undefined) appender.appendNull();
+        else appender.appendVarchar(r.recordId);
         appender.appendVarchar(raw);
         appender.appendBoolean(cut);
         appender.appendBigInt(BigInt(fullBytes));
@@ -276,56 +318,66 @@ export class StagingWriter {
   }
 }
 
-// Records an appender holds before they move into the batch transaction (DuckDB's appender would flush on
-// its own past 204,800 rows).
-const SUB_FLUSH = 8_192;
+// The batch files' columns: short keys keep the files small; types as read_json maps them. Timestamps and
+// `extra` travel as text and are cast by DuckDB, as the Appender did (issue #7: faster than typed values).
+const STAGED_ROWS = (maxObjectBytes: number) => `
+  INSERT INTO staging_reports (run_id, seq, location, id, status, destination, category, description, lat, lng,
+    address, created_at, updated_at, extra, content_hash, line_hash)
+  SELECT $run, s, l, i, st, d, c, ds, la, ln, a, ca::TIMESTAMPTZ, ua::TIMESTAMPTZ, x::JSON, h, lh::BIGINT
+  FROM read_json($file, format = 'newline_delimited', maximum_object_size = ${maxObjectBytes}, columns = {
+    s: 'BIGINT', l: 'VARCHAR', i: 'VARCHAR', st: 'VARCHAR', d: 'VARCHAR', c: 'VARCHAR', ds: 'VARCHAR',
+    la: 'DOUBLE', ln: 'DOUBLE', a: 'VARCHAR', ca: 'VARCHAR', ua: 'VARCHAR', x: 'VARCHAR', h: 'VARCHAR',
+    lh: 'VARCHAR'})`;
+const SEEN_ROWS = (maxObjectBytes: number) => `
+  INSERT INTO staging_seen (run_id, seq, line_hash)
+  SELECT $run, s, lh::BIGINT
+  FROM read_json($file, format = 'newline_delimited', maximum_object_size = ${maxObjectBytes},
+    columns = {s: 'BIGINT', lh: 'VARCHAR'})`;
 
-function appendStaged(
-  appender: DuckDBAppender,
-  runId: string,
-  seq: number,
-  r: Report,
-  hash: string,
-  location: RecordLocation,
-  lineHash: bigint | undefined,
-): void {
-  appender.appendVarchar(runId);
-  appender.appendBigInt(BigInt(seq));
-  appender.appendVarchar(formatLocation(location));
-  appender.appendVarchar(r.id);
-  appender.appendVarchar(r.status);
-  appender.appendVarchar(r.destination);
-  appendText(appender, r.category);
-  appendText(appender, r.description);
-  appendNumber(appender, r.lat);
-  appendNumber(appender, r.lng);
-  appendText(appender, r.address);
-  // Strings are cast by DuckDB to TIMESTAMPTZ/JSON: faster than building typed JS values (issue #7).
-  appender.appendVarchar(r.createdAt);
-  appender.appendVarchar(r.updatedAt);
-  appendText(appender, r.extra === null ? null : JSON.stringify(r.extra));
-  appender.appendVarchar(hash);
-  if (lineHash === undefined) appender.appendNull();
-  else appender.appendBigInt(lineHash);
-  appender.endRow();
+/**
+ * The folder for a warehouse's batch files: `<warehouse>.spool` beside the file (same disk, same
+ * permissions), or one under the OS temp folder for an in-memory warehouse.
+ */
+export function spoolDirFor(warehousePath: string, tmp: string): string {
+  return warehousePath === ':memory:' ? join(tmp, `reports-sync-spool-${process.pid}`) : `${warehousePath}.spool`;
 }
 
-function appendSeen(appender: DuckDBAppender, runId: string, seq: number, lineHash: bigint): void {
-  appender.appendVarchar(runId);
-  appender.appendBigInt(BigInt(seq));
-  appender.appendBigInt(lineHash);
-  appender.endRow();
+/**
+ * Deletes batch files left by runs that were killed (their staging rows were committed or rolled back by
+ * DuckDB; the files are only transport). Call at the start of a run: one process holds the warehouse, and it
+ * runs one sync at a time.
+ */
+export function clearSpool(spoolDir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(spoolDir);
+  } catch {
+    return;
+  }
+  for (const name of names) if (name.endsWith('.ndjson')) rmSync(join(spoolDir, name), { force: true });
 }
 
-function appendText(appender: DuckDBAppender, value: string | null): void {
-  if (value === null) appender.appendNull();
-  else appender.appendVarchar(value);
+// JSON.stringify writes a lone UTF-16 surrogate as a `\udXXX` escape, which DuckDB's JSON reader refuses
+// ("no low surrogate"). Such text is replaced by U+FFFD, as the Appender's UTF-8 conversion did.
+function hasSurrogateEscape(line: string): boolean {
+  return line.includes('\\ud');
 }
 
-function appendNumber(appender: DuckDBAppender, value: number | null, integer = false): void {
-  if (value === null) appender.appendNull();
-  else if (integer) appender.appendInteger(value);
-  else appender.appendDouble(value);
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+function wellFormedLine(line: string): string {
+  const row = wellFormed(JSON.parse(line)) as { x: string | null };
+  if (row.x !== null) row.x = JSON.stringify(wellFormed(JSON.parse(row.x)));
+  return JSON.stringify(row);
+}
+
+function wellFormed(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(LONE_SURROGATE, '\ufffd');
+  if (Array.isArray(value)) return value.map(wellFormed);
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[wellFormed(k) as string] = wellFormed(v);
+  return out;
 }
 
 /** Cuts a string to at most `maxBytes` UTF-8 bytes without splitting a character. */

@@ -1,0 +1,66 @@
+import { closeSync, openSync, writeSync } from 'node:fs';
+
+const BUFFER_BYTES = 1 << 20;
+
+/**
+ * An append-only file of text lines written synchronously through one reusable 1 MiB buffer: strings are
+ * encoded once into the buffer, never joined (issue #7: joining and writing strings cost ~2 µs per line).
+ * Used for the sync's batch files, which DuckDB loads with `read_json`, and the simulator's export cache.
+ *
+ * @throws the file system's error (ENOSPC, EFBIG, EACCES, ...) from {@link write} and {@link close}.
+ */
+export class LineFile {
+  readonly #fd: number;
+  readonly #buffer = Buffer.allocUnsafe(BUFFER_BYTES);
+  #used = 0;
+  #closed = false;
+  /** Lines written. */
+  lines = 0;
+  /** Longest line written, in bytes (with its `\n`): what `read_json`'s `maximum_object_size` must allow. */
+  longestLine = 0;
+
+  /** Creates (truncating) the file at `path`. */
+  constructor(readonly path: string) {
+    this.#fd = openSync(path, 'w');
+  }
+
+  /** Appends one line; `line` must not contain a raw line break (JSON.stringify output never does). */
+  write(line: string): void {
+    // UTF-8 needs at most 3 bytes per UTF-16 unit.
+    if (this.#used + line.length * 3 + 1 > BUFFER_BYTES) {
+      this.#drain();
+      if (line.length * 3 + 1 > BUFFER_BYTES) {
+        const bytes = Buffer.from(`${line}\n`, 'utf8');
+        writeSync(this.#fd, bytes);
+        this.#count(bytes.length);
+        return;
+      }
+    }
+    const n = this.#buffer.write(line, this.#used, 'utf8');
+    this.#buffer[this.#used + n] = 0x0a;
+    this.#used += n + 1;
+    this.#count(n + 1);
+  }
+
+  /** Writes what is buffered and closes the file. Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      this.#drain();
+    } finally {
+      closeSync(this.#fd);
+    }
+  }
+
+  #count(bytes: number): void {
+    this.lines++;
+    if (bytes > this.longestLine) this.longestLine = bytes;
+  }
+
+  #drain(): void {
+    let off = 0;
+    while (off < this.#used) off += writeSync(this.#fd, this.#buffer, off, this.#used - off);
+    this.#used = 0;
+  }
+}
