@@ -73,9 +73,13 @@ const log = (msg: string) =>
 
 /** Starts `reports-sync simulate --generate n` and resolves with its base URL and a stop function. */
 async function startSimulator(n: number): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, [CLI, 'simulate', '--generate', String(n), '--cache-exports', '--log-level', 'warn'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'simulate', '--generate', String(n), '--cache-exports', '--log-level', 'warn'],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const url = await new Promise<string>((resolve, reject) => {
     let buffered = '';
     child.stdout.on('data', (d: Buffer) => {

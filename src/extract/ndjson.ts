@@ -64,8 +64,8 @@ export async function* extractNdjson(
       };
       continue;
     }
-    if (isBlank(line.text)) continue;
-    const check = line.terminated ? options.knownLines?.check(line.text) : undefined;
+    if (line.raw ? isBlankBytes(line.raw) : isBlank(line.text)) continue;
+    const check = line.terminated ? options.knownLines?.check(line.raw ?? line.text) : undefined;
     if (check?.known) {
       yield { kind: 'known', location, lineHash: check.hash };
       continue;
@@ -98,6 +98,14 @@ export async function* extractNdjson(
       lineDigest: check?.digest,
     };
   }
+}
+
+function isBlankBytes(raw: Buffer): boolean {
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i];
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;
+  }
+  return true;
 }
 
 function isBlank(text: string): boolean {

@@ -10,6 +10,11 @@ export interface Line {
   overLimit: boolean;
   /** False only for a last line with no final `\n` (a close-delimited body may have been cut there). */
   terminated: boolean;
+  /**
+   * The line's bytes (without BOM and `\n`), a view valid only until the consumer asks for the next line;
+   * absent when `overLimit`. Lets a hash skip encoding `text` back to UTF-8 (issue #7).
+   */
+  raw?: Buffer | undefined;
 }
 
 /** Options of {@link splitLines} (bytes). */
@@ -43,12 +48,14 @@ export async function* splitLines(
   const take = (terminated: boolean): Line => {
     const buf = pending.length === 1 ? pending[0]! : Buffer.concat(pending, kept);
     const overLimit = pendingBytes > options.maxLineBytes;
+    const text = stripBom(buf.toString('utf8'), lineNumber + 1);
     const line: Line = {
       lineNumber: ++lineNumber,
-      text: stripBom(buf.toString('utf8'), lineNumber),
+      text,
       bytes: pendingBytes,
       overLimit,
       terminated,
+      raw: overLimit ? undefined : withoutBom(buf, lineNumber),
     };
     pending = [];
     pendingBytes = 0;
@@ -80,15 +87,9 @@ export async function* splitLines(
     for (let nl = buf.indexOf(NL, start); nl !== -1; nl = buf.indexOf(NL, start)) {
       if (pendingBytes === 0 && nl - start <= options.maxLineBytes) {
         // Fast path: a whole line inside this chunk.
-        const bytes = nl - start;
+        // The text is decoded only when read: a re-sync hashes the bytes of a known line and never needs it.
         lineNumber++;
-        yield {
-          lineNumber,
-          text: stripBom(buf.toString('utf8', start, nl), lineNumber),
-          bytes,
-          overLimit: false,
-          terminated: true,
-        };
+        yield new ChunkLine(withoutBom(buf.subarray(start, nl), lineNumber), lineNumber, nl - start);
       } else {
         hold(buf.subarray(start, nl));
         yield take(true);
@@ -98,4 +99,29 @@ export async function* splitLines(
     if (start < buf.length) hold(buf.subarray(start));
   }
   if (pendingBytes > 0) yield take(false);
+}
+
+/** A whole line found inside one chunk; its text is decoded from `raw` on first read. */
+class ChunkLine implements Line {
+  readonly overLimit = false;
+  readonly terminated = true;
+  #text: string | undefined;
+
+  constructor(
+    readonly raw: Buffer,
+    readonly lineNumber: number,
+    /** Size in bytes, a stripped BOM included. */
+    readonly bytes: number,
+  ) {}
+
+  get text(): string {
+    return (this.#text ??= this.raw.toString('utf8'));
+  }
+}
+
+// The first line's bytes without a UTF-8 BOM, when {@link splitLines} stripped one from its text.
+function withoutBom(bytes: Buffer, lineNumber: number): Buffer {
+  return lineNumber === 1 && bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf
+    ? bytes.subarray(3)
+    : bytes;
 }

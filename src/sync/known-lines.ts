@@ -101,8 +101,11 @@ export class KnownLines {
     this.#keyHi = key.readInt32LE(4);
   }
 
-  /** Hashes one raw line (without its line break) and looks it up. */
-  check(text: string): LineCheck {
+  /**
+   * Hashes one raw line (without its line break) and looks it up. `text` may be given as its UTF-8 bytes
+   * (same hash, no encoding step).
+   */
+  check(text: string | Buffer): LineCheck {
     const digest = hash('sha1', text, 'buffer');
     const lo = digest.readInt32LE(0) ^ this.#keyLo;
     const hi = digest.readInt32LE(4) ^ this.#keyHi;

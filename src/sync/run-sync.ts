@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
-import { contentHash } from '../schema/report.js';
+import { canonicalJson, contentHash } from '../schema/report.js';
 import { safeUrl } from '../upstream/safe-url.js';
 import { withRetry } from '../upstream/with-retry.js';
 import { errorMessage, isSyncError, SyncError } from '../util/errors.js';
@@ -131,7 +131,10 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   let exportInfoSaved = false;
   let incompleteReason: string | undefined;
   let attempts = 0;
-  const spoolDir = spoolDirFor(config.warehouse === ':memory:' ? ':memory:' : resolve(config.warehouse), tmpdir());
+  const spoolDir = spoolDirFor(
+    config.warehouse === ':memory:' ? ':memory:' : resolve(config.warehouse),
+    tmpdir(),
+  );
   clearSpool(spoolDir);
   const target = { runId, source: source.name, rawMaxBytes: config.rejectRawMaxBytes, spoolDir };
   let writer = new StagingWriter(connection, target);
@@ -231,8 +234,9 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         const result = source.validate(item.value);
         if (result.ok) {
           counters.recordsLoaded++;
-          const hash = contentHash(result.report, item.raw, item.lineDigest);
-          writer.add(result.report, hash, item.location, item.lineHash);
+          const json = canonicalJson(result.report);
+          const hash = contentHash(result.report, item.raw, item.lineDigest, json);
+          writer.add(result.report, json, hash, item.location, item.lineHash);
         } else {
           counters.recordsRejected++;
           writer.reject({

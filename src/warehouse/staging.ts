@@ -93,26 +93,16 @@ export class StagingWriter {
     return this.#seq;
   }
 
-  /** Stages one valid report with its content hash and, when known, the hash of its raw line. */
-  add(r: Report, hash: string, location: RecordLocation, lineHash?: bigint): void {
+  /**
+   * Stages one valid report: `json` is its canonical JSON (`canonicalJson` of schema/report.ts), `hash` its content hash,
+   * `lineHash` the hash of its raw line when known. The batch line embeds `json` as it is (DuckDB reads
+   * the known fields from it, matching keys case-sensitively, so an extra field never shadows one).
+   */
+  add(r: Report, json: string, hash: string, location: RecordLocation, lineHash?: bigint): void {
     this.#buffered++;
-    const line = JSON.stringify({
-      s: this.#seq++,
-      l: formatLocation(location),
-      i: r.id,
-      st: r.status,
-      d: r.destination,
-      c: r.category,
-      ds: r.description,
-      la: r.lat,
-      ln: r.lng,
-      a: r.address,
-      ca: r.createdAt,
-      ua: r.updatedAt,
-      x: r.extra === null ? null : JSON.stringify(r.extra),
-      h: hash,
-      lh: lineHash === undefined ? null : lineHash.toString(),
-    });
+    const x = r.extra === null ? 'null' : JSON.stringify(JSON.stringify(r.extra));
+    const lh = lineHash === undefined ? 'null' : `"${lineHash.toString()}"`;
+    const line = `{"s":${this.#seq++},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","lh":${lh},"x":${x},"r":${json}}`;
     (this.#rows ??= this.#file('rows')).write(hasSurrogateEscape(line) ? wellFormedLine(line) : line);
   }
 
@@ -318,16 +308,18 @@ export class StagingWriter {
   }
 }
 
-// The batch files' columns: short keys keep the files small; types as read_json maps them. Timestamps and
-// `extra` travel as text and are cast by DuckDB, as the Appender did (issue #7: faster than typed values).
+// A batch line: seq, location, content hash, line hash, `extra` as JSON text, and the canonical report.
+// Timestamps and `extra` travel as text and are cast by DuckDB, as the Appender did (issue #7: faster than
+// typed values).
 const STAGED_ROWS = (maxObjectBytes: number) => `
   INSERT INTO staging_reports (run_id, seq, location, id, status, destination, category, description, lat, lng,
     address, created_at, updated_at, extra, content_hash, line_hash)
-  SELECT $run, s, l, i, st, d, c, ds, la, ln, a, ca::TIMESTAMPTZ, ua::TIMESTAMPTZ, x::JSON, h, lh::BIGINT
+  SELECT $run, s, l, r.id, r.status, r.destination, r.category, r.description, r.location.lat, r.location.lng,
+    r.address, r.createdAt::TIMESTAMPTZ, r.updatedAt::TIMESTAMPTZ, x::JSON, h, lh::BIGINT
   FROM read_json($file, format = 'newline_delimited', maximum_object_size = ${maxObjectBytes}, columns = {
-    s: 'BIGINT', l: 'VARCHAR', i: 'VARCHAR', st: 'VARCHAR', d: 'VARCHAR', c: 'VARCHAR', ds: 'VARCHAR',
-    la: 'DOUBLE', ln: 'DOUBLE', a: 'VARCHAR', ca: 'VARCHAR', ua: 'VARCHAR', x: 'VARCHAR', h: 'VARCHAR',
-    lh: 'VARCHAR'})`;
+    s: 'BIGINT', l: 'VARCHAR', h: 'VARCHAR', lh: 'VARCHAR', x: 'VARCHAR',
+    r: 'STRUCT(id VARCHAR, status VARCHAR, destination VARCHAR, category VARCHAR, description VARCHAR,
+      location STRUCT(lat DOUBLE, lng DOUBLE), address VARCHAR, createdAt VARCHAR, updatedAt VARCHAR)'})`;
 const SEEN_ROWS = (maxObjectBytes: number) => `
   INSERT INTO staging_seen (run_id, seq, line_hash)
   SELECT $run, s, lh::BIGINT
@@ -339,7 +331,9 @@ const SEEN_ROWS = (maxObjectBytes: number) => `
  * permissions), or one under the OS temp folder for an in-memory warehouse.
  */
 export function spoolDirFor(warehousePath: string, tmp: string): string {
-  return warehousePath === ':memory:' ? join(tmp, `reports-sync-spool-${process.pid}`) : `${warehousePath}.spool`;
+  return warehousePath === ':memory:'
+    ? join(tmp, `reports-sync-spool-${process.pid}`)
+    : `${warehousePath}.spool`;
 }
 
 /**
@@ -366,7 +360,7 @@ function hasSurrogateEscape(line: string): boolean {
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 function wellFormedLine(line: string): string {
-  const row = wellFormed(JSON.parse(line)) as { x: string | null };
+  const row = wellFormed(JSON.parse(line)) as { x: string | null; r: unknown };
   if (row.x !== null) row.x = JSON.stringify(wellFormed(JSON.parse(row.x)));
   return JSON.stringify(row);
 }

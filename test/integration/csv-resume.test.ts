@@ -147,7 +147,9 @@ describe('CSV resume after SIGKILL', () => {
     expect(killed).toMatchObject({ status: 'aborted', code: 'RUN_INTERRUPTED' });
     expect(resumed).toMatchObject({ status: 'succeeded', resumed_from_run: killed?.run_id });
     const from = Number(resumed?.resumed_at_page);
-    expect(from).toBeGreaterThanOrEqual(6);
+    // Killed when it asked for page 6: the page before may still have been committing (a page commits in
+    // the background while the next one is fetched), so the resume point is page 5 or 6.
+    expect(from).toBeGreaterThanOrEqual(5);
     // Page 1 once, to check the export's validator, then only the pages after the last checkpoint.
     expect(asked).toEqual([1, ...Array.from({ length: 25 - from }, (_, i) => from + i)]);
     // Same counters, same rows, versions and rejects as one uninterrupted run.
