@@ -63,8 +63,12 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
   }
   let previousKeys: string | undefined;
   let linkSeen = false;
+  // The next page is fetched while this one's records are validated and staged (the server's time to
+  // render a page and ours to load it overlap; issue #7). Its failure surfaces when it is awaited.
+  let prefetched: Promise<FetchedPage> | undefined;
   for (;;) {
-    const fetched = await fetchPage(ctx, url, page);
+    const fetched = await (prefetched ?? fetchPage(ctx, url, page));
+    prefetched = undefined;
     ctx.addBytes(fetched.csv.bytes);
     const seen: ExportValidator = { etag: fetched.etag, lastModified: fetched.lastModified };
     if (validator === undefined) {
@@ -105,7 +109,6 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
       ctx.markIncomplete(reason);
       return;
     }
-    yield* withLineHashes(csv.records, csv.columns, ctx.knownLines);
     const link = nextLink(fetched.link, fetched.finalUrl);
     linkSeen ||= link !== undefined;
     if (link && rows < pageSize) {
@@ -114,6 +117,11 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
     // The Link target when there is one; without one, page P+1 unless the server gave Links before (their
     // end is the export's end) or this page is short.
     const next = link ?? (!linkSeen && rows >= pageSize ? csvPageUrl(config, page + 1) : undefined);
+    if (next !== undefined) {
+      prefetched = fetchPage(ctx, next, page + 1);
+      prefetched.catch(() => undefined); // handled when awaited; unawaited if the run stops first
+    }
+    yield* withLineHashes(csv.records, csv.columns, ctx.knownLines);
     yield { kind: 'checkpoint', page, nextUrl: next?.toString() };
     if (next === undefined) {
       logger.info(
