@@ -2,6 +2,8 @@ import JsonlParser from 'stream-json/jsonl/Parser.js';
 import { SyncError } from '../util/errors.js';
 import type { KnownLines } from '../sync/known-lines.js';
 import type { Extracted } from './record.js';
+import type { DecodedBlock } from './ndjson-block.js';
+import { BlockPacker, type BlockDecoders } from './ndjson-decoders.js';
 import { splitLines } from './split-lines.js';
 
 /** Bounds of {@link extractNdjson}, in bytes. */
@@ -14,7 +16,16 @@ export interface NdjsonOptions {
   url: string;
   /** When given, each line is hashed first and a known line is yielded as `known`, unparsed. */
   knownLines?: KnownLines | undefined;
+  /**
+   * When given, whole lines are packed into blocks and decoded by these (worker threads), yielded as
+   * `block` units in body order; lines that end the body unterminated or pass the length limit are still
+   * yielded one by one.
+   */
+  decoders?: BlockDecoders | undefined;
 }
+
+// Blocks decoding at once: enough to keep every worker busy, few enough to bound memory (~1 MiB each).
+const MAX_BLOCKS_IN_FLIGHT = 6;
 
 // stream-json's JSONL parse step (`JsonlParser.checkedParse`, the function behind its `errorIndicator`
 // option) turns a bad line into a value instead of an exception (DESIGN.md §4: the default crashes the
@@ -32,9 +43,16 @@ const indicator = (error: Error) => {
   return MALFORMED;
 };
 
+/** Parses one NDJSON line with stream-json's checked parse: the value, or the parser's error message. */
+export function parseJsonLine(text: string): { value: unknown } | { error: string } {
+  const value = checkedParse(text, undefined, indicator);
+  return value === MALFORMED ? { error: lastParseError } : { value };
+}
+
 /**
- * NDJSON body → {@link Extracted} units, one per non-blank line, in order. A BOM is stripped, blank lines
- * are skipped (their numbers still count), a malformed or over-long line becomes a `malformed` unit.
+ * NDJSON body → {@link Extracted} units, one per non-blank line (or one per block of lines with
+ * `decoders`), in order. A BOM is stripped, blank lines are skipped (their numbers still count), a malformed
+ * or over-long line becomes a `malformed` unit. Records carry their line number as `seq`.
  *
  * @throws SyncError `BODY_TRUNCATED` (retryable) when the body's last line has no final newline and does
  *   not parse: a close-delimited body was cut mid-line (DESIGN.md §4).
@@ -43,10 +61,27 @@ export async function* extractNdjson(
   body: AsyncIterable<Uint8Array>,
   options: NdjsonOptions,
 ): AsyncGenerator<Extracted> {
+  const { decoders } = options;
+  const packer = decoders ? new BlockPacker() : undefined;
+  const queue: Promise<DecodedBlock>[] = [];
+  const submit = () => {
+    if (!decoders || !packer || packer.count === 0) return;
+    const decoded = decoders.decode(packer.take());
+    decoded.catch(() => undefined); // awaited in order below; unawaited only when reading stopped early
+    queue.push(decoded);
+  };
   for await (const line of splitLines(body, {
     maxLineBytes: options.maxRecordBytes,
     keepBytes: options.rejectRawMaxBytes,
   })) {
+    if (packer && line.terminated && !line.overLimit) {
+      packer.add(line.raw ?? Buffer.from(line.text), line.lineNumber);
+      if (packer.full) submit();
+      while (queue.length > MAX_BLOCKS_IN_FLIGHT) yield { kind: 'block', block: await queue.shift()! };
+      continue;
+    }
+    submit();
+    while (queue.length > 0) yield { kind: 'block', block: await queue.shift()! };
     const location = { line: line.lineNumber };
     if (line.overLimit) {
       yield {
@@ -67,7 +102,7 @@ export async function* extractNdjson(
     if (line.raw ? isBlankBytes(line.raw) : isBlank(line.text)) continue;
     const check = line.terminated ? options.knownLines?.check(line.raw ?? line.text) : undefined;
     if (check?.known) {
-      yield { kind: 'known', location, lineHash: check.hash };
+      yield { kind: 'known', location, lineHash: check.hash, seq: line.lineNumber };
       continue;
     }
     const value = checkedParse(line.text, undefined, indicator);
@@ -96,8 +131,11 @@ export async function* extractNdjson(
       value,
       lineHash: check?.hash,
       lineDigest: check?.digest,
+      seq: line.lineNumber,
     };
   }
+  submit();
+  while (queue.length > 0) yield { kind: 'block', block: await queue.shift()! };
 }
 
 function isBlankBytes(raw: Buffer): boolean {

@@ -1,3 +1,5 @@
+import type { DecodedBlock } from './ndjson-block.js';
+
 /**
  * Where a record came from in an export, for the run log and the quarantine: physical 1-based `line`
  * of the body (NDJSON line, or the CSV record's first line), and for paged exports the 1-based `page`
@@ -33,6 +35,8 @@ export type ExtractedRecord =
       lineHash?: bigint | undefined;
       /** SHA-1 of `raw`, when hashed (lets the content hash skip a second SHA-1 for canonical lines). */
       lineDigest?: Buffer | undefined;
+      /** Arrival order when the source numbers records itself (NDJSON: the line number). */
+      seq?: number | undefined;
     }
   | {
       kind: 'malformed';
@@ -51,7 +55,23 @@ export interface KnownRecord {
   kind: 'known';
   location: RecordLocation;
   lineHash: bigint;
+  /** Arrival order when the source numbers records itself (NDJSON: the line number). */
+  seq?: number | undefined;
+}
+
+/** Many NDJSON records decoded together, already staged as batch-file lines (see extract/ndjson-block.ts). */
+export interface DecodedRecords {
+  kind: 'block';
+  block: DecodedBlock;
 }
 
 /** One unit coming out of an extract stage, as the runner consumes it. */
-export type Extracted = ExtractedRecord | KnownRecord;
+export type Extracted = ExtractedRecord | KnownRecord | DecodedRecords;
+
+/** The `id` of a parsed record when it has a usable one (for `rejected_records.record_id`), else undefined. */
+export function recordIdOf(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const id = (value as Record<string, unknown>).id;
+  // A blank id is no id (and CSV cannot tell it from a missing one): NULL in rejected_records.record_id.
+  return (typeof id === 'string' && id.trim() !== '') || typeof id === 'number' ? String(id) : undefined;
+}

@@ -7,6 +7,15 @@ import type { DuckDBConnection } from '@duckdb/node-api';
  */
 const RULES_VERSION = 1;
 
+/** A {@link KnownLines} set as passed to a worker thread (its tables are shared memory). */
+export interface KnownLinesState {
+  source: string;
+  size: number;
+  hi: SharedArrayBuffer;
+  lo: SharedArrayBuffer;
+  used: SharedArrayBuffer;
+}
+
 /** The outcome of {@link KnownLines.check}: the line's 64-bit hash, and whether a current report came from it. */
 export interface LineCheck {
   /** Signed 64-bit hash of the raw line (what `reports.line_hash` stores). */
@@ -40,16 +49,33 @@ export class KnownLines {
   /** Number of hashes held. */
   readonly size: number;
 
-  private constructor(source: string, capacity: number) {
+  private constructor(source: string, capacity: number, shared?: KnownLinesState) {
     let slots = 16;
     while (slots < capacity * 2) slots *= 2;
-    this.#hi = new Int32Array(slots);
-    this.#lo = new Int32Array(slots);
-    this.#used = new Uint8Array(slots);
-    this.#mask = slots - 1;
+    // Shared memory, so NDJSON decode workers read the same table without a copy.
+    this.#hi = new Int32Array(shared?.hi ?? new SharedArrayBuffer(slots * 4));
+    this.#lo = new Int32Array(shared?.lo ?? new SharedArrayBuffer(slots * 4));
+    this.#used = new Uint8Array(shared?.used ?? new SharedArrayBuffer(slots));
+    this.#mask = this.#used.length - 1;
     this.#source = source;
-    this.size = 0;
+    this.size = shared?.size ?? 0;
     this.setContext('');
+  }
+
+  /** What a worker needs to rebuild this set with {@link fromState} (shared memory, not copied). */
+  state(): KnownLinesState {
+    return {
+      source: this.#source,
+      size: this.size,
+      hi: this.#hi.buffer as SharedArrayBuffer,
+      lo: this.#lo.buffer as SharedArrayBuffer,
+      used: this.#used.buffer as SharedArrayBuffer,
+    };
+  }
+
+  /** The set whose {@link state} was passed to this thread (read-only use: {@link check}). */
+  static fromState(state: KnownLinesState): KnownLines {
+    return new KnownLines(state.source, 0, state);
   }
 
   /** An empty set (nothing is skipped; hashes are still computed for staging). */

@@ -14,6 +14,7 @@ import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
 import { finishRun, newRunId, saveCounters, saveFacts, startRun, type RunStatus } from '../warehouse/runs.js';
 import { clearSpool, spoolDirFor, StagingWriter } from '../warehouse/staging.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
+import { recordIdOf } from '../extract/record.js';
 import type { ExportInfo, ExportSource, ReadContext } from './export-source.js';
 import { KnownLines } from './known-lines.js';
 import { prepareResume } from './resume-run.js';
@@ -236,26 +237,34 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         progress();
         continue;
       }
-      counters.recordsRead++;
-      if (item.kind === 'known') {
+      if (item.kind === 'block') {
+        // Decoded in a worker by the same rules as below (extract/ndjson-block.ts).
+        counters.recordsRead += item.block.read;
+        counters.recordsLoaded += item.block.loaded;
+        counters.recordsRejected += item.block.rejected;
+        writer.addBlock(item.block);
+      } else if (item.kind === 'known') {
+        counters.recordsRead++;
         counters.recordsLoaded++;
-        writer.seen(item.lineHash);
+        writer.seen(item.lineHash, item.seq);
       } else if (item.kind === 'malformed') {
+        counters.recordsRead++;
         counters.recordsRejected++;
         writer.reject(item);
       } else {
+        counters.recordsRead++;
         const result = source.validate(item.value);
         if (result.ok) {
           counters.recordsLoaded++;
           const json = canonicalJson(result.report);
           const hash = contentHash(result.report, item.raw, item.lineDigest, json);
-          writer.add(result.report, json, hash, item.location, item.lineHash);
+          writer.add(result.report, json, hash, item.location, item.lineHash, item.seq);
         } else {
           counters.recordsRejected++;
           writer.reject({
             location: item.location,
             raw: item.raw,
-            recordId: idOf(item.value),
+            recordId: recordIdOf(item.value),
             issues: result.issues,
           });
         }
@@ -434,11 +443,4 @@ function asSyncError(err: unknown, warehousePath: string): SyncError {
 
 function abortError(): SyncError {
   return new SyncError('RUN_ABORTED', 'the run was stopped before it finished (shutdown)');
-}
-
-function idOf(value: unknown): string | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const id = (value as Record<string, unknown>).id;
-  // A blank id is no id (and CSV cannot tell it from a missing one): NULL in rejected_records.record_id.
-  return (typeof id === 'string' && id.trim() !== '') || typeof id === 'number' ? String(id) : undefined;
 }

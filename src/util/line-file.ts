@@ -42,6 +42,16 @@ export class LineFile {
     this.#count(n + 1);
   }
 
+  /** Appends lines already encoded (each ending with `\n`), e.g. a {@link LineBuffer}'s. */
+  writeBytes(encoded: EncodedLines): void {
+    this.#drain();
+    const { bytes } = encoded;
+    let off = 0;
+    while (off < bytes.length) off += writeSync(this.#fd, bytes, off, bytes.length - off);
+    this.lines += encoded.lines;
+    if (encoded.longest > this.longestLine) this.longestLine = encoded.longest;
+  }
+
   /** Writes what is buffered and closes the file. Idempotent. */
   close(): void {
     if (this.#closed) return;
@@ -62,5 +72,42 @@ export class LineFile {
     let off = 0;
     while (off < this.#used) off += writeSync(this.#fd, this.#buffer, off, this.#used - off);
     this.#used = 0;
+  }
+}
+
+/** Lines encoded as UTF-8, each ending with `\n`: `lines` of them, the longest `longest` bytes (with `\n`). */
+export interface EncodedLines {
+  bytes: Uint8Array;
+  lines: number;
+  longest: number;
+}
+
+/**
+ * Lines encoded into one growing in-memory buffer (what an NDJSON decode worker hands back, transferred
+ * without a copy). `line` must not contain a raw line break.
+ */
+export class LineBuffer {
+  #buffer = Buffer.allocUnsafe(64 * 1024);
+  #used = 0;
+  #lines = 0;
+  #longest = 0;
+
+  write(line: string): void {
+    const need = line.length * 3 + 1;
+    if (this.#used + need > this.#buffer.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(this.#buffer.length * 2, this.#used + need));
+      this.#buffer.copy(bigger, 0, 0, this.#used);
+      this.#buffer = bigger;
+    }
+    const n = this.#buffer.write(line, this.#used, 'utf8');
+    this.#buffer[this.#used + n] = 0x0a;
+    this.#used += n + 1;
+    this.#lines++;
+    if (n + 1 > this.#longest) this.#longest = n + 1;
+  }
+
+  /** The lines written so far (a view on the buffer; the buffer is not reused). */
+  take(): EncodedLines {
+    return { bytes: this.#buffer.subarray(0, this.#used), lines: this.#lines, longest: this.#longest };
   }
 }

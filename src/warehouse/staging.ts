@@ -7,7 +7,9 @@ import type { RecordIssue, Report } from '../schema/report.js';
 import { SyncError } from '../util/errors.js';
 import { saveCounters } from './runs.js';
 import type { RunCounters } from './run-counters.js';
+import type { DecodedBlock } from '../extract/ndjson-block.js';
 import { LineFile } from '../util/line-file.js';
+import { seenLine, stagedRowLine } from './staged-line.js';
 
 /** A record that failed parsing or validation, as stored in `rejected_records`. */
 export interface Reject {
@@ -94,22 +96,38 @@ export class StagingWriter {
   }
 
   /**
-   * Stages one valid report: `json` is its canonical JSON (`canonicalJson` of schema/report.ts), `hash` its content hash,
-   * `lineHash` the hash of its raw line when known. The batch line embeds `json` as it is (DuckDB reads
-   * the known fields from it, matching keys case-sensitively, so an extra field never shadows one).
+   * Stages one valid report: `json` is its canonical JSON (`canonicalJson` of schema/report.ts), `hash` its
+   * content hash, `lineHash` the hash of its raw line when known; `seq` its arrival order when the source
+   * numbers records itself (NDJSON: the line number), else the writer's next number.
    */
-  add(r: Report, json: string, hash: string, location: RecordLocation, lineHash?: bigint): void {
+  add(
+    r: Report,
+    json: string,
+    hash: string,
+    location: RecordLocation,
+    lineHash?: bigint,
+    seq?: number,
+  ): void {
     this.#buffered++;
-    const x = r.extra === null ? 'null' : JSON.stringify(JSON.stringify(r.extra));
-    const lh = lineHash === undefined ? 'null' : `"${lineHash.toString()}"`;
-    const line = `{"s":${this.#seq++},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","lh":${lh},"x":${x},"r":${json}}`;
-    (this.#rows ??= this.#file('rows')).write(hasSurrogateEscape(line) ? wellFormedLine(line) : line);
+    const s = seq ?? this.#seq++;
+    (this.#rows ??= this.#file('rows')).write(stagedRowLine(s, location, r, json, hash, lineHash));
   }
 
-  /** Stages a known line (its report is current and unchanged): only its hash. */
-  seen(lineHash: bigint): void {
+  /**
+   * Stages a block decoded elsewhere (an NDJSON decode worker): batch-file lines already built, and the
+   * block's rejects.
+   */
+  addBlock(block: DecodedBlock): void {
+    this.#buffered += block.loaded + block.rejected;
+    if (block.rows.lines > 0) (this.#rows ??= this.#file('rows')).writeBytes(block.rows);
+    if (block.seen.lines > 0) (this.#seen ??= this.#file('seen')).writeBytes(block.seen);
+    for (const r of block.rejects) this.#rejects.push(r);
+  }
+
+  /** Stages a known line (its report is current and unchanged): only its hash (`seq` as in {@link add}). */
+  seen(lineHash: bigint, seq?: number): void {
     this.#buffered++;
-    (this.#seen ??= this.#file('seen')).write(`{"s":${this.#seq++},"lh":"${lineHash.toString()}"}`);
+    (this.#seen ??= this.#file('seen')).write(seenLine(seq ?? this.#seq++, lineHash));
   }
 
   /** Stages one rejected record. */
@@ -349,29 +367,6 @@ export function clearSpool(spoolDir: string): void {
     return;
   }
   for (const name of names) if (name.endsWith('.ndjson')) rmSync(join(spoolDir, name), { force: true });
-}
-
-// JSON.stringify writes a lone UTF-16 surrogate as a `\udXXX` escape, which DuckDB's JSON reader refuses
-// ("no low surrogate"). Such text is replaced by U+FFFD, as the Appender's UTF-8 conversion did.
-function hasSurrogateEscape(line: string): boolean {
-  return line.includes('\\ud');
-}
-
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-function wellFormedLine(line: string): string {
-  const row = wellFormed(JSON.parse(line)) as { x: string | null; r: unknown };
-  if (row.x !== null) row.x = JSON.stringify(wellFormed(JSON.parse(row.x)));
-  return JSON.stringify(row);
-}
-
-function wellFormed(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(LONE_SURROGATE, '\ufffd');
-  if (Array.isArray(value)) return value.map(wellFormed);
-  if (typeof value !== 'object' || value === null) return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[wellFormed(k) as string] = wellFormed(v);
-  return out;
 }
 
 /** Cuts a string to at most `maxBytes` UTF-8 bytes without splitting a character. */

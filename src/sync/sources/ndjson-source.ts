@@ -2,7 +2,9 @@ import { extractNdjson } from '../../extract/ndjson.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
 import { validateWireReport } from '../../schema/report.js';
 import { requireBaseUrl } from '../../config/config.js';
+import { startDecoders } from '../../extract/ndjson-decoders.js';
 import { countBytes } from '../count-bytes.js';
+import { KnownLines } from '../known-lines.js';
 import type { ExportSource, ReadContext } from '../export-source.js';
 
 /**
@@ -27,6 +29,11 @@ export const ndjsonSource: ExportSource = {
       etag: header(res.headers, 'etag'),
       lastModified: header(res.headers, 'last-modified'),
     });
+    const decoders = startDecoders(
+      ctx.config.decodeWorkers,
+      ctx.knownLines ?? KnownLines.empty('ndjson'),
+      ctx.config.rejectRawMaxBytes,
+    );
     try {
       yield* extractNdjson(
         countBytes(res.body, (n) => ctx.addBytes(n)),
@@ -35,12 +42,14 @@ export const ndjsonSource: ExportSource = {
           rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
           url: res.url,
           knownLines: ctx.knownLines,
+          decoders,
         },
       );
     } catch (err) {
       throw networkError(err, res.url);
     } finally {
       res.body.destroy();
+      await decoders.close();
     }
   },
 };
