@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { RecordLocation } from '../extract/record.js';
@@ -62,8 +62,8 @@ interface Batch {
  * The commit runs in the background (DuckDB's threads) while the caller reads the next batch: at most one
  * batch commits at a time, the next {@link flush} waits for it, and {@link finish} waits for the last one
  * and reports any failure (issue #7: through the Appender, the main thread spent ~17 s of a 1M-record sync
- * converting values and flushing). Every valid record gets the next sequence number (`seq`, arrival order:
- * "last seen wins" on ties), staged or known.
+ * converting values and flushing). Every valid record gets a sequence number (`seq`, arrival order: "last
+ * seen wins" on ties), staged or known: the source's own (NDJSON: its line number) or the writer's next.
  */
 export class StagingWriter {
   readonly #c: DuckDBConnection;
@@ -218,6 +218,11 @@ export class StagingWriter {
     this.#buffered = 0;
     for (const path of this.#files) rmSync(path, { force: true });
     this.#files.clear();
+    try {
+      rmdirSync(this.#t.spoolDir); // only when empty: another writer's files stay
+    } catch {
+      // not empty, or already gone
+    }
   }
 
   /** Drops everything this run staged (used when an export restarts from its beginning). */
