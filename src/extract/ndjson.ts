@@ -4,7 +4,7 @@ import type { KnownLines } from '../sync/known-lines.js';
 import type { Extracted } from './record.js';
 import type { DecodedBlock } from './ndjson-block.js';
 import { BlockPacker, type BlockDecoders } from './ndjson-decoders.js';
-import { splitLines } from './split-lines.js';
+import { splitLineBatches } from './split-lines.js';
 
 /** Bounds of {@link extractNdjson}, in bytes. */
 export interface NdjsonOptions {
@@ -70,70 +70,74 @@ export async function* extractNdjson(
     decoded.catch(() => undefined); // awaited in order below; unawaited only when reading stopped early
     queue.push(decoded);
   };
-  for await (const line of splitLines(body, {
+  const batches = splitLineBatches(body, {
     maxLineBytes: options.maxRecordBytes,
     keepBytes: options.rejectRawMaxBytes,
-  })) {
-    if (packer && line.terminated && !line.overLimit) {
-      packer.add(line.raw ?? Buffer.from(line.text), line.lineNumber);
-      if (packer.full) submit();
-      while (queue.length > MAX_BLOCKS_IN_FLIGHT) yield { kind: 'block', block: await queue.shift()! };
-      continue;
-    }
-    submit();
-    while (queue.length > 0) yield { kind: 'block', block: await queue.shift()! };
-    const location = { line: line.lineNumber };
-    if (line.overLimit) {
+  });
+  for await (const batch of batches)
+    for (const line of batch) {
+      if (packer && line.terminated && !line.overLimit) {
+        packer.add(line.raw ?? Buffer.from(line.text), line.lineNumber);
+        if (packer.full) submit();
+        while (queue.length > MAX_BLOCKS_IN_FLIGHT) yield { kind: 'block', block: await queue.shift()! };
+        continue;
+      }
+      submit();
+      while (queue.length > 0) yield { kind: 'block', block: await queue.shift()! };
+      const location = { line: line.lineNumber };
+      if (line.overLimit) {
+        yield {
+          kind: 'malformed',
+          location,
+          raw: line.text,
+          rawTruncated: true,
+          rawBytes: line.bytes,
+          issues: [
+            {
+              path: '',
+              message: `line of ${line.bytes} bytes exceeds the ${options.maxRecordBytes}-byte limit`,
+            },
+          ],
+        };
+        continue;
+      }
+      if (line.raw ? isBlankBytes(line.raw) : isBlank(line.text)) continue;
+      const check = line.terminated ? options.knownLines?.check(line.raw ?? line.text) : undefined;
+      if (check?.known) {
+        yield { kind: 'known', location, lineHash: check.hash, seq: line.lineNumber };
+        continue;
+      }
+      const value = checkedParse(line.text, undefined, indicator);
+      if (value === MALFORMED) {
+        if (!line.terminated) {
+          throw new SyncError(
+            'BODY_TRUNCATED',
+            `The body of ${options.url} ended in the middle of line ${line.lineNumber} (connection closed early)`,
+            { context: { url: options.url, line: line.lineNumber }, retryable: true },
+          );
+        }
+        const cut = line.bytes > options.rejectRawMaxBytes;
+        yield {
+          kind: 'malformed',
+          location,
+          raw: cut
+            ? Buffer.from(line.text).subarray(0, options.rejectRawMaxBytes).toString('utf8')
+            : line.text,
+          ...(cut ? { rawTruncated: true, rawBytes: line.bytes } : {}),
+          issues: [{ path: '', message: `malformed JSON: ${lastParseError}` }],
+        };
+        continue;
+      }
       yield {
-        kind: 'malformed',
+        kind: 'value',
         location,
         raw: line.text,
-        rawTruncated: true,
-        rawBytes: line.bytes,
-        issues: [
-          {
-            path: '',
-            message: `line of ${line.bytes} bytes exceeds the ${options.maxRecordBytes}-byte limit`,
-          },
-        ],
+        value,
+        lineHash: check?.hash,
+        lineDigest: check?.digest,
+        seq: line.lineNumber,
       };
-      continue;
     }
-    if (line.raw ? isBlankBytes(line.raw) : isBlank(line.text)) continue;
-    const check = line.terminated ? options.knownLines?.check(line.raw ?? line.text) : undefined;
-    if (check?.known) {
-      yield { kind: 'known', location, lineHash: check.hash, seq: line.lineNumber };
-      continue;
-    }
-    const value = checkedParse(line.text, undefined, indicator);
-    if (value === MALFORMED) {
-      if (!line.terminated) {
-        throw new SyncError(
-          'BODY_TRUNCATED',
-          `The body of ${options.url} ended in the middle of line ${line.lineNumber} (connection closed early)`,
-          { context: { url: options.url, line: line.lineNumber }, retryable: true },
-        );
-      }
-      const cut = line.bytes > options.rejectRawMaxBytes;
-      yield {
-        kind: 'malformed',
-        location,
-        raw: cut ? Buffer.from(line.text).subarray(0, options.rejectRawMaxBytes).toString('utf8') : line.text,
-        ...(cut ? { rawTruncated: true, rawBytes: line.bytes } : {}),
-        issues: [{ path: '', message: `malformed JSON: ${lastParseError}` }],
-      };
-      continue;
-    }
-    yield {
-      kind: 'value',
-      location,
-      raw: line.text,
-      value,
-      lineHash: check?.hash,
-      lineDigest: check?.digest,
-      seq: line.lineNumber,
-    };
-  }
   submit();
   while (queue.length > 0) yield { kind: 'block', block: await queue.shift()! };
 }

@@ -37,6 +37,18 @@ export async function* splitLines(
   chunks: AsyncIterable<Uint8Array>,
   options: SplitLinesOptions,
 ): AsyncGenerator<Line> {
+  for await (const lines of splitLineBatches(chunks, options)) yield* lines;
+}
+
+/**
+ * {@link splitLines} one chunk at a time: the lines each chunk completes, as an array (one `await` per
+ * chunk instead of per line: ~1 µs a line saved on a 1M-line export, issue #7). A line's `raw` view is
+ * valid until the next batch is asked for.
+ */
+export async function* splitLineBatches(
+  chunks: AsyncIterable<Uint8Array>,
+  options: SplitLinesOptions,
+): AsyncGenerator<Line[]> {
   let pending: Buffer[] = [];
   let pendingBytes = 0; // bytes of the current line seen so far (also past the limit)
   let kept = 0; // bytes of the current line held in `pending`
@@ -80,6 +92,7 @@ export async function* splitLines(
   };
 
   for await (const chunk of chunks) {
+    const batch: Line[] = [];
     const buf = Buffer.isBuffer(chunk)
       ? chunk
       : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
@@ -89,16 +102,17 @@ export async function* splitLines(
         // Fast path: a whole line inside this chunk.
         // The text is decoded only when read: a re-sync hashes the bytes of a known line and never needs it.
         lineNumber++;
-        yield new ChunkLine(withoutBom(buf.subarray(start, nl), lineNumber), lineNumber, nl - start);
+        batch.push(new ChunkLine(withoutBom(buf.subarray(start, nl), lineNumber), lineNumber, nl - start));
       } else {
         hold(buf.subarray(start, nl));
-        yield take(true);
+        batch.push(take(true));
       }
       start = nl + 1;
     }
     if (start < buf.length) hold(buf.subarray(start));
+    if (batch.length > 0) yield batch;
   }
-  if (pendingBytes > 0) yield take(false);
+  if (pendingBytes > 0) yield [take(false)];
 }
 
 /** A whole line found inside one chunk; its text is decoded from `raw` on first read. */

@@ -46,7 +46,7 @@ export async function serveNdjson(ctx: RouteContext): Promise<void> {
   const cached = cacheable ? cachePath(ctx.exportCacheDir!, validators.etag) : undefined;
   if (cached !== undefined && existsSync(cached)) {
     res.writeHead(200, { ...headers, 'Content-Length': statSync(cached).size });
-    await pipeline(createReadStream(cached), res).catch(() => undefined); // client gone: nothing to do
+    await pipeline(createReadStream(cached, { highWaterMark: 1 << 20 }), res).catch(() => undefined); // client gone: nothing to do
     return;
   }
   const sink = BodySink.open(res, 200, headers, faults);
