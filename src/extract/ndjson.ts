@@ -3,7 +3,7 @@ import { SyncError } from '../util/errors.js';
 import type { KnownLines } from '../sync/known-lines.js';
 import type { Extracted } from './record.js';
 import type { DecodedBlock } from './ndjson-block.js';
-import { BlockPacker, type BlockDecoders } from './ndjson-decoders.js';
+import { BlockPacker, type BlockDecoders } from './decoders.js';
 import { splitLineBatches } from './split-lines.js';
 
 /** Bounds of {@link extractNdjson}, in bytes. */

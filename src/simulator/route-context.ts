@@ -42,7 +42,7 @@ export interface RouteContext {
   faults: BodyFaults;
   /** 0, or the number of the regenerated export this request sees (the `regenerate` fault). */
   regeneration: number;
-  /** Folder where the NDJSON export of a data state is kept once generated (see serve-ndjson.ts). */
+  /** Folder where the NDJSON export and CSV pages of a data state are kept once generated (serve-ndjson.ts, serve-csv.ts). */
   exportCacheDir?: string | undefined;
 }
 

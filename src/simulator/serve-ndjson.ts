@@ -62,9 +62,14 @@ function cachePath(dir: string, etag: string): string {
   return join(dir, `export-${createHash('sha1').update(etag).digest('hex')}.ndjson`);
 }
 
-/** Passes `lines` through and writes them to `path`, which appears only when every line went through. */
+let partials = 0;
+
+/**
+ * Passes `lines` through and writes them to `path`, which appears only when every line went through; each
+ * request writes its own temporary file (two concurrent first requests never share one).
+ */
 function* teeToCache(lines: Iterable<string>, path: string): Generator<string> {
-  const partial = `${path}.${process.pid}.partial`;
+  const partial = `${path}.${process.pid}.${++partials}.partial`;
   const file = new LineFile(partial);
   let complete = false;
   try {

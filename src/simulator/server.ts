@@ -44,9 +44,10 @@ export interface SimulatorOptions {
   /** Request log lines (`info`: method, path, status, ms) go here; default: silent. */
   logger?: Logger;
   /**
-   * Keep the NDJSON export of each data state in this folder once it has been served whole, and serve it
-   * from there (a static file, as real services serve exports) while the state lasts. Default: none (the
-   * export is generated on every request). The caller owns and removes the folder.
+   * Keep the NDJSON export and each CSV page of a data state in this folder once served whole without
+   * faults, and serve them from there (static files, as real services serve exports) while the state lasts.
+   * Default: none (every export and page is generated on every request). The caller owns and removes the
+   * folder.
    */
   exportCacheDir?: string;
 }
@@ -239,7 +240,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
       case 'ndjson':
         return serveNdjson({ ...ctx, exportCacheDir: options.exportCacheDir });
       case 'csv':
-        return serveCsvPage(ctx, validation.query as CsvQuery);
+        return serveCsvPage({ ...ctx, exportCacheDir: options.exportCacheDir }, validation.query as CsvQuery);
       case 'list':
         return serveList(ctx, validation.query as ListQuery);
       case 'geojson':

@@ -238,7 +238,8 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         continue;
       }
       if (item.kind === 'block') {
-        // Decoded in a worker by the same rules as below (extract/ndjson-block.ts).
+        // NDJSON lines or a CSV page decoded in a worker by the same rules as below (extract/ndjson-block.ts,
+        // extract/csv-page-decode.ts).
         counters.recordsRead += item.block.read;
         counters.recordsLoaded += item.block.loaded;
         counters.recordsRejected += item.block.rejected;

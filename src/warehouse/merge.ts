@@ -17,8 +17,9 @@ export interface MergeResult {
 const BUSINESS =
   'status, destination, category, description, lat, lng, address, created_at, updated_at, extra';
 const COLUMNS = BUSINESS.split(', ');
-// seq * 2 + known fits below this (seq < 2^40); the latest updated_at (µs) is above it.
-const KEY_SPLIT = '2199023255552';
+// seq * 2 + known fits below this (seq < 2^53: NDJSON line numbers, CSV page × 2^29 + row); the latest
+// updated_at (µs, < 2^58 up to year 9999) is above it, and the whole key stays below HUGEINT's 2^127.
+const KEY_SPLIT = '18014398509481984'; // 2^54
 
 /**
  * Merges the run's staging into `reports` and `report_versions` (DESIGN.md §6). Call inside the

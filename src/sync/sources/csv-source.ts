@@ -1,7 +1,8 @@
 import { requireBaseUrl, type Config } from '../../config/config.js';
-import { parseCsvPage, type CsvPage } from '../../extract/csv.js';
-import type { Extracted, ExtractedRecord } from '../../extract/record.js';
-import type { KnownLines } from '../known-lines.js';
+import type { DecodedCsvPage } from '../../extract/csv-page-decode.js';
+import { startDecoders, type BlockDecoders } from '../../extract/decoders.js';
+import type { Extracted } from '../../extract/record.js';
+import { KnownLines } from '../known-lines.js';
 import { validateCsvReport } from '../../schema/report.js';
 import { nextLink } from '../../upstream/link-header.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
@@ -17,8 +18,9 @@ const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
  *
  * Each page is fetched with its own retries (a broken body refetches that page from its start, never a
  * `Range` splice), following up to `REPORTS_MAX_REDIRECTS` redirects with the key dropped cross-origin
- * (openStream), parsed whole by {@link parseCsvPage}, then yielded with a {@link CheckpointMark}, so each
- * page is committed as one checkpoint together with its staged rows and rejects.
+ * (openStream), parsed whole and decoded in a decode worker (`decodeCsvPage` of extract/csv-page-decode.ts;
+ * up to {@link PAGES_AHEAD} pages ahead of the one being staged), then yielded as one block with a
+ * {@link CheckpointMark}, so each page is committed as one checkpoint together with its staged rows and rejects.
  *
  * Paging: the next page is the `Link: <…>; rel="next"` target when the server sends one, else page P+1 by
  * the `REPORTS_CSV_PAGE_PARAM` parameter. It stops on an empty page, on a short page (fewer rows than
@@ -49,6 +51,9 @@ export function csvPageUrl(config: Config, page: number): URL {
   return url;
 }
 
+/** Pages fetched ahead of the one being staged (downloaded and decoding in the workers meanwhile). */
+const PAGES_AHEAD = 3;
+
 async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | CheckpointMark> {
   const { config, logger } = ctx;
   const pageSize = config.csvPageSize;
@@ -63,95 +68,182 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
   }
   let previousKeys: string | undefined;
   let linkSeen = false;
-  // The next page is fetched while this one's records are validated and staged (the server's time to
-  // render a page and ours to load it overlap; issue #7). Its failure surfaces when it is awaited.
-  let prefetched: Promise<FetchedPage> | undefined;
-  for (;;) {
-    const fetched = await (prefetched ?? fetchPage(ctx, url, page));
-    prefetched = undefined;
-    ctx.addBytes(fetched.csv.bytes);
-    const seen: ExportValidator = { etag: fetched.etag, lastModified: fetched.lastModified };
-    if (validator === undefined) {
-      validator = seen;
-      ctx.setExportInfo({ url: fetched.url, ...seen });
-    } else if (changed(validator, seen)) {
-      throw new SyncError(
-        'EXPORT_CHANGED',
-        `The CSV export changed while it was read: page ${page} (${fetched.url}) has validator ` +
-          `${describe(seen)}, page 1 had ${describe(validator)}: the export is read again from page 1 ` +
-          '(if it keeps changing, sync when the upstream is not regenerating it)',
-        { context: { url: fetched.url, page, first: validator, now: seen }, retryable: true },
+  const decoders = startDecoders(
+    config.decodeWorkers,
+    ctx.knownLines ?? KnownLines.empty('csv'),
+    config.rejectRawMaxBytes,
+  );
+  // Fetches started ahead by a `Link: rel="next"` are dropped (aborted) when the export ends early.
+  const stop = new AbortController();
+  const onAbort = () => stop.abort(ctx.signal?.reason);
+  ctx.signal?.addEventListener('abort', onAbort, { once: true });
+  const fetchCtx: ReadContext = { ...ctx, signal: stop.signal };
+  const ahead = new PagesAhead(fetchCtx, decoders);
+  try {
+    for (;;) {
+      const fetched = await ahead.take(url, page);
+      ctx.addBytes(fetched.bytes);
+      const seen: ExportValidator = { etag: fetched.etag, lastModified: fetched.lastModified };
+      if (validator === undefined) {
+        validator = seen;
+        ctx.setExportInfo({ url: fetched.url, ...seen });
+      } else if (changed(validator, seen)) {
+        throw new SyncError(
+          'EXPORT_CHANGED',
+          `The CSV export changed while it was read: page ${page} (${fetched.url}) has validator ` +
+            `${describe(seen)}, page 1 had ${describe(validator)}: the export is read again from page 1 ` +
+            '(if it keeps changing, sync when the upstream is not regenerating it)',
+          { context: { url: fetched.url, page, first: validator, now: seen }, retryable: true },
+        );
+      }
+      const csv = fetched.decoded.page;
+      const { rows } = csv;
+      logger.debug(
+        { page, rows, parsed: csv.parsed, rejected: csv.rejected, lines: csv.lines, bytes: csv.bytes },
+        'CSV page read',
       );
+      if (rows === 0) {
+        logger.info({ page }, 'empty CSV page: end of the export');
+        return;
+      }
+      if (page > config.csvMaxPages) {
+        throw new SyncError(
+          'CSV_MAX_PAGES',
+          `The CSV export at ${fetched.url} still has rows on page ${page}, past REPORTS_CSV_MAX_PAGES=${config.csvMaxPages}: ` +
+            'raise the limit or REPORTS_CSV_PAGE_SIZE if the export is really that large; otherwise the server pages in a loop',
+          { context: { url: fetched.url, maxPages: config.csvMaxPages, pageSize } },
+        );
+      }
+      if (csv.keysDigest === previousKeys) {
+        const reason =
+          `page ${page} repeats the keys of page ${page - 1}: the server ignores the ` +
+          `\`${config.csvPageParam}\` parameter (REPORTS_CSV_PAGE_PARAM?); stopped, the export is incomplete`;
+        logger.warn({ page, url: fetched.url }, reason);
+        ctx.markIncomplete(reason);
+        return;
+      }
+      const link = fetched.next;
+      linkSeen ||= link !== undefined;
+      if (link && rows < pageSize) {
+        logger.warn(
+          { page, rows, pageSize },
+          'CSV page holds fewer rows than pageSize but links a next page',
+        );
+      }
+      // The Link target when there is one; without one, page P+1 unless the server gave Links before (their
+      // end is the export's end) or this page is short.
+      const next = link ?? (!linkSeen && rows >= pageSize ? csvPageUrl(config, page + 1) : undefined);
+      if (next !== undefined) ahead.start(next, page + 1);
+      yield { kind: 'block', block: fetched.decoded.block };
+      yield { kind: 'checkpoint', page, nextUrl: next?.toString() };
+      if (next === undefined) {
+        logger.info(
+          { page, rows, pageSize },
+          linkSeen ? 'no Link rel="next": end of the export' : 'short CSV page: end of the export',
+        );
+        return;
+      }
+      previousKeys = csv.keysDigest;
+      url = next;
+      page++;
     }
-    const { csv } = fetched;
-    const rows = csv.records.length;
-    logger.debug(
-      { page, rows, parsed: csv.parsed, rejected: csv.rejected, lines: csv.lines, bytes: csv.bytes },
-      'CSV page read',
-    );
-    if (rows === 0) {
-      logger.info({ page }, 'empty CSV page: end of the export');
-      return;
+  } finally {
+    ctx.signal?.removeEventListener('abort', onAbort);
+    stop.abort(new Error('CSV export read ended'));
+    ahead.dropAll();
+    await decoders.close();
+  }
+}
+
+/**
+ * The pages fetched ahead, in page order (issue #7: a page is downloaded and parsed in a decode worker while
+ * earlier ones are staged, and up to {@link PAGES_AHEAD} pages are in flight so both workers are busy).
+ * A page's `Link: rel="next"` starts the next fetch as soon as the page is downloaded; without a `Link`, the
+ * next page is only known once this one is decoded (its row count), so the reader starts it itself.
+ */
+interface PageFetch {
+  page: number;
+  url: string;
+  fetched: Promise<FetchedPage>;
+  /** The page's `Link: rel="next"`, once its body is in. */
+  next?: URL | undefined;
+}
+
+class PagesAhead {
+  /** Pages started and not yet taken, in page order. */
+  readonly #queue: PageFetch[] = [];
+  /** The page started last (taken or not): its `Link` leads the window on. */
+  #tail: PageFetch | undefined;
+
+  constructor(
+    private readonly ctx: ReadContext,
+    private readonly decoders: BlockDecoders,
+  ) {}
+
+  /** Page `page` at `url`: the fetch started ahead when it is that one, else a new fetch. */
+  async take(url: URL, page: number): Promise<FetchedPage> {
+    const first = this.#queue[0];
+    if (first === undefined || first.page !== page || first.url !== url.toString()) {
+      this.dropAll();
+      this.start(url, page);
     }
-    if (page > config.csvMaxPages) {
-      throw new SyncError(
-        'CSV_MAX_PAGES',
-        `The CSV export at ${fetched.url} still has rows on page ${page}, past REPORTS_CSV_MAX_PAGES=${config.csvMaxPages}: ` +
-          'raise the limit or REPORTS_CSV_PAGE_SIZE if the export is really that large; otherwise the server pages in a loop',
-        { context: { url: fetched.url, maxPages: config.csvMaxPages, pageSize } },
-      );
-    }
-    if (csv.keysDigest === previousKeys) {
-      const reason =
-        `page ${page} repeats the keys of page ${page - 1}: the server ignores the ` +
-        `\`${config.csvPageParam}\` parameter (REPORTS_CSV_PAGE_PARAM?); stopped, the export is incomplete`;
-      logger.warn({ page, url: fetched.url }, reason);
-      ctx.markIncomplete(reason);
-      return;
-    }
-    const link = nextLink(fetched.link, fetched.finalUrl);
-    linkSeen ||= link !== undefined;
-    if (link && rows < pageSize) {
-      logger.warn({ page, rows, pageSize }, 'CSV page holds fewer rows than pageSize but links a next page');
-    }
-    // The Link target when there is one; without one, page P+1 unless the server gave Links before (their
-    // end is the export's end) or this page is short.
-    const next = link ?? (!linkSeen && rows >= pageSize ? csvPageUrl(config, page + 1) : undefined);
-    if (next !== undefined) {
-      prefetched = fetchPage(ctx, next, page + 1);
-      prefetched.catch(() => undefined); // handled when awaited; unawaited if the run stops first
-    }
-    yield* withLineHashes(csv.records, csv.columns, ctx.knownLines);
-    yield { kind: 'checkpoint', page, nextUrl: next?.toString() };
-    if (next === undefined) {
-      logger.info(
-        { page, rows, pageSize },
-        linkSeen ? 'no Link rel="next": end of the export' : 'short CSV page: end of the export',
-      );
-      return;
-    }
-    previousKeys = csv.keysDigest;
-    url = next;
-    page++;
+    const entry = this.#queue.shift()!;
+    this.#extend();
+    return entry.fetched;
+  }
+
+  /** Starts fetching page `page` at `url` unless it is already queued. */
+  start(url: URL, page: number): void {
+    if (this.#queue.some((e) => e.page === page && e.url === url.toString())) return;
+    const entry: Partial<PageFetch> & { page: number; url: string } = { page, url: url.toString() };
+    entry.fetched = fetchPage(this.ctx, url, page, this.decoders, (next) => {
+      entry.next = next;
+      if (this.#tail === entry) this.#extend();
+    });
+    entry.fetched.catch(() => undefined); // surfaces when taken; unawaited if the export ends first
+    this.#queue.push(entry as PageFetch);
+    this.#tail = entry as PageFetch;
+  }
+
+  /** Forgets the pages fetched ahead (the reader aborts their requests when it ends). */
+  dropAll(): void {
+    this.#queue.length = 0;
+    this.#tail = undefined;
+  }
+
+  /** Starts the page the last started one links to, once that one is downloaded, while the window has room. */
+  #extend(): void {
+    const tail = this.#tail;
+    if (tail?.next === undefined || this.#queue.length >= PAGES_AHEAD) return;
+    this.start(tail.next, tail.page + 1);
   }
 }
 
 interface FetchedPage {
-  csv: CsvPage;
+  decoded: DecodedCsvPage;
+  /** Body size in bytes. */
+  bytes: number;
   /** Safe URL that answered. */
   url: string;
-  finalUrl: URL;
-  link: string | string[] | undefined;
+  /** The `Link: rel="next"` target, resolved against the URL that answered. */
+  next: URL | undefined;
   etag?: string | undefined;
   lastModified?: string | undefined;
 }
 
 /**
- * GETs and parses one page, retrying it alone (429/5xx, resets, a body cut short) as with-retry.ts says.
- * Once its retries are spent the error is no longer retryable: the runner must not restart the whole export
- * for a page that keeps failing.
+ * GETs one page and decodes it in a decode worker, retrying it alone (429/5xx, resets, a body cut short) as
+ * with-retry.ts says; `onDownloaded` is called with the page's `Link: rel="next"` once its body is in (before
+ * decoding). Once its retries are spent the error is no longer retryable: the runner must not restart the
+ * whole export for a page that keeps failing.
  */
-async function fetchPage(ctx: ReadContext, url: URL, page: number): Promise<FetchedPage> {
+async function fetchPage(
+  ctx: ReadContext,
+  url: URL,
+  page: number,
+  decoders: BlockDecoders,
+  onDownloaded: (next: URL | undefined) => void,
+): Promise<FetchedPage> {
   const { config } = ctx;
   try {
     return await withRetry(
@@ -174,18 +266,28 @@ async function fetchPage(ctx: ReadContext, url: URL, page: number): Promise<Fetc
         } finally {
           res.body.destroy();
         }
-        const csv = parseCsvPage(body, {
+        const next = nextLink(res.headers.link, res.finalUrl);
+        onDownloaded(next);
+        const framing = {
+          delimited:
+            res.headers['content-length'] !== undefined || res.headers['transfer-encoding'] !== undefined,
+          unterminated: body.length > 0 && body[body.length - 1] !== 0x0a,
+          linked: res.headers.link !== undefined,
+        };
+        const bytes = body.length;
+        // The body's memory moves to the worker: `body` is unusable from here on.
+        const decoded = await decoders.decodePage(body, {
           page,
           maxRecordBytes: config.maxRecordBytes,
           rejectRawMaxBytes: config.rejectRawMaxBytes,
           url: res.url,
         });
-        checkCloseDelimited(res.headers, body, csv, { page, url: res.url, pageSize: config.csvPageSize });
+        checkCloseDelimited(framing, decoded.page.rows, { page, url: res.url, pageSize: config.csvPageSize });
         return {
-          csv,
+          decoded,
+          bytes,
           url: res.url,
-          finalUrl: res.finalUrl,
-          link: res.headers.link,
+          next,
           etag: header(res.headers, 'etag'),
           lastModified: header(res.headers, 'last-modified'),
         };
@@ -210,26 +312,26 @@ async function fetchPage(ctx: ReadContext, url: URL, page: number): Promise<Fetc
  * as cut short when it does not end with a line break, or when it holds fewer rows than `pageSize` yet links
  * a next page: either way the rest of the page would be lost silently (issue #6, `csv:cut`).
  *
+ * @param framing whether the response was length-delimited or chunked, ended without a line break, and
+ *   sent a `Link` header
+ * @param rows data rows of the page
  * @throws SyncError `BODY_TRUNCATED` (retryable: the page is fetched again)
  */
 function checkCloseDelimited(
-  headers: Record<string, string | string[] | undefined>,
-  body: Buffer,
-  csv: CsvPage,
+  framing: { delimited: boolean; unterminated: boolean; linked: boolean },
+  rows: number,
   where: { page: number; url: string; pageSize: number },
 ): void {
-  if (headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined) return;
-  const unterminated = body.length > 0 && body[body.length - 1] !== 0x0a;
-  const shortWithNext =
-    headers.link !== undefined && csv.records.length < where.pageSize && csv.records.length > 0;
-  if (!unterminated && !shortWithNext) return;
+  if (framing.delimited) return;
+  const shortWithNext = framing.linked && rows < where.pageSize && rows > 0;
+  if (!framing.unterminated && !shortWithNext) return;
   throw new SyncError(
     'BODY_TRUNCATED',
     `CSV page ${where.page} from ${where.url} looks cut short: a close-delimited body ` +
-      (unterminated
+      (framing.unterminated
         ? 'ending without a line break'
-        : `of ${csv.records.length} rows (pageSize ${where.pageSize}) that links a next page`),
-    { context: { url: where.url, page: where.page, rows: csv.records.length }, retryable: true },
+        : `of ${rows} rows (pageSize ${where.pageSize}) that links a next page`),
+    { context: { url: where.url, page: where.page, rows }, retryable: true },
   );
 }
 
@@ -281,6 +383,7 @@ function describe(v: ExportValidator): string {
   return '(none)';
 }
 
+/** The whole body in a buffer of its own (not Node's shared pool: it is transferred to a decode worker). */
 async function readBody(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -290,31 +393,11 @@ async function readBody(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
     chunks.push(buf);
     size += buf.length;
   }
-  return Buffer.concat(chunks, size);
-}
-
-/**
- * Hashes each parsed row's raw text (issue #7): a row a current report was loaded from becomes `known`
- * (no validation, no staging), the others carry their hash. The header is part of the key: the same row
- * text under other columns is another record.
- */
-function* withLineHashes(
-  records: ExtractedRecord[],
-  columns: string[],
-  knownLines: KnownLines | undefined,
-): Generator<Extracted> {
-  if (!knownLines) {
-    yield* records;
-    return;
+  const whole = Buffer.allocUnsafeSlow(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    chunk.copy(whole, at);
+    at += chunk.length;
   }
-  knownLines.setContext(columns.join('\u0000'));
-  for (const record of records) {
-    if (record.kind !== 'value') {
-      yield record;
-      continue;
-    }
-    const check = knownLines.check(record.raw);
-    if (check.known) yield { kind: 'known', location: record.location, lineHash: check.hash };
-    else yield { ...record, lineHash: check.hash };
-  }
+  return whole;
 }

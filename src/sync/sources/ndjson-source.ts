@@ -2,7 +2,7 @@ import { extractNdjson } from '../../extract/ndjson.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
 import { validateWireReport } from '../../schema/report.js';
 import { requireBaseUrl } from '../../config/config.js';
-import { startDecoders } from '../../extract/ndjson-decoders.js';
+import { startDecoders } from '../../extract/decoders.js';
 import { countBytes } from '../count-bytes.js';
 import { KnownLines } from '../known-lines.js';
 import type { ExportSource, ReadContext } from '../export-source.js';

@@ -1,0 +1,100 @@
+import { canonicalJson, contentHash, validateCsvReport } from '../schema/report.js';
+import type { KnownLines } from '../sync/known-lines.js';
+import { SyncError } from '../util/errors.js';
+import { LineBuffer } from '../util/line-file.js';
+import type { Reject } from '../warehouse/staging.js';
+import { seenLine, stagedRowLine } from '../warehouse/staged-line.js';
+import { parseCsvPage, type CsvPage, type CsvPageOptions } from './csv.js';
+import type { DecodedBlock } from './ndjson-block.js';
+import { recordIdOf } from './record.js';
+
+/** Rows a page may hold: a record's `seq` is `page × 2^29 + row` (see {@link csvSeq}). */
+export const CSV_MAX_PAGE_ROWS = 2 ** 29 - 1;
+
+/**
+ * One CSV page decoded: what paging needs to know of it (`CsvPage` without its records; `rows` is the
+ * number of data rows, quarantined ones included) and its records staged as batch-file lines.
+ */
+export interface DecodedCsvPage {
+  page: Omit<CsvPage, 'records'> & { rows: number };
+  block: DecodedBlock;
+}
+
+/**
+ * Arrival order of the CSV record at data row `row` (1-based) of page `page` (1-based): pages in order, rows
+ * in order within a page, so the merge's "last seen wins" holds whichever thread decoded which page. Below
+ * 2^53 (a JS integer) for every page `REPORTS_CSV_MAX_PAGES` allows (≤ 10^7).
+ */
+export function csvSeq(page: number, row: number): number {
+  return page * 2 ** 29 + row;
+}
+
+/**
+ * Parses one CSV page ({@link parseCsvPage}) and decodes its rows exactly as the runner treats single
+ * records (run-sync.ts): a row the CSV parser quarantined → reject; a row whose raw text `known` holds (under
+ * the page's header, see `KnownLines.setContext`) → a known line; else validated (`validateCsvReport`:
+ * invalid → reject with the zod issues) and staged with its canonical JSON, content hash and line hash.
+ * Pure apart from `known`'s context: runs in a decode worker or inline (issue #7: parsing and decoding a
+ * CSV row costs ~35 µs of JavaScript, which bounded the CSV sync on the main thread).
+ *
+ * @param rawMaxBytes raw text kept per quarantined row (bytes)
+ * @throws SyncError `BODY_TRUNCATED`, `CSV_HEADER_INVALID` as {@link parseCsvPage};
+ *   `CSV_PAGE_TOO_LARGE` for a page of more than {@link CSV_MAX_PAGE_ROWS} rows
+ */
+export function decodeCsvPage(body: Uint8Array, options: CsvPageOptions, known: KnownLines): DecodedCsvPage {
+  const buffer = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const { records, ...page } = parseCsvPage(buffer, options);
+  if (records.length > CSV_MAX_PAGE_ROWS) {
+    throw new SyncError(
+      'CSV_PAGE_TOO_LARGE',
+      `Page ${options.page} of ${options.url} holds ${records.length} rows, more than ${CSV_MAX_PAGE_ROWS}: ` +
+        'lower REPORTS_CSV_PAGE_SIZE',
+      { context: { url: options.url, page: options.page, rows: records.length } },
+    );
+  }
+  known.setContext(page.columns.join('\u0000'));
+  const rows = new LineBuffer();
+  const seen = new LineBuffer();
+  const rejects: Reject[] = [];
+  let loaded = 0;
+  for (const record of records) {
+    const seq = csvSeq(options.page, record.location.row ?? 0);
+    if (record.kind === 'malformed') {
+      const { kind: _kind, ...reject } = record;
+      rejects.push(reject);
+      continue;
+    }
+    const check = known.check(record.raw);
+    if (check.known) {
+      loaded++;
+      seen.write(seenLine(seq, check.hash));
+      continue;
+    }
+    const result = validateCsvReport(record.value as Record<string, string | undefined>);
+    if (!result.ok) {
+      rejects.push({
+        location: record.location,
+        raw: record.raw,
+        recordId: recordIdOf(record.value),
+        issues: result.issues,
+      });
+      continue;
+    }
+    loaded++;
+    const json = canonicalJson(result.report);
+    // CSV text is never the canonical JSON: the content hash is the JSON's own SHA-1.
+    const hash = contentHash(result.report, undefined, undefined, json);
+    rows.write(stagedRowLine(seq, record.location, result.report, json, hash, check.hash));
+  }
+  return {
+    page: { ...page, rows: records.length },
+    block: {
+      rows: rows.take(),
+      seen: seen.take(),
+      rejects,
+      read: records.length,
+      loaded,
+      rejected: rejects.length,
+    },
+  };
+}

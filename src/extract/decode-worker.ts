@@ -1,0 +1,35 @@
+// A decode worker (see decoders.ts): rebuilds the run's known-line set from shared memory, then decodes each
+// NDJSON block or CSV page it is sent and posts the result back, transferring the encoded lines.
+import { parentPort, workerData } from 'node:worker_threads';
+import { KnownLines, type KnownLinesState } from '../sync/known-lines.js';
+import { SyncError } from '../util/errors.js';
+import { decodeCsvPage } from './csv-page-decode.js';
+import type { DecodeJob, DecodeReply } from './decoders.js';
+import { decodeBlock, type DecodedBlock } from './ndjson-block.js';
+
+const { known, rawMaxBytes } = workerData as { known: KnownLinesState; rawMaxBytes: number };
+const set = KnownLines.fromState(known);
+
+parentPort?.on('message', (job: DecodeJob) => {
+  let reply: DecodeReply;
+  let block: DecodedBlock;
+  try {
+    if (job.kind === 'ndjson') {
+      block = decodeBlock(job.block, set, rawMaxBytes);
+      reply = { id: job.id, kind: 'ndjson', result: block };
+    } else {
+      const result = decodeCsvPage(job.body, job.options, set);
+      block = result.block;
+      reply = { id: job.id, kind: 'csv', result };
+    }
+  } catch (err) {
+    // A SyncError (a CSV page cut short, a bad header) is an answer about the input: sent back whole.
+    const error =
+      err instanceof SyncError
+        ? { sync: true, code: err.code, message: err.message, context: err.context, retryable: err.retryable }
+        : { message: err instanceof Error ? err.message : String(err) };
+    parentPort?.postMessage({ id: job.id, error } satisfies DecodeReply);
+    return;
+  }
+  parentPort?.postMessage(reply, [block.rows.bytes.buffer, block.seen.bytes.buffer] as ArrayBuffer[]);
+});
