@@ -2,19 +2,20 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadDataset } from '../../src/simulator/load-dataset.js';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/server.js';
+import { csvSource } from '../../src/sync/sources/csv-source.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import { sampleDatasetPath } from '../../src/util/package-root.js';
 import { openTestWarehouse, query, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
 
-// Issue #7: NDJSON lines are decoded in worker threads (REPORTS_DECODE_WORKERS). The warehouse must not tell
-// which thread decoded a record: the real sample with its warts, malformed lines and duplicates loads to
-// the same reports, versions and quarantine with 0 (main thread), 1 and 3 workers, and a re-sync still
-// skips every known line.
+// Issue #7: NDJSON lines and CSV pages are decoded in worker threads (REPORTS_DECODE_WORKERS). The warehouse
+// must not tell which thread decoded a record: the real sample with its warts, malformed lines or broken CSV
+// rows and duplicates loads to the same reports, versions and quarantine with 0 (main thread) and more
+// workers, and a re-sync still skips every known line.
 
 const REPORTS = `SELECT id, status, destination, category, description, lat, lng, address, created_at, updated_at,
   extra::VARCHAR AS extra, content_hash, line_hash FROM reports ORDER BY id`;
 const REJECTS = `SELECT location, line, record_id, raw, raw_truncated, raw_bytes, issues::VARCHAR AS issues
-  FROM rejected_records ORDER BY line`;
+  FROM rejected_records ORDER BY location, line`;
 
 describe('NDJSON decode workers', () => {
   let tmp: ReturnType<typeof tempDir>;
@@ -25,7 +26,14 @@ describe('NDJSON decode workers', () => {
     const dataset = await loadDataset(sampleDatasetPath());
     sim = await startSimulator({
       dataset,
-      faults: ['ndjson:malformed,at=3+500', 'ndjson:duplicates=97', 'ndjson:giant=2000000,at=7'],
+      faults: [
+        'ndjson:malformed,at=3+500',
+        'ndjson:duplicates=97',
+        'ndjson:giant=2000000,at=7',
+        'csv:duplicates=89',
+        'csv:csvWart=raggedRow,at=4',
+        'csv:csvWart=unclosedQuote,at=9',
+      ],
     });
   });
   afterEach(async () => {
@@ -33,12 +41,15 @@ describe('NDJSON decode workers', () => {
     tmp.cleanup();
   });
 
-  async function load(workers: number) {
-    const config = testConfig(sim.url, join(tmp.dir, `w${workers}.duckdb`), { decodeWorkers: workers });
+  async function load(workers: number, source = ndjsonSource) {
+    const config = testConfig(sim.url, join(tmp.dir, `${source.name}${workers}.duckdb`), {
+      decodeWorkers: workers,
+      csvPageSize: 500,
+    });
     const warehouse = await openTestWarehouse(config);
     try {
-      const first = await syncOnce(warehouse, config, ndjsonSource);
-      const second = await syncOnce(warehouse, config, ndjsonSource);
+      const first = await syncOnce(warehouse, config, source);
+      const second = await syncOnce(warehouse, config, source);
       return {
         first: first.counters,
         second: second.counters,
@@ -62,5 +73,19 @@ describe('NDJSON decode workers', () => {
       expect(threaded.reports).toEqual(inline.reports);
       expect(threaded.rejects).toEqual(inline.rejects);
     }
+  });
+
+  it('loads the same warehouse from the CSV export whichever thread decodes its pages', async () => {
+    const inline = await load(0, csvSource);
+    expect(inline.first.pages).toBeGreaterThan(10);
+    expect(inline.first.recordsRejected).toBeGreaterThan(20); // a ragged row and a broken quote per page
+    expect(inline.first.duplicates).toBeGreaterThan(0);
+    expect(inline.rejects.some((r) => /^page \d+, row \d+, line \d+$/.test(String(r.location)))).toBe(true);
+    expect(inline.second).toMatchObject({ unchanged: inline.reports.length, inserted: 0, updated: 0 });
+    const threaded = await load(2, csvSource);
+    expect(threaded.first).toEqual(inline.first);
+    expect(threaded.second).toEqual(inline.second);
+    expect(threaded.reports).toEqual(inline.reports);
+    expect(threaded.rejects).toEqual(inline.rejects);
   });
 });
