@@ -82,8 +82,7 @@ export function decodeCsvPage(body: Uint8Array, options: CsvPageOptions, known: 
     }
     loaded++;
     const json = canonicalJson(result.report);
-    // CSV text is never the canonical JSON: the content hash is the JSON's own SHA-1.
-    const hash = contentHash(result.report, undefined, undefined, json);
+    const hash = contentHash(result.report, json);
     rows.write(stagedRowLine(seq, record.location, result.report, json, hash, check.hash));
   }
   return {

@@ -83,7 +83,7 @@ export function decodeBlock(block: NdjsonBlock, known: KnownLines, rawMaxBytes: 
     }
     loaded++;
     const json = canonicalJson(result.report);
-    const hash = contentHash(result.report, text, check.digest, json);
+    const hash = contentHash(result.report, json);
     rows.write(stagedRowLine(line, location, result.report, json, hash, check.hash));
   }
   return { rows: rows.take(), seen: seen.take(), rejects, read, loaded, rejected };

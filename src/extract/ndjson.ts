@@ -134,7 +134,6 @@ export async function* extractNdjson(
         raw: line.text,
         value,
         lineHash: check?.hash,
-        lineDigest: check?.digest,
         seq: line.lineNumber,
       };
     }

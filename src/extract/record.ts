@@ -33,8 +33,6 @@ export type ExtractedRecord =
       raw: string;
       value: unknown;
       lineHash?: bigint | undefined;
-      /** SHA-1 of `raw`, when hashed (lets the content hash skip a second SHA-1 for canonical lines). */
-      lineDigest?: Buffer | undefined;
       /** Arrival order when the source numbers records itself (NDJSON: the line number). */
       seq?: number | undefined;
     }

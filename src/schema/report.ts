@@ -305,17 +305,8 @@ export function canonicalJson(report: Report): string {
 /**
  * Content hash of a report (hex SHA-1 of its canonical wire JSON, see {@link canonicalJson}): equal hashes
  * mean no business change. Used by the merge to tell changed from unchanged (DESIGN.md §6).
- *
- * When the caller already has the SHA-1 of the record's raw text (`rawSha1` of `raw`, from the line hash)
- * and that text is the canonical JSON itself (as exports written through the same serialiser are), the
- * digest is reused instead of hashing the same bytes again (issue #7). Pass `json` when it is at hand.
+ * Pass `json` when it is at hand (one serialisation per record).
  */
-export function contentHash(
-  report: Report,
-  raw?: string,
-  rawSha1?: Buffer,
-  json = canonicalJson(report),
-): string {
-  if (rawSha1 !== undefined && raw === json) return rawSha1.toString('hex');
+export function contentHash(report: Report, json = canonicalJson(report)): string {
   return hash('sha1', json, 'hex');
 }

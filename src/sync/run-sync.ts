@@ -258,7 +258,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         if (result.ok) {
           counters.recordsLoaded++;
           const json = canonicalJson(result.report);
-          const hash = contentHash(result.report, item.raw, item.lineDigest, json);
+          const hash = contentHash(result.report, json);
           writer.add(result.report, json, hash, item.location, item.lineHash, item.seq);
         } else {
           counters.recordsRejected++;
