@@ -4,9 +4,9 @@ import { SyncError } from '../util/errors.js';
 import { LineBuffer } from '../util/line-file.js';
 import type { Reject } from '../warehouse/staging.js';
 import { seenLine, stagedRowLine } from '../warehouse/staged-line.js';
-import { parseCsvPage, type CsvPage, type CsvPageOptions } from './csv.js';
+import { scanCsvPage, type CsvPage, type CsvPageOptions } from './csv.js';
 import type { DecodedBlock } from './ndjson-block.js';
-import { recordIdOf } from './record.js';
+import { recordIdOf, type ExtractedRecord } from './record.js';
 
 /** Rows a page may hold: a record's `seq` is `page × 2^29 + row` (see {@link csvSeq}). */
 export const CSV_MAX_PAGE_ROWS = 2 ** 29 - 1;
@@ -30,7 +30,7 @@ export function csvSeq(page: number, row: number): number {
 }
 
 /**
- * Parses one CSV page ({@link parseCsvPage}) and decodes its rows exactly as the runner treats single
+ * Parses one CSV page (`scanCsvPage` of csv.ts, as `parseCsvPage`) and decodes each row as it is read exactly as the runner treats single
  * records (run-sync.ts): a row the CSV parser quarantined → reject; a row whose raw text `known` holds (under
  * the page's header, see `KnownLines.setContext`) → a known line; else validated (`validateCsvReport`:
  * invalid → reject with the zod issues) and staged with its canonical JSON, content hash and line hash.
@@ -43,32 +43,35 @@ export function csvSeq(page: number, row: number): number {
  */
 export function decodeCsvPage(body: Uint8Array, options: CsvPageOptions, known: KnownLines): DecodedCsvPage {
   const buffer = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  const { records, ...page } = parseCsvPage(buffer, options);
-  if (records.length > CSV_MAX_PAGE_ROWS) {
-    throw new SyncError(
-      'CSV_PAGE_TOO_LARGE',
-      `Page ${options.page} of ${options.url} holds ${records.length} rows, more than ${CSV_MAX_PAGE_ROWS}: ` +
-        'lower REPORTS_CSV_PAGE_SIZE',
-      { context: { url: options.url, page: options.page, rows: records.length } },
-    );
-  }
-  known.setContext(page.columns.join('\u0000'));
   const rows = new LineBuffer();
   const seen = new LineBuffer();
   const rejects: Reject[] = [];
   let loaded = 0;
-  for (const record of records) {
-    const seq = csvSeq(options.page, record.location.row ?? 0);
+  let context: string | undefined;
+  const decode = (record: ExtractedRecord, columns: readonly string[]): void => {
+    const row = record.location.row ?? 0;
+    if (row > CSV_MAX_PAGE_ROWS) {
+      throw new SyncError(
+        'CSV_PAGE_TOO_LARGE',
+        `Page ${options.page} of ${options.url} holds more than ${CSV_MAX_PAGE_ROWS} rows: lower REPORTS_CSV_PAGE_SIZE`,
+        { context: { url: options.url, page: options.page } },
+      );
+    }
+    const seq = csvSeq(options.page, row);
     if (record.kind === 'malformed') {
       const { kind: _kind, ...reject } = record;
       rejects.push(reject);
-      continue;
+      return;
+    }
+    if (context === undefined) {
+      context = columns.join('\u0000');
+      known.setContext(context);
     }
     const check = known.check(record.raw);
     if (check.known) {
       loaded++;
       seen.write(seenLine(seq, check.hash));
-      continue;
+      return;
     }
     const result = validateCsvReport(record.value as Record<string, string | undefined>);
     if (!result.ok) {
@@ -78,20 +81,21 @@ export function decodeCsvPage(body: Uint8Array, options: CsvPageOptions, known: 
         recordId: recordIdOf(record.value),
         issues: result.issues,
       });
-      continue;
+      return;
     }
     loaded++;
     const json = canonicalJson(result.report);
     const hash = contentHash(result.report, json);
     rows.write(stagedRowLine(seq, record.location, result.report, json, hash, check.hash));
-  }
+  };
+  const page = scanCsvPage(buffer, options, decode);
   return {
-    page: { ...page, rows: records.length },
+    page,
     block: {
       rows: rows.take(),
       seen: seen.take(),
       rejects,
-      read: records.length,
+      read: page.rows,
       loaded,
       rejected: rejects.length,
     },

@@ -65,13 +65,30 @@ const CR = 0x0d;
  *   `CSV_HEADER_INVALID` when the header row itself cannot be parsed.
  */
 export function parseCsvPage(body: Buffer, options: CsvPageOptions): CsvPage {
-  return new PageParser(body, options).parse();
+  const records: ExtractedRecord[] = [];
+  const page = new PageParser(body, options, (r) => records.push(r)).parse();
+  return { ...page, records };
+}
+
+/**
+ * {@link parseCsvPage} handing each row to `onRecord` (with the header) as it is read, in body order, instead of collecting
+ * them (a decode worker then holds one row at a time: less for the garbage collector to copy). Returns what
+ * paging needs; `rows` counts the rows handed over (quarantined ones included). Same errors.
+ */
+export function scanCsvPage(
+  body: Buffer,
+  options: CsvPageOptions,
+  onRecord: (record: ExtractedRecord, columns: readonly string[]) => void,
+): Omit<CsvPage, 'records'> & { rows: number } {
+  return new PageParser(body, options, onRecord).parse();
 }
 
 /** The state of one {@link parseCsvPage} call: where parsing is, what was found, the line cursor. */
 class PageParser {
-  private readonly records: ExtractedRecord[] = [];
-  private readonly keys = createHash('sha1');
+  /** The page's row keys, one a line, hashed once at the end (one SHA-1 call a page, not a row). */
+  private keys = '';
+  /** Line of the last row handed over (for the error of a page cut short). */
+  private lastLine: number | undefined;
   private header: string[] | undefined;
   private idColumn = -1;
   private parsed = 0;
@@ -87,18 +104,19 @@ class PageParser {
   private cursorLine = 1;
   /**
    * Rows end with the header's line break. With CRLF a bare LF is data (an unquoted field holding one is
-   * not RFC 4180, but common), unless it turns out to end a row (see {@link onRecord}, {@link quarantine}).
+   * not RFC 4180, but common), unless it turns out to end a row (see {@link onCsvRecord}, {@link quarantine}).
    */
   private readonly crlf: boolean;
 
   constructor(
     private readonly body: Buffer,
     private readonly options: CsvPageOptions,
+    private readonly sink: (record: ExtractedRecord, columns: readonly string[]) => void,
   ) {
     this.crlf = usesCrlf(body);
   }
 
-  parse(): CsvPage {
+  parse(): Omit<CsvPage, 'records'> & { rows: number } {
     const { body } = this;
     let offset = 0;
     while (offset < body.length) {
@@ -110,7 +128,7 @@ class PageParser {
           this.crlf ? '\r\n' : '\n',
           base === 0,
           this.options.maxRecordBytes,
-          (fields, bytes) => this.onRecord(fields, base + bytes),
+          (fields, bytes) => this.onCsvRecord(fields, base + bytes),
         );
         offset = body.length;
       } catch (err) {
@@ -120,22 +138,22 @@ class PageParser {
     }
     const lines = countLines(body);
     if (this.lastRowRagged && this.lastRowEnd === body.length && body[body.length - 1] !== NL) {
-      throw this.truncated(this.records[this.records.length - 1]?.location.line ?? lines);
+      throw this.truncated(this.lastLine ?? lines);
     }
     return {
       columns: this.header ?? [],
-      records: this.records,
+      rows: this.row,
       parsed: this.parsed,
       rejected: this.rejected,
       lines,
       skippedLines: lines - this.rowLines,
-      keysDigest: `${this.row}:${this.keys.digest('hex')}`,
+      keysDigest: `${this.row}:${createHash('sha1').update(this.keys).digest('hex')}`,
       bytes: body.length,
     };
   }
 
   /** One record from csv-parse, ending at `recordEnd`: the header, one or more rows, or joined rows (throws). */
-  private onRecord(fields: string[], recordEnd: number): void {
+  private onCsvRecord(fields: string[], recordEnd: number): void {
     const start = skipLineBreaks(this.body, this.end);
     const header = this.header;
     if (header === undefined) {
@@ -196,10 +214,11 @@ class PageParser {
     this.rowLines++;
     this.rejected++;
     const text = rawLine(body, start, lineEnd, options.rejectRawMaxBytes);
-    this.keys.update(`${text.raw}\n`);
-    this.records.push({
+    this.keys += `${text.raw}\n`;
+    this.lastLine = this.lineAt(start);
+    this.emit({
       kind: 'malformed',
-      location: { page: options.page, row: this.row, line: this.lineAt(start) },
+      location: { page: options.page, row: this.row, line: this.lastLine },
       ...text,
       issues: [{ path: '', message: `malformed CSV: ${err.message}` }],
     });
@@ -215,19 +234,24 @@ class PageParser {
     this.rowLines += this.spanLines(start, end);
     const location = { page: options.page, row: this.row, line: this.lineAt(start) };
     const raw = body.toString('utf8', start, trimEnd(body, start, end));
-    this.keys.update(`${fields[this.idColumn] ?? raw}\n`);
+    this.keys += `${fields[this.idColumn] ?? raw}\n`;
+    this.lastLine = location.line;
     this.lastRowEnd = end;
     this.lastRowRagged = fields.length !== columns.length;
     if (this.lastRowRagged) {
       this.rejected++;
       const message = `ragged row: ${fields.length} cells where the header has ${columns.length} columns`;
-      this.records.push({ kind: 'malformed', location, raw, issues: [{ path: '', message }] });
+      this.emit({ kind: 'malformed', location, raw, issues: [{ path: '', message }] });
       return;
     }
     const value: Record<string, string> = {};
     for (let i = 0; i < columns.length; i++) value[columns[i] as string] = fields[i] as string;
     this.parsed++;
-    this.records.push({ kind: 'value', location, raw, value });
+    this.emit({ kind: 'value', location, raw, value });
+  }
+
+  private emit(record: ExtractedRecord): void {
+    this.sink(record, this.header ?? []);
   }
 
   /** 1-based physical line of `offset`, counted incrementally (offsets only grow). */
