@@ -134,7 +134,7 @@ export const SETTINGS = {
     env: 'REPORTS_DECODE_WORKERS',
     schema: int(0, 64).default(2),
     allowed: 'an integer from 0 to 64',
-    doc: 'Worker threads that parse, validate and serialise NDJSON records (0: on the main thread). On 2 cores: 1M-record sync ~24 s with 0, ~20 s with 1 or 2; no-change re-sync 5.0 / 4.1 / 3.6 s of reading with 0 / 1 / 2 (measured, issue #7).',
+    doc: 'Worker threads that parse, validate and serialise records: NDJSON in blocks of ~1 MiB, CSV a page at a time (0: on the main thread). On 2 cores: 1M-record NDJSON sync ~24 s with 0, ~20 s with 1 or 2; CSV ~50 s on the main thread, ~27–31 s with 2 (measured, issue #7).',
   },
   maxRejectRatio: {
     env: 'REPORTS_MAX_REJECT_RATIO',

@@ -38,8 +38,8 @@ export interface LineCheck {
  * changes what a row means) and {@link RULES_VERSION}. Two different lines share a hash with probability
  * ~2^-64 per pair (with 4M lines ~4e-7 for any pair): such a changed line would be taken as unchanged until
  * it changes again. It is no defence against lines crafted to collide, and neither was a 64-bit cut of
- * SHA-1 (2^32 work); the upstream is trusted for its own records' identity anyway. The set is an open-addressing table of 9 bytes per slot, 2–4 slots per
- * report (18–36 MiB for 1M reports).
+ * SHA-1 (2^32 work); the upstream is trusted for its own records' identity anyway. The set is an
+ * open-addressing table of 9 bytes per slot, 2–4 slots per report (18–36 MiB for 1M reports).
  */
 export class KnownLines {
   readonly #hi: Int32Array;
