@@ -1,16 +1,24 @@
 // A decode worker (see decoders.ts): rebuilds the run's known-line set from shared memory, then decodes each
 // NDJSON block or CSV page it is sent and posts the result back, transferring the encoded lines.
 import { parentPort, workerData } from 'node:worker_threads';
-import { KnownLines, type KnownLinesState } from '../sync/known-lines.js';
+import { KnownLines, loadLineHasher, type KnownLinesState } from '../sync/known-lines.js';
 import { SyncError } from '../util/errors.js';
 import { decodeCsvPage } from './csv-page-decode.js';
 import type { DecodeJob, DecodeReply } from './decoders.js';
 import { decodeBlock, type DecodedBlock } from './ndjson-block.js';
 
 const { known, rawMaxBytes } = workerData as { known: KnownLinesState; rawMaxBytes: number };
-const set = KnownLines.fromState(known);
+// Jobs wait for the hasher (instantiated asynchronously); they still run in the order they came.
+const ready = loadLineHasher().then(() => KnownLines.fromState(known));
 
 parentPort?.on('message', (job: DecodeJob) => {
+  ready.then(
+    (set) => handle(job, set),
+    (err: unknown) => fail(job, err),
+  );
+});
+
+function handle(job: DecodeJob, set: KnownLines): void {
   let reply: DecodeReply;
   let block: DecodedBlock;
   try {
@@ -23,13 +31,17 @@ parentPort?.on('message', (job: DecodeJob) => {
       reply = { id: job.id, kind: 'csv', result };
     }
   } catch (err) {
-    // A SyncError (a CSV page cut short, a bad header) is an answer about the input: sent back whole.
-    const error =
-      err instanceof SyncError
-        ? { sync: true, code: err.code, message: err.message, context: err.context, retryable: err.retryable }
-        : { message: err instanceof Error ? err.message : String(err) };
-    parentPort?.postMessage({ id: job.id, error } satisfies DecodeReply);
+    fail(job, err);
     return;
   }
   parentPort?.postMessage(reply, [block.rows.bytes.buffer, block.seen.bytes.buffer] as ArrayBuffer[]);
-});
+}
+
+function fail(job: DecodeJob, err: unknown): void {
+  // A SyncError (a CSV page cut short, a bad header) is an answer about the input: sent back whole.
+  const error =
+    err instanceof SyncError
+      ? { sync: true, code: err.code, message: err.message, context: err.context, retryable: err.retryable }
+      : { message: err instanceof Error ? err.message : String(err) };
+  parentPort?.postMessage({ id: job.id, error } satisfies DecodeReply);
+}

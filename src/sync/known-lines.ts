@@ -1,10 +1,20 @@
 import { hash } from 'node:crypto';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import xxhash from 'xxhash-wasm';
+import xxhash, { type XXHashAPI } from 'xxhash-wasm';
 
 // xxHash64 (WebAssembly, instantiated once per thread): ~0.3 µs for a 460-byte line where SHA-1 through
 // node:crypto took ~1.6–2.2 µs, the largest cost of a no-change re-sync (issue #7, measured).
-const { h64, h64Raw } = await xxhash();
+let hasher: XXHashAPI | undefined;
+let loading: Promise<XXHashAPI> | undefined;
+
+/**
+ * Instantiates the line hasher (xxHash64 in WebAssembly) for this thread; idempotent. Every way to get a
+ * {@link KnownLines} calls it, except {@link KnownLines.fromState}, whose thread must call it first. Not a
+ * top-level `await`: Node 20's V8 aborted a test process on one ("Check failed: (location_) != nullptr").
+ */
+export async function loadLineHasher(): Promise<void> {
+  hasher ??= await (loading ??= xxhash());
+}
 
 /**
  * Bumped whenever a change to parsing or validation could load the same line differently: every stored
@@ -48,6 +58,8 @@ export class KnownLines {
   readonly #mask: number;
   readonly #source: string;
   #seed = 0n;
+  readonly #h64: XXHashAPI['h64'];
+  readonly #h64Raw: XXHashAPI['h64Raw'];
   /** Number of hashes held. */
   readonly size: number;
 
@@ -61,6 +73,9 @@ export class KnownLines {
     this.#mask = this.#used.length - 1;
     this.#source = source;
     this.size = shared?.size ?? 0;
+    if (hasher === undefined) throw new Error('KnownLines: call loadLineHasher() first');
+    this.#h64 = hasher.h64;
+    this.#h64Raw = hasher.h64Raw;
     this.setContext('');
   }
 
@@ -75,13 +90,18 @@ export class KnownLines {
     };
   }
 
-  /** The set whose {@link state} was passed to this thread (read-only use: {@link check}). */
+  /**
+   * The set whose {@link state} was passed to this thread (read-only use: {@link check}).
+   *
+   * @throws Error when this thread has not awaited {@link loadLineHasher}
+   */
   static fromState(state: KnownLinesState): KnownLines {
     return new KnownLines(state.source, 0, state);
   }
 
   /** An empty set (nothing is skipped; hashes are still computed for staging). */
-  static empty(source: string): KnownLines {
+  static async empty(source: string): Promise<KnownLines> {
+    await loadLineHasher();
     return new KnownLines(source, 0);
   }
 
@@ -90,6 +110,7 @@ export class KnownLines {
    * match this one's lines (the key differs) and only take room. Call once at the start of a run.
    */
   static async load(connection: DuckDBConnection, source: string): Promise<KnownLines> {
+    await loadLineHasher();
     const where = `line_hash IS NOT NULL AND removed_at IS NULL`;
     const count = Number(
       (await connection.runAndReadAll(`SELECT count(*) FROM reports WHERE ${where}`)).getRowsJS()[0]?.[0] ??
@@ -133,7 +154,10 @@ export class KnownLines {
    * (same hash, no encoding step).
    */
   check(text: string | Buffer): LineCheck {
-    const h = BigInt.asIntN(64, typeof text === 'string' ? h64(text, this.#seed) : h64Raw(text, this.#seed));
+    const h = BigInt.asIntN(
+      64,
+      typeof text === 'string' ? this.#h64(text, this.#seed) : this.#h64Raw(text, this.#seed),
+    );
     if (this.size === 0) return { hash: h, known: false };
     const hi = Number(h >> 32n);
     const lo = Number(BigInt.asIntN(32, h));

@@ -70,7 +70,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
   let linkSeen = false;
   const decoders = startDecoders(
     config.decodeWorkers,
-    ctx.knownLines ?? KnownLines.empty('csv'),
+    ctx.knownLines ?? (await KnownLines.empty('csv')),
     config.rejectRawMaxBytes,
   );
   // Fetches started ahead by a `Link: rel="next"` are dropped (aborted) when the export ends early.

@@ -31,7 +31,7 @@ export const ndjsonSource: ExportSource = {
     });
     const decoders = startDecoders(
       ctx.config.decodeWorkers,
-      ctx.knownLines ?? KnownLines.empty('ndjson'),
+      ctx.knownLines ?? (await KnownLines.empty('ndjson')),
       ctx.config.rejectRawMaxBytes,
     );
     try {
