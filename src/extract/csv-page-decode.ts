@@ -30,15 +30,16 @@ export function csvSeq(page: number, row: number): number {
 }
 
 /**
- * Parses one CSV page (`scanCsvPage` of csv.ts, as `parseCsvPage`) and decodes each row as it is read exactly as the runner treats single
- * records (run-sync.ts): a row the CSV parser quarantined → reject; a row whose raw text `known` holds (under
- * the page's header, see `KnownLines.setContext`) → a known line; else validated (`validateCsvReport`:
- * invalid → reject with the zod issues) and staged with its canonical JSON, content hash and line hash.
- * Pure apart from `known`'s context: runs in a decode worker or inline (issue #7: parsing and decoding a
- * CSV row costs ~35 µs of JavaScript, which bounded the CSV sync on the main thread).
+ * Parses one CSV page (`scanCsvPage` of csv.ts: the rules of `parseCsvPage`, a row at a time) and decodes
+ * each row as it is read, exactly as the runner treats single records (run-sync.ts): a row the CSV parser
+ * quarantined → reject; a row whose raw text `known` holds (under the page's header, see
+ * `KnownLines.setContext`) → a known line; else validated (`validateCsvReport`: invalid → reject with the
+ * zod issues) and staged with its canonical JSON, content hash and line hash. Pure apart from `known`'s
+ * context: runs in a decode worker or inline (issue #7: parsing and decoding a CSV row costs ~20–35 µs of
+ * JavaScript, which bounded the CSV sync on the main thread). Raw text kept per quarantined row:
+ * `options.rejectRawMaxBytes`.
  *
- * @param rawMaxBytes raw text kept per quarantined row (bytes)
- * @throws SyncError `BODY_TRUNCATED`, `CSV_HEADER_INVALID` as {@link parseCsvPage};
+ * @throws SyncError `BODY_TRUNCATED`, `CSV_HEADER_INVALID` as `parseCsvPage`;
  *   `CSV_PAGE_TOO_LARGE` for a page of more than {@link CSV_MAX_PAGE_ROWS} rows
  */
 export function decodeCsvPage(body: Uint8Array, options: CsvPageOptions, known: KnownLines): DecodedCsvPage {

@@ -73,7 +73,8 @@ export function parseCsvPage(body: Buffer, options: CsvPageOptions): CsvPage {
 /**
  * {@link parseCsvPage} handing each row to `onRecord` (with the header) as it is read, in body order, instead of collecting
  * them (a decode worker then holds one row at a time: less for the garbage collector to copy). Returns what
- * paging needs; `rows` counts the rows handed over (quarantined ones included). Same errors.
+ * paging needs; `rows` counts the rows handed over (quarantined ones included). Same errors, and whatever
+ * `onRecord` throws ends the scan with that error.
  */
 export function scanCsvPage(
   body: Buffer,

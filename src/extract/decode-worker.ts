@@ -43,5 +43,10 @@ function fail(job: DecodeJob, err: unknown): void {
     err instanceof SyncError
       ? { sync: true, code: err.code, message: err.message, context: err.context, retryable: err.retryable }
       : { message: err instanceof Error ? err.message : String(err) };
-  parentPort?.postMessage({ id: job.id, error } satisfies DecodeReply);
+  try {
+    parentPort?.postMessage({ id: job.id, error } satisfies DecodeReply);
+  } catch {
+    // A context that cannot be cloned: the message alone still answers the job.
+    parentPort?.postMessage({ id: job.id, error: { message: error.message } } satisfies DecodeReply);
+  }
 }

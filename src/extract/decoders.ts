@@ -70,7 +70,10 @@ export function startDecoders(workers: number, known: KnownLines, rawMaxBytes: n
   const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>();
   let nextId = 0;
   let closed = false;
+  // Once a worker dies, every decode fails with its error: a job posted to a dead thread never answers.
+  let broken: Error | undefined;
   const failAll = (err: Error) => {
+    broken ??= err;
     for (const p of pending.values()) p.reject(err);
     pending.clear();
   };
@@ -94,6 +97,7 @@ export function startDecoders(workers: number, known: KnownLines, rawMaxBytes: n
   });
   const post = <T>(job: DecodeJob, transfer: ArrayBuffer[]): Promise<T> => {
     if (closed) return Promise.reject(new Error('decoders are closed'));
+    if (broken) return Promise.reject(broken);
     return new Promise<T>((resolve, reject) => {
       pending.set(job.id, { resolve: resolve as (r: unknown) => void, reject });
       threads[job.id % threads.length]!.postMessage(job, transfer);

@@ -57,7 +57,10 @@ export interface KnownRecord {
   seq?: number | undefined;
 }
 
-/** Many NDJSON records decoded together, already staged as batch-file lines (see extract/ndjson-block.ts). */
+/**
+ * Many records decoded together (an NDJSON block or a CSV page), already staged as batch-file lines (see
+ * extract/ndjson-block.ts, extract/csv-page-decode.ts).
+ */
 export interface DecodedRecords {
   kind: 'block';
   block: DecodedBlock;

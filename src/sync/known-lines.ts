@@ -66,7 +66,7 @@ export class KnownLines {
   private constructor(source: string, capacity: number, shared?: KnownLinesState) {
     let slots = 16;
     while (slots < capacity * 2) slots *= 2;
-    // Shared memory, so NDJSON decode workers read the same table without a copy.
+    // Shared memory, so the decode workers read the same table without a copy.
     this.#hi = new Int32Array(shared?.hi ?? new SharedArrayBuffer(slots * 4));
     this.#lo = new Int32Array(shared?.lo ?? new SharedArrayBuffer(slots * 4));
     this.#used = new Uint8Array(shared?.used ?? new SharedArrayBuffer(slots));

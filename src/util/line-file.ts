@@ -83,7 +83,7 @@ export interface EncodedLines {
 }
 
 /**
- * Lines encoded into one growing in-memory buffer (what an NDJSON decode worker hands back, transferred
+ * Lines encoded into one growing in-memory buffer (what a decode worker hands back, transferred
  * without a copy). `line` must not contain a raw line break.
  */
 export class LineBuffer {

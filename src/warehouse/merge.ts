@@ -63,7 +63,7 @@ export async function mergeStaging(
        SELECT id, sk // 2 AS seq, sk % 2 = 1 AS known FROM winners
      )
      -- A known winner is unchanged (its line is the current report's): no join. A no-change re-sync is all
-     -- known lines, and joining its 1M winners back to reports cost ~0.8 s (issue #7, measured).
+     -- known lines, and joining its 1M winners back to reports cost ~0.1–0.2 s (issue #7, measured).
      SELECT id, seq, NULL::BIGINT AS line_hash, 'unchanged' AS change FROM picked WHERE known
      UNION ALL
      -- seq is shared by staged rows and known lines, so a staged winner finds its own row

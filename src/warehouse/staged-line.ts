@@ -7,7 +7,7 @@ import type { Report } from '../schema/report.js';
  * location, `h` content hash, `lh` raw-line hash (text, a signed 64-bit integer) or null, `x` the `extra`
  * fields as JSON text or null, `r` the canonical JSON (`canonicalJson` of schema/report.ts) embedded as it is
  * — DuckDB reads the known fields from it and matches keys case-sensitively, so an extra field never
- * shadows one. Pure (no DuckDB): the NDJSON decode workers build these lines too.
+ * shadows one. Pure (no DuckDB): the decode workers build these lines too.
  */
 export function stagedRowLine(
   seq: number,

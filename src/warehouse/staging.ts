@@ -63,7 +63,8 @@ interface Batch {
  * batch commits at a time, the next {@link flush} waits for it, and {@link finish} waits for the last one
  * and reports any failure (issue #7: through the Appender, the main thread spent ~17 s of a 1M-record sync
  * converting values and flushing). Every valid record gets a sequence number (`seq`, arrival order: "last
- * seen wins" on ties), staged or known: the source's own (NDJSON: its line number) or the writer's next.
+ * seen wins" on ties), staged or known: the source's own (NDJSON: its line number; CSV: page × 2^29 + row)
+ * or the writer's next.
  */
 export class StagingWriter {
   readonly #c: DuckDBConnection;
@@ -90,11 +91,6 @@ export class StagingWriter {
     return this.#buffered;
   }
 
-  /** Next staging sequence number (valid records so far, across resumes). */
-  get nextSeq(): number {
-    return this.#seq;
-  }
-
   /**
    * Stages one valid report: `json` is its canonical JSON (`canonicalJson` of schema/report.ts), `hash` its
    * content hash, `lineHash` the hash of its raw line when known; `seq` its arrival order when the source
@@ -114,8 +110,8 @@ export class StagingWriter {
   }
 
   /**
-   * Stages a block decoded elsewhere (an NDJSON decode worker): batch-file lines already built, and the
-   * block's rejects.
+   * Stages a block decoded elsewhere (an NDJSON block or a CSV page, by a decode worker or inline):
+   * batch-file lines already built, and the block's rejects.
    */
   addBlock(block: DecodedBlock): void {
     this.#buffered += block.loaded + block.rejected;

@@ -1,8 +1,10 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startDecoders } from '../../src/extract/decoders.js';
 import { loadDataset } from '../../src/simulator/load-dataset.js';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/server.js';
 import { csvSource } from '../../src/sync/sources/csv-source.js';
+import { KnownLines } from '../../src/sync/known-lines.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import { sampleDatasetPath } from '../../src/util/package-root.js';
 import { openTestWarehouse, query, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
@@ -41,6 +43,14 @@ describe('NDJSON decode workers', () => {
     tmp.cleanup();
   });
 
+  // Without the built worker script (npm test builds first) every run would decode inline, and the test would
+  // compare inline with inline.
+  async function expectRealWorkers(n: number) {
+    const decoders = startDecoders(n, await KnownLines.empty('ndjson'), 1024);
+    expect(decoders.workers).toBe(n);
+    await decoders.close();
+  }
+
   async function load(workers: number, source = ndjsonSource) {
     const config = testConfig(sim.url, join(tmp.dir, `${source.name}${workers}.duckdb`), {
       decodeWorkers: workers,
@@ -62,6 +72,7 @@ describe('NDJSON decode workers', () => {
   }
 
   it('loads the same warehouse whichever thread decodes', async () => {
+    await expectRealWorkers(3);
     const inline = await load(0);
     expect(inline.first.recordsRejected).toBeGreaterThanOrEqual(4); // 2 malformed, the giant line, sample warts
     expect(inline.first.duplicates).toBeGreaterThan(0);
@@ -76,6 +87,7 @@ describe('NDJSON decode workers', () => {
   });
 
   it('loads the same warehouse from the CSV export whichever thread decodes its pages', async () => {
+    await expectRealWorkers(2);
     const inline = await load(0, csvSource);
     expect(inline.first.pages).toBeGreaterThan(10);
     expect(inline.first.recordsRejected).toBeGreaterThan(20); // a ragged row and a broken quote per page

@@ -73,12 +73,10 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
     ctx.knownLines ?? (await KnownLines.empty('csv')),
     config.rejectRawMaxBytes,
   );
-  // Fetches started ahead by a `Link: rel="next"` are dropped (aborted) when the export ends early.
+  // Fetches started ahead by a `Link: rel="next"` are aborted when the export ends early.
   const stop = new AbortController();
-  const onAbort = () => stop.abort(ctx.signal?.reason);
-  ctx.signal?.addEventListener('abort', onAbort, { once: true });
-  const fetchCtx: ReadContext = { ...ctx, signal: stop.signal };
-  const ahead = new PagesAhead(fetchCtx, decoders);
+  const signal = ctx.signal ? AbortSignal.any([ctx.signal, stop.signal]) : stop.signal;
+  const ahead = new PagesAhead({ ...ctx, signal }, decoders);
   try {
     for (;;) {
       const fetched = await ahead.take(url, page);
@@ -148,27 +146,30 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
       page++;
     }
   } finally {
-    ctx.signal?.removeEventListener('abort', onAbort);
     stop.abort(new Error('CSV export read ended'));
     ahead.dropAll();
     await decoders.close();
   }
 }
 
-/**
- * The pages fetched ahead, in page order (issue #7: a page is downloaded and parsed in a decode worker while
- * earlier ones are staged, and up to {@link PAGES_AHEAD} pages are in flight so both workers are busy).
- * A page's `Link: rel="next"` starts the next fetch as soon as the page is downloaded; without a `Link`, the
- * next page is only known once this one is decoded (its row count), so the reader starts it itself.
- */
+/** One page requested by {@link PagesAhead}. */
 interface PageFetch {
   page: number;
   url: string;
   fetched: Promise<FetchedPage>;
+  /** Aborts this page's request and its retries (when it is dropped). */
+  abort: AbortController;
   /** The page's `Link: rel="next"`, once its body is in. */
   next?: URL | undefined;
 }
 
+/**
+ * The pages fetched ahead, in page order (issue #7: a page is downloaded and parsed in a decode worker while
+ * earlier ones are staged, and up to {@link PAGES_AHEAD} pages are in flight so both workers are busy).
+ * A page's `Link: rel="next"` starts the next fetch as soon as the page is downloaded; without a `Link`, the
+ * next page is only known once this one is decoded (its row count), so the reader starts it itself. A page
+ * fetched ahead that the reader does not ask for is aborted, never left running.
+ */
 class PagesAhead {
   /** Pages started and not yet taken, in page order. */
   readonly #queue: PageFetch[] = [];
@@ -180,12 +181,17 @@ class PagesAhead {
     private readonly decoders: BlockDecoders,
   ) {}
 
-  /** Page `page` at `url`: the fetch started ahead when it is that one, else a new fetch. */
+  /**
+   * Page `page` at `url`: the fetch started ahead when one is queued for it (pages queued before it are
+   * aborted), else a new fetch. Rejects with the page's error (see {@link fetchPage}).
+   */
   async take(url: URL, page: number): Promise<FetchedPage> {
-    const first = this.#queue[0];
-    if (first === undefined || first.page !== page || first.url !== url.toString()) {
+    const at = this.#queue.findIndex((e) => e.page === page && e.url === url.toString());
+    if (at === -1) {
       this.dropAll();
       this.start(url, page);
+    } else {
+      for (const dropped of this.#queue.splice(0, at)) dropped.abort.abort();
     }
     const entry = this.#queue.shift()!;
     this.#extend();
@@ -195,8 +201,14 @@ class PagesAhead {
   /** Starts fetching page `page` at `url` unless it is already queued. */
   start(url: URL, page: number): void {
     if (this.#queue.some((e) => e.page === page && e.url === url.toString())) return;
-    const entry: Partial<PageFetch> & { page: number; url: string } = { page, url: url.toString() };
-    entry.fetched = fetchPage(this.ctx, url, page, this.decoders, (next) => {
+    const abort = new AbortController();
+    const signal = this.ctx.signal ? AbortSignal.any([this.ctx.signal, abort.signal]) : abort.signal;
+    const entry: Partial<PageFetch> & { page: number; url: string; abort: AbortController } = {
+      page,
+      url: url.toString(),
+      abort,
+    };
+    entry.fetched = fetchPage({ ...this.ctx, signal }, url, page, this.decoders, (next) => {
       entry.next = next;
       if (this.#tail === entry) this.#extend();
     });
@@ -205,8 +217,9 @@ class PagesAhead {
     this.#tail = entry as PageFetch;
   }
 
-  /** Forgets the pages fetched ahead (the reader aborts their requests when it ends). */
+  /** Aborts and forgets the pages fetched ahead. */
   dropAll(): void {
+    for (const dropped of this.#queue) dropped.abort.abort();
     this.#queue.length = 0;
     this.#tail = undefined;
   }
