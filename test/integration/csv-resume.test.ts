@@ -38,9 +38,9 @@ function pageRequests(sim: TestSimulator): number[] {
 
 /**
  * Starts `reports-sync sync --source csv` (the built CLI) and SIGKILLs it once the simulator has been asked
- * for page `page`. The CLI fetches a page while it stages the one before (page-1), and a page commits in
- * the background while the next is staged, so pages 1…page-3 are committed for sure. Resolves with the
- * killed process's exit signal.
+ * for page `page`. The CLI fetches up to three pages ahead of the one it stages (page N is requested once
+ * page N-3 is taken), and a page commits in the background while the next is staged, so pages 1…page-5
+ * are committed for sure. Resolves with the killed process's exit signal.
  */
 async function killDuringExport(sim: TestSimulator, warehouse: string, page: number): Promise<string | null> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('REPORTS_')));
@@ -119,7 +119,7 @@ describe('CSV resume after SIGKILL', () => {
   it('goes on from the page after the last checkpoint and ends with the warehouse of an uninterrupted run', async () => {
     const sim = await startTestSimulator({ generate: { n: 600, seed: 3 }, faults: SLOW });
     const path = join(tmp.dir, 'resumed.duckdb');
-    expect(await killDuringExport(sim, path, 8)).toBe('SIGKILL');
+    expect(await killDuringExport(sim, path, 10)).toBe('SIGKILL');
 
     sim.setFaults(WARTS);
     sim.clearRequests();
@@ -154,7 +154,7 @@ describe('CSV resume after SIGKILL', () => {
     expect(killed).toMatchObject({ status: 'aborted', code: 'RUN_INTERRUPTED' });
     expect(resumed).toMatchObject({ status: 'succeeded', resumed_from_run: killed?.run_id });
     const from = Number(resumed?.resumed_at_page);
-    // Killed when it asked for page 8: pages 1–5 were committed at least (see killDuringExport).
+    // Killed when it asked for page 10: pages 1–5 were committed at least (see killDuringExport).
     expect(from).toBeGreaterThanOrEqual(6);
     // Page 1 once, to check the export's validator, then only the pages after the last checkpoint.
     expect(asked).toEqual([1, ...Array.from({ length: 25 - from }, (_, i) => from + i)]);
@@ -188,7 +188,7 @@ describe('CSV resume after SIGKILL', () => {
   it('does not resume with another page size, and says why', async () => {
     const sim = await startTestSimulator({ generate: { n: 300, seed: 3 }, faults: SLOW });
     const path = join(tmp.dir, 'other-size.duckdb');
-    expect(await killDuringExport(sim, path, 4)).toBe('SIGKILL');
+    expect(await killDuringExport(sim, path, 7)).toBe('SIGKILL'); // pages 1–2 committed at least
     sim.setFaults(WARTS);
     sim.clearRequests();
     const second = await runCli(['sync', '--source', 'csv', '--page-size', '50'], {
@@ -221,7 +221,7 @@ describe('CSV resume after SIGKILL', () => {
   it('starts again from page 1 when the export changed since the interrupted run', async () => {
     const sim = await startTestSimulator({ generate: { n: 600, seed: 3 }, faults: SLOW });
     const path = join(tmp.dir, 'restarted.duckdb');
-    expect(await killDuringExport(sim, path, 4)).toBe('SIGKILL');
+    expect(await killDuringExport(sim, path, 8)).toBe('SIGKILL'); // pages 1–3 committed at least
 
     sim.advanceDays(1); // a new export version: new ETag, new, moved and unpublished reports
     sim.setFaults(WARTS);
