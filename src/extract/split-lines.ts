@@ -11,8 +11,9 @@ export interface Line {
   /** False only for a last line with no final `\n` (a close-delimited body may have been cut there). */
   terminated: boolean;
   /**
-   * The line's bytes (without BOM and `\n`), a view valid only until the consumer asks for the next line;
-   * absent when `overLimit`. Lets a hash skip encoding `text` back to UTF-8 (issue #7).
+   * The line's bytes (without BOM and `\n`), a view on the current chunk: valid only until the consumer asks
+   * for the next line ({@link splitLines}) or batch ({@link splitLineBatches}), and so is a `text` decoded
+   * lazily from it. Absent when `overLimit`. Lets a hash skip encoding `text` back to UTF-8 (issue #7).
    */
   raw?: Buffer | undefined;
 }

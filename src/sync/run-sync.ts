@@ -41,7 +41,10 @@ export interface RunSyncOptions {
   job?: string;
   /** Aborting stops the run between records; it is recorded as `aborted` and nothing is merged. */
   signal?: AbortSignal;
-  /** Called after each committed batch. */
+  /**
+   * Called after each batch is handed to its background commit (and at the end): the counters include it
+   * before its commit is done.
+   */
   onProgress?: (p: Progress) => void;
   /**
    * Hook run once the export is read and before the final transaction opens (network calls belong here,

@@ -31,7 +31,7 @@ export class LineFile {
       this.#drain();
       if (line.length * 3 + 1 > BUFFER_BYTES) {
         const bytes = Buffer.from(`${line}\n`, 'utf8');
-        writeSync(this.#fd, bytes);
+        this.#writeAll(bytes, bytes.length);
         this.#count(bytes.length);
         return;
       }
@@ -45,9 +45,7 @@ export class LineFile {
   /** Appends lines already encoded (each ending with `\n`), e.g. a {@link LineBuffer}'s. */
   writeBytes(encoded: EncodedLines): void {
     this.#drain();
-    const { bytes } = encoded;
-    let off = 0;
-    while (off < bytes.length) off += writeSync(this.#fd, bytes, off, bytes.length - off);
+    this.#writeAll(encoded.bytes, encoded.bytes.length);
     this.lines += encoded.lines;
     if (encoded.longest > this.longestLine) this.longestLine = encoded.longest;
   }
@@ -69,9 +67,14 @@ export class LineFile {
   }
 
   #drain(): void {
-    let off = 0;
-    while (off < this.#used) off += writeSync(this.#fd, this.#buffer, off, this.#used - off);
+    this.#writeAll(this.#buffer, this.#used);
     this.#used = 0;
+  }
+
+  /** `writeSync` may write less than asked (a nearly full disk): loop until all of it is written or it throws. */
+  #writeAll(bytes: Uint8Array, length: number): void {
+    let off = 0;
+    while (off < length) off += writeSync(this.#fd, bytes, off, length - off);
   }
 }
 

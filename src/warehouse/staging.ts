@@ -153,8 +153,11 @@ export class StagingWriter {
     this.#rejects = [];
     this.#buffered = 0;
     try {
-      batch.rows?.close();
-      batch.seen?.close();
+      try {
+        batch.rows?.close();
+      } finally {
+        batch.seen?.close(); // closed even when the rows file failed, so no descriptor is left open
+      }
       await this.drain();
     } catch (err) {
       this.#remove(batch);
@@ -212,7 +215,7 @@ export class StagingWriter {
     this.#seen = null;
     this.#rejects = [];
     this.#buffered = 0;
-    for (const path of this.#files) rmSync(path, { force: true });
+    for (const path of this.#files) removeQuietly(path);
     this.#files.clear();
     try {
       rmdirSync(this.#t.spoolDir); // only when empty: another writer's files stay
@@ -243,10 +246,11 @@ export class StagingWriter {
     return new LineFile(path);
   }
 
+  /** Deletes a batch's files; never throws (a file that cannot be deleted is left behind, not fatal). */
   #remove(batch: Batch): void {
     for (const f of [batch.rows, batch.seen]) {
       if (!f) continue;
-      rmSync(f.path, { force: true });
+      removeQuietly(f.path);
       this.#files.delete(f.path);
     }
   }
@@ -377,4 +381,13 @@ export function cutUtf8(text: string, maxBytes: number): string {
   let end = maxBytes;
   while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
   return buf.subarray(0, end).toString('utf8');
+}
+
+/** `rm -f` that never throws: a leftover batch file is garbage in the spool folder, not a failed run. */
+function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { force: true });
+  } catch {
+    // EPERM/EBUSY: left for the next run's clearSpool
+  }
 }
