@@ -1,21 +1,9 @@
-import { createHash } from 'node:crypto';
-import {
-  closeSync,
-  createReadStream,
-  existsSync,
-  openSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from 'node:fs';
-import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { CsvQuery } from '../schema/public-query.js';
 import { CSV_COLUMNS } from '../schema/report.js';
 import { toCsvRecords } from '../schema/to-csv-records.js';
 import { BodySink, hasDeliveryFaults } from './body-sink.js';
 import { csvCells } from './csv-cells.js';
+import { cachePath, serveCached, teeToCache } from './export-cache.js';
 import type { CsvWart, FaultOf } from './faults.js';
 import { hasRecordFaults, withRecordFaults, type BodyRecord } from './record-faults.js';
 import { ifNoneMatchHits, sendNotModified } from './respond.js';
@@ -77,13 +65,9 @@ export async function serveCsvPage(ctx: RouteContext, query: CsvQuery): Promise<
   }
   const cached =
     ctx.exportCacheDir !== undefined && ctx.regeneration === 0 && !hasBodyFaults(faults)
-      ? cachePath(ctx.exportCacheDir, validators.etag, pageSize, page)
+      ? cachePath(ctx.exportCacheDir, validators.etag, `csv-${pageSize}-${page}.csv`)
       : undefined;
-  if (cached !== undefined && existsSync(cached)) {
-    res.writeHead(200, { ...headers, 'Content-Length': statSync(cached).size });
-    await pipeline(createReadStream(cached, { highWaterMark: 1 << 20 }), res).catch(() => undefined); // client gone: nothing to do
-    return;
-  }
+  if (cached !== undefined && (await serveCached(res, headers, cached))) return;
   const columns = [...CSV_COLUMNS, ...data.extraColumns];
   const entries = data.exportEntries((page - 1) * pageSize, pageSize, ctx.regeneration);
   const pieces = csvPieces(columns, withRecordFaults(entries, faults), faults.csvWarts, data.extraColumns);
@@ -104,38 +88,6 @@ function hasBodyFaults(faults: BodyFaults): boolean {
     faults.ignorePage ||
     faults.regenerate
   );
-}
-
-/** The cache file of one page: the `ETag` hashed (as serve-ndjson.ts does) to a safe file name. */
-function cachePath(dir: string, etag: string, pageSize: number, page: number): string {
-  const key = createHash('sha1').update(etag).digest('hex');
-  return join(dir, `csv-${key}-${pageSize}-${page}.csv`);
-}
-
-let partials = 0;
-
-/**
- * Passes `pieces` through and writes them to `path`, which appears (by rename, atomically) only when every
- * piece went through. Each request writes its own temporary file, so concurrent requests for the same page
- * never share or read a half-written one.
- */
-function* teeToCache(pieces: Iterable<string>, path: string): Generator<string> {
-  const partial = `${path}.${process.pid}.${++partials}.partial`;
-  const fd = openSync(partial, 'w');
-  let complete = false;
-  try {
-    for (const piece of pieces) {
-      const bytes = Buffer.from(piece, 'utf8');
-      let off = 0;
-      while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-      yield piece;
-    }
-    complete = true;
-  } finally {
-    closeSync(fd);
-    if (complete) renameSync(partial, path);
-    else rmSync(partial, { force: true });
-  }
 }
 
 function* csvPieces(

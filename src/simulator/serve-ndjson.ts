@@ -1,11 +1,7 @@
-import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, renameSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import { toWire } from '../schema/report.js';
-import { LineFile } from '../util/line-file.js';
 import { BodySink, hasDeliveryFaults } from './body-sink.js';
 import type { DatasetEntry } from './dataset.js';
+import { cachePath, serveCached, teeToCache } from './export-cache.js';
 import { hasRecordFaults, withRecordFaults, type BodyRecord } from './record-faults.js';
 import { ifNoneMatchHits, sendNotModified } from './respond.js';
 import { responseValidators, type RouteContext } from './route-context.js';
@@ -43,46 +39,15 @@ export async function serveNdjson(ctx: RouteContext): Promise<void> {
     ctx.regeneration === 0 &&
     !hasRecordFaults(faults) &&
     !hasDeliveryFaults(faults);
-  const cached = cacheable ? cachePath(ctx.exportCacheDir!, validators.etag) : undefined;
-  if (cached !== undefined && existsSync(cached)) {
-    res.writeHead(200, { ...headers, 'Content-Length': statSync(cached).size });
-    await pipeline(createReadStream(cached, { highWaterMark: 1 << 20 }), res).catch(() => undefined); // client gone: nothing to do
-    return;
-  }
+  const cached = cacheable ? cachePath(ctx.exportCacheDir!, validators.etag, 'export.ndjson') : undefined;
+  if (cached !== undefined && (await serveCached(res, headers, cached))) return;
   const sink = BodySink.open(res, 200, headers, faults);
   const entries = data.exportEntries(0, Number.POSITIVE_INFINITY, ctx.regeneration);
   const lines = hasRecordFaults(faults)
     ? recordLines(withRecordFaults(entries, faults))
     : entryLines(entries);
-  await sink.writeAll(cached === undefined ? lines : teeToCache(lines, cached), '\n');
+  await sink.writeAll(cached === undefined ? lines : teeToCache(lines, cached, '\n'), '\n');
   await sink.end();
-}
-
-function cachePath(dir: string, etag: string): string {
-  return join(dir, `export-${createHash('sha1').update(etag).digest('hex')}.ndjson`);
-}
-
-let partials = 0;
-
-/**
- * Passes `lines` through and writes them to `path`, which appears only when every line went through; each
- * request writes its own temporary file (two concurrent first requests never share one).
- */
-function* teeToCache(lines: Iterable<string>, path: string): Generator<string> {
-  const partial = `${path}.${process.pid}.${++partials}.partial`;
-  const file = new LineFile(partial);
-  let complete = false;
-  try {
-    for (const line of lines) {
-      file.write(line);
-      yield line;
-    }
-    complete = true;
-  } finally {
-    file.close();
-    if (complete) renameSync(partial, path);
-    else rmSync(partial, { force: true });
-  }
 }
 
 function* entryLines(entries: Iterable<DatasetEntry>): Generator<string> {

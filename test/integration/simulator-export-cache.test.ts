@@ -6,9 +6,10 @@ import { PUBLIC_PREFIX } from '../../src/schema/public-query.js';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/server.js';
 import { testDataset } from '../helpers/simulator.js';
 
-// `--cache-exports` for CSV pages: a fault-free page is written once (keyed by ETag, pageSize, page) and
-// later requests for it are served from the file with Content-Length; a faulty page is never cached.
-describe('simulator CSV page cache (exportCacheDir)', () => {
+// `--cache-exports`: the NDJSON export and each fault-free CSV page are written once (keyed by ETag, and
+// pageSize and page for CSV) and later requests for them are served from the file with Content-Length; a
+// faulty body is never cached.
+describe('simulator export cache (exportCacheDir)', () => {
   let dir: string;
   let sim: SimulatorHandle;
   const page2 = () => `${sim.url}${PUBLIC_PREFIX}/reports.csv?pageSize=5&page=2`;
@@ -72,5 +73,19 @@ describe('simulator CSV page cache (exportCacheDir)', () => {
     const again = await fetch(page2());
     expect(again.headers.get('content-length')).toBeNull();
     expect(await again.text()).toBe(warty);
+  });
+
+  it('serves the NDJSON export from its cache file the second time, byte-identical', async () => {
+    const url = `${sim.url}${PUBLIC_PREFIX}/reports.ndjson`;
+    const first = await fetch(url);
+    const firstBody = Buffer.from(await first.arrayBuffer());
+    expect(first.headers.get('content-length')).toBeNull(); // rendered: chunked
+    expect(readdirSync(dir).filter((f) => f.endsWith('.ndjson'))).toHaveLength(1);
+    const second = await fetch(url);
+    const secondBody = Buffer.from(await second.arrayBuffer());
+    expect(secondBody.equals(firstBody)).toBe(true);
+    expect(secondBody.toString('utf8').endsWith('}\n')).toBe(true);
+    expect(second.headers.get('content-length')).toBe(String(firstBody.length));
+    expect(second.headers.get('etag')).toBe(first.headers.get('etag'));
   });
 });
