@@ -1,6 +1,5 @@
 import JsonlParser from 'stream-json/jsonl/Parser.js';
 import { SyncError } from '../util/errors.js';
-import type { KnownLines } from '../sync/known-lines.js';
 import type { Extracted } from './record.js';
 import type { DecodedBlock } from './ndjson-block.js';
 import { BlockPacker, type BlockDecoders } from './decoders.js';
@@ -14,8 +13,6 @@ export interface NdjsonOptions {
   rejectRawMaxBytes: number;
   /** Safe URL for error messages. */
   url: string;
-  /** When given, each line is hashed first and a known line is yielded as `known`, unparsed. */
-  knownLines?: KnownLines | undefined;
   /**
    * When given, whole lines are packed into blocks and decoded by these (worker threads), yielded as
    * `block` units in body order; lines that end the body unterminated or pass the length limit are still
@@ -102,11 +99,6 @@ export async function* extractNdjson(
         continue;
       }
       if (line.raw ? isBlankBytes(line.raw) : isBlank(line.text)) continue;
-      const check = line.terminated ? options.knownLines?.check(line.raw ?? line.text) : undefined;
-      if (check?.known) {
-        yield { kind: 'known', location, lineHash: check.hash, seq: line.lineNumber };
-        continue;
-      }
       const value = checkedParse(line.text, undefined, indicator);
       if (value === MALFORMED) {
         if (!line.terminated) {
@@ -133,7 +125,6 @@ export async function* extractNdjson(
         location,
         raw: line.text,
         value,
-        lineHash: check?.hash,
         seq: line.lineNumber,
       };
     }

@@ -23,8 +23,9 @@ export function formatLocation(loc: RecordLocation): string {
 /**
  * One record as an extract stage reads it: a parsed value still to validate, or a record that already
  * failed (malformed JSON, CSV quote error, over-long line). `raw` is the record's text as received
- * (possibly cut to a bound, then `rawTruncated` is set and `rawBytes` gives the full size). `lineHash` is
- * the 64-bit hash of the raw text when the run asked for one (stored in `reports.line_hash`).
+ * (possibly cut to a bound, then `rawTruncated` is set and `rawBytes` gives the full size). Records that
+ * come one by one are the rare ones (an NDJSON line past the length limit or ending the body unterminated,
+ * or a source without a decode stage): they carry no line hash, so the next run parses them again.
  */
 export type ExtractedRecord =
   | {
@@ -32,7 +33,6 @@ export type ExtractedRecord =
       location: RecordLocation;
       raw: string;
       value: unknown;
-      lineHash?: bigint | undefined;
       /** Arrival order when the source numbers records itself (NDJSON: the line number). */
       seq?: number | undefined;
     }
@@ -46,18 +46,6 @@ export type ExtractedRecord =
     };
 
 /**
- * A record whose raw text is the one a current report was loaded from (see sync/known-lines.ts): nothing
- * to parse or validate, only to mark seen.
- */
-export interface KnownRecord {
-  kind: 'known';
-  location: RecordLocation;
-  lineHash: bigint;
-  /** Arrival order when the source numbers records itself (NDJSON: the line number). */
-  seq?: number | undefined;
-}
-
-/**
  * Many records decoded together (an NDJSON block or a CSV page), already staged as batch-file lines (see
  * extract/ndjson-block.ts, extract/csv-page-decode.ts).
  */
@@ -67,7 +55,7 @@ export interface DecodedRecords {
 }
 
 /** One unit coming out of an extract stage, as the runner consumes it. */
-export type Extracted = ExtractedRecord | KnownRecord | DecodedRecords;
+export type Extracted = ExtractedRecord | DecodedRecords;
 
 /** The `id` of a parsed record when it has a usable one (for `rejected_records.record_id`), else undefined. */
 export function recordIdOf(value: unknown): string | undefined {

@@ -247,10 +247,6 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         counters.recordsLoaded += item.block.loaded;
         counters.recordsRejected += item.block.rejected;
         writer.addBlock(item.block);
-      } else if (item.kind === 'known') {
-        counters.recordsRead++;
-        counters.recordsLoaded++;
-        writer.seen(item.lineHash, item.seq);
       } else if (item.kind === 'malformed') {
         counters.recordsRead++;
         counters.recordsRejected++;
@@ -262,7 +258,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
           counters.recordsLoaded++;
           const json = canonicalJson(result.report);
           const hash = contentHash(result.report, json);
-          writer.add(result.report, json, hash, item.location, item.lineHash, item.seq);
+          writer.add(result.report, json, hash, item.location, item.seq);
         } else {
           counters.recordsRejected++;
           writer.reject({

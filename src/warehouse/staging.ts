@@ -9,7 +9,7 @@ import { saveCounters } from './runs.js';
 import type { RunCounters } from './run-counters.js';
 import type { DecodedBlock } from '../extract/ndjson-block.js';
 import { LineFile } from '../util/line-file.js';
-import { seenLine, stagedRowLine } from './staged-line.js';
+import { stagedRowLine } from './staged-line.js';
 
 /** A record that failed parsing or validation, as stored in `rejected_records`. */
 export interface Reject {
@@ -93,20 +93,13 @@ export class StagingWriter {
 
   /**
    * Stages one valid report: `json` is its canonical JSON (`canonicalJson` of schema/report.ts), `hash` its
-   * content hash, `lineHash` the hash of its raw line when known; `seq` its arrival order when the source
-   * numbers records itself (NDJSON: the line number), else the writer's next number.
+   * content hash, `seq` its arrival order when the source numbers records itself (NDJSON: the line
+   * number), else the writer's next number. Staged without a line hash (see ExtractedRecord).
    */
-  add(
-    r: Report,
-    json: string,
-    hash: string,
-    location: RecordLocation,
-    lineHash?: bigint,
-    seq?: number,
-  ): void {
+  add(r: Report, json: string, hash: string, location: RecordLocation, seq?: number): void {
     this.#buffered++;
     const s = seq ?? this.#seq++;
-    (this.#rows ??= this.#file('rows')).write(stagedRowLine(s, location, r, json, hash, lineHash));
+    (this.#rows ??= this.#file('rows')).write(stagedRowLine(s, location, r, json, hash, undefined));
   }
 
   /**
@@ -118,12 +111,6 @@ export class StagingWriter {
     if (block.rows.lines > 0) (this.#rows ??= this.#file('rows')).writeBytes(block.rows);
     if (block.seen.lines > 0) (this.#seen ??= this.#file('seen')).writeBytes(block.seen);
     for (const r of block.rejects) this.#rejects.push(r);
-  }
-
-  /** Stages a known line (its report is current and unchanged): only its hash (`seq` as in {@link add}). */
-  seen(lineHash: bigint, seq?: number): void {
-    this.#buffered++;
-    (this.#seen ??= this.#file('seen')).write(seenLine(seq ?? this.#seq++, lineHash));
   }
 
   /** Stages one rejected record. */

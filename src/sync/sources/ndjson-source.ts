@@ -41,7 +41,6 @@ export const ndjsonSource: ExportSource = {
           maxRecordBytes: ctx.config.maxRecordBytes,
           rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
           url: res.url,
-          knownLines: ctx.knownLines,
           decoders,
         },
       );
