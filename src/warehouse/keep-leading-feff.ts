@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { TextDecoder } from 'node:util';
 
 /** The binding's shared string accessors (CommonJS; `getString` reads `exports.textDecoder` at each call). */
 interface DataAccessors {
