@@ -2,6 +2,10 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { SyncError } from '../util/errors.js';
+import { keepLeadingFeff } from './keep-leading-feff.js';
+
+// Every connection of the process reads text through the binding's decoder: fix it before any is opened.
+keepLeadingFeff();
 
 /** Options of {@link openWarehouse}. */
 export interface WarehouseOptions {

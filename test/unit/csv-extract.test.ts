@@ -50,6 +50,19 @@ describe('parseCsvPage', () => {
     expect(p.records.map((r) => r.location.line)).toEqual([2, 5]);
   });
 
+  it('strips only the BOM before the header: a U+FEFF starting a later cell, row or header field stays', () => {
+    const F = '\uFEFF';
+    const p = page(
+      `${F}${F}${HEADER}${F}1,SUBMITTED,${F}a\r\n2,SUBMITTED,"never closed\r\n${F}3,${F}SUBMITTED,${F}\r\n`,
+    );
+    expect(p.columns).toEqual([`${F}id`, 'status', 'description']);
+    expect(values(p)).toEqual([
+      { [`${F}id`]: `${F}1`, status: 'SUBMITTED', description: `${F}a` },
+      { [`${F}id`]: `${F}3`, status: `${F}SUBMITTED`, description: F },
+    ]);
+    expect(malformed(p).map((r) => r.location.row)).toEqual([2]);
+  });
+
   it('in a CRLF page keeps a bare LF inside an unquoted field, and splits a row ended by LF alone', () => {
     const p = page(`${HEADER}1,SUBMITTED,line one\nline two\r\n2,SUBMITTED,b\n3,SUBMITTED,c\r\n`);
     expect(values(p)).toEqual([

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { extractNdjson } from '../../src/extract/ndjson.js';
 import type { Extracted } from '../../src/extract/record.js';
@@ -33,6 +34,33 @@ describe('splitLines', () => {
       [3, '{"b":1}\r', true],
       [4, '{"c":"ü', false],
     ]);
+  });
+
+  it('strips only a BOM before the first line, wherever the chunks are cut (property)', async () => {
+    const F = '\uFEFF';
+    const line = fc
+      .array(fc.oneof(fc.constant(F), fc.constant('ü'), fc.string({ unit: 'grapheme', maxLength: 3 })), {
+        maxLength: 5,
+      })
+      .map((parts) => parts.join('').replace(/[\r\n]/g, ''));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.array(line, { minLength: 1, maxLength: 5 }),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        async (bom, texts, cuts) => {
+          const buf = Buffer.from(`${bom ? F : ''}${texts.join('\n')}\n`);
+          const at = [...new Set(cuts.map((c) => c % buf.length))].sort((a, b) => a - b);
+          const parts = [0, ...at].map((start, i) => buf.subarray(start, at[i] ?? buf.length));
+          const lines = await collect(splitLines(chunks(...parts), { maxLineBytes: 1000, keepBytes: 10 }));
+          // Without a BOM, a first line that starts with U+FEFF starts with the same bytes as a BOM: the
+          // body's first bytes are its encoding mark either way.
+          const first = bom ? texts[0] : texts[0]?.replace(/^\uFEFF/, '');
+          expect(lines.map((l) => l.text)).toEqual([first, ...texts.slice(1)]);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it('does not buffer an over-long line past the kept bytes', async () => {
