@@ -28,8 +28,10 @@ export interface ReadContext {
   dispatcher: Dispatcher;
   logger: Logger;
   signal?: AbortSignal | undefined;
-  /** Count body bytes as they arrive. */
+  /** Count body bytes as they arrive (decoded: what the extractor reads). */
   addBytes(n: number): void;
+  /** Count body bytes as they came over the wire (compressed, when the body was; `sync_runs.bytes_wire`). */
+  addWireBytes(n: number): void;
   /** Called once the export answered (after redirects). */
   setExportInfo(info: ExportInfo): void;
   /**

@@ -196,6 +196,9 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       addBytes: (n: number) => {
         counters.bytesRead += n;
       },
+      addWireBytes: (n: number) => {
+        counters.bytesWire += n;
+      },
       setExportInfo: (info: ExportInfo) => {
         exportInfo = info;
       },

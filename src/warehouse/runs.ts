@@ -39,7 +39,7 @@ export async function saveCounters(
   await connection.run(
     `UPDATE sync_runs SET records_read = $read, records_loaded = $loaded, records_rejected = $rejected,
        duplicates = $duplicates, inserted = $inserted, updated = $updated, unchanged = $unchanged,
-       removed = $removed, revived = $revived, bytes_read = $bytes, pages = $pages
+       removed = $removed, revived = $revived, bytes_read = $bytes, bytes_wire = $wire, pages = $pages
      WHERE run_id = $run`,
     {
       run: runId,
@@ -53,6 +53,7 @@ export async function saveCounters(
       removed: c.removed,
       revived: c.revived,
       bytes: c.bytesRead,
+      wire: c.bytesWire,
       pages: c.pages,
     },
   );

@@ -92,6 +92,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
     for (;;) {
       const fetched = await ahead.take(url, page);
       ctx.addBytes(fetched.bytes);
+      ctx.addWireBytes(fetched.wireBytes);
       const seen: ExportValidator = { etag: fetched.etag, lastModified: fetched.lastModified };
       if (validator === undefined) {
         validator = seen;
@@ -279,8 +280,10 @@ class PagesAhead {
 
 interface FetchedPage {
   decoded: DecodedCsvPage;
-  /** Body size in bytes. */
+  /** Body size in bytes, decoded. */
   bytes: number;
+  /** Body size in bytes on the wire (compressed, when it was). */
+  wireBytes: number;
   /** Safe URL that answered. */
   url: string;
   /** The `Link: rel="next"` target, resolved against the URL that answered. */
@@ -315,13 +318,16 @@ async function fetchPage(
           maxRedirects: config.maxRedirects,
           signal: ctx.signal,
           headers: { accept: ACCEPT },
+          deadline: pageDeadline(config),
         });
         let body: Buffer;
+        let wireBytes = 0;
         try {
           body = await readBody(res.body);
         } catch (err) {
           throw networkError(err, res.url);
         } finally {
+          wireBytes = res.wireBytes();
           res.body.destroy();
         }
         const next = nextLink(res.headers.link, res.finalUrl);
@@ -344,6 +350,7 @@ async function fetchPage(
         return {
           decoded,
           bytes,
+          wireBytes,
           url: res.url,
           next,
           etag: header(res.headers, 'etag'),
@@ -407,6 +414,7 @@ async function probeFirstPage(ctx: ReadContext): Promise<ExportValidator> {
         maxRedirects: ctx.config.maxRedirects,
         signal: ctx.signal,
         headers: { accept: ACCEPT },
+        deadline: pageDeadline(ctx.config),
       });
       // Abort the body unread; undici then emits an abort error nobody else listens to.
       res.body.once('error', () => undefined);
@@ -415,6 +423,10 @@ async function probeFirstPage(ctx: ReadContext): Promise<ExportValidator> {
     },
     ctx.signal,
   );
+}
+
+function pageDeadline(config: Config): { ms: number; setting: string } {
+  return { ms: config.pageDeadlineMs, setting: 'REPORTS_PAGE_DEADLINE_MS' };
 }
 
 /**
