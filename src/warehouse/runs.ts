@@ -1,3 +1,4 @@
+import { redactSecrets } from '../util/redact.js';
 import { randomBytes } from 'node:crypto';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { RunCounters } from './run-counters.js';
@@ -109,7 +110,7 @@ export async function finishRun(
 ): Promise<void> {
   await connection.run(
     `UPDATE sync_runs SET status = $status, finished_at = now(), error = $error::JSON WHERE run_id = $run`,
-    { run: runId, status, error: error ? JSON.stringify(error) : null },
+    { run: runId, status, error: error ? redactSecrets(JSON.stringify(error)) : null },
   );
 }
 
