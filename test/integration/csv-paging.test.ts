@@ -142,3 +142,26 @@ describe('paged CSV export: no wrong delete', () => {
     expect(await current()).toEqual(start);
   });
 });
+
+describe('paged CSV export against the simulator fault switches', () => {
+  it('csv:noValidators, csv:capPageSize and csv:emptyPage: every row read, complete, no tombstones', async () => {
+    const { startTestSimulator } = await import('../helpers/simulator.js');
+    const sim = await startTestSimulator({
+      faults: ['csv:noValidators', 'stats:noValidators', 'csv:capPageSize=4', 'csv:emptyPage=2'],
+    });
+    const config = testConfig(sim.url, join(tmp.dir, 'w.duckdb'), { csvPageSize: 10, maxRejectRatio: 1 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(run?.status, run?.error?.message).toBe('succeeded');
+    const [row] = await query(
+      warehouse,
+      `SELECT complete, removed, tombstones_note, export_etag, stats_total_upstream, records_read FROM sync_runs`,
+    );
+    expect(row).toMatchObject({ complete: true, removed: 0, export_etag: null });
+    expect(Number(row?.records_read)).toBeGreaterThanOrEqual(Number(row?.stats_total_upstream));
+    expect(String(row?.tombstones_note)).toContain('neither ETag nor Last-Modified');
+    const pages = sim.requests().filter((r) => r.path.includes('exports/reports.csv'));
+    expect(pages.length).toBeGreaterThan(3); // capped at 4 rows, one header-only page read past
+  });
+});
