@@ -1,5 +1,6 @@
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import pinoPretty from 'pino-pretty';
+import { createRequire } from 'node:module';
+import type PinoPretty from 'pino-pretty';
 import { redactSecrets } from './redact.js';
 
 export type { Logger } from 'pino';
@@ -25,9 +26,14 @@ export function createLogger(level: string, pretty?: boolean): Logger {
     },
   };
   const out: DestinationStream = usePretty
-    ? pinoPretty({ destination: 2, colorize: true, ignore: 'pid,hostname', sync: true })
+    ? loadPretty()({ destination: 2, colorize: true, ignore: 'pid,hostname', sync: true })
     : pino.destination({ dest: 2, sync: true });
   return pino(options, redacting(out));
+}
+
+/** pino-pretty, loaded only when used (~150 ms of startup otherwise spent on every command). */
+function loadPretty(): typeof PinoPretty {
+  return createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
 }
 
 /** A destination that writes each line with its secrets redacted. */
