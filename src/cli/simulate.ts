@@ -33,6 +33,9 @@ Fault switches (--fault, repeatable): <endpoint>:<kind>[=<value>][,<option>=<val
   ndjson:redirect=loop | csv:redirect=login | all:redirect=crossOrigin,to=http://127.0.0.1:5001 (or to=5001)
   ndjson:regenerate                        a new export (ETag, order) on every request; Range ignored
   csv:ignorePage                           the page parameter is ignored (page 1 every time)
+  csv:noValidators                         no ETag, no Last-Modified (also ndjson, stats)
+  csv:capPageSize=50                       at most 50 rows per page whatever pageSize asks
+  csv:emptyPage=2+5                        pages 2 and 5 header-only, the data one page further on each
 
 Admin endpoints (for tests): POST /__admin/advance?days=N, GET|POST|DELETE /__admin/faults,
 GET|DELETE /__admin/requests. The first line on stdout is "listening on <base URL>".

@@ -1,3 +1,4 @@
+import { addSecret } from '../util/redact.js';
 import { z } from 'zod';
 import { SyncError } from '../util/errors.js';
 import { SETTINGS, type SettingKey } from './settings.js';
@@ -49,7 +50,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       context: { problems },
     });
   }
-  return Object.freeze(parsed.data) as Config;
+  const config = Object.freeze(parsed.data) as Config;
+  registerSecrets(config);
+  return config;
+}
+
+/** Registers the config's secrets with redact.ts: the API key and the base URL's credentials. */
+function registerSecrets(config: Config): void {
+  addSecret(config.apiKey);
+  if (config.baseUrl !== undefined && URL.canParse(config.baseUrl)) {
+    const url = new URL(config.baseUrl);
+    addSecret(decodeURIComponent(url.password));
+    addSecret(url.password);
+    addSecret(decodeURIComponent(url.username));
+  }
 }
 
 /** The same config with the given keys replaced (validated again); the original is untouched. */

@@ -100,6 +100,18 @@ export const SETTINGS = {
     allowed: 'milliseconds from 1 to 3600000',
     doc: 'Longest silence between two body chunks (ms): a stalled body fails instead of hanging.',
   },
+  exportDeadlineMs: {
+    env: 'REPORTS_EXPORT_DEADLINE_MS',
+    schema: int(1, 86_400_000).default(1_800_000),
+    allowed: 'milliseconds from 1 to 86400000',
+    doc: 'Longest time one NDJSON export request may take, headers and body (ms): a body trickling in forever fails with `DEADLINE_EXCEEDED` (not retried).',
+  },
+  pageDeadlineMs: {
+    env: 'REPORTS_PAGE_DEADLINE_MS',
+    schema: int(1, 86_400_000).default(120_000),
+    allowed: 'milliseconds from 1 to 86400000',
+    doc: 'Longest time one CSV page or `/stats` request may take, headers and body (ms); `DEADLINE_EXCEEDED` (not retried) past it.',
+  },
   retries: {
     env: 'REPORTS_RETRIES',
     schema: int(0, 100).default(5),

@@ -69,6 +69,11 @@ const selection = { every: positiveInt.optional(), at: positions.optional() };
  * - `regenerate` (NDJSON, CSV): every request sees a newly generated export: a new `ETag` and the same
  *   records in a different order; `Range` is ignored.
  * - `ignorePage` (CSV, list): the `page` parameter is ignored (page 1 is served, `Link` still points on).
+ * - `noValidators` (NDJSON, CSV, stats): no `ETag` and no `Last-Modified` (and no 304).
+ * - `capPageSize` `{rows}` (CSV): pages hold at most `rows` rows whatever `pageSize` asks; page offsets and
+ *   `Link` follow the capped size (a server's silent cap).
+ * - `emptyPage` `{at}` (CSV): the pages numbered `at` (1-based) are answered header-only; the data moves one
+ *   page on per such page, so no row is lost (`Link` still points on).
  */
 export const FAULT_SPEC_SCHEMA = z.discriminatedUnion('kind', [
   z.strictObject({ ...base, kind: z.literal('latency'), ms: byteCount.max(600_000) }),
@@ -103,6 +108,9 @@ export const FAULT_SPEC_SCHEMA = z.discriminatedUnion('kind', [
   }),
   z.strictObject({ ...base, kind: z.literal('regenerate') }),
   z.strictObject({ ...base, kind: z.literal('ignorePage') }),
+  z.strictObject({ ...base, kind: z.literal('noValidators') }),
+  z.strictObject({ ...base, kind: z.literal('capPageSize'), rows: positiveInt }),
+  z.strictObject({ ...base, kind: z.literal('emptyPage'), at: z.array(positiveInt).min(1) }),
 ]);
 
 /** One fault switch; see {@link FAULT_SPEC_SCHEMA} for the kinds. */
@@ -120,6 +128,9 @@ export const FAULT_APPLIES_TO: Partial<Record<FaultKind, readonly PublicEndpoint
   duplicates: ['ndjson', 'csv'],
   regenerate: ['ndjson', 'csv'],
   ignorePage: ['csv', 'list'],
+  noValidators: ['ndjson', 'csv', 'stats'],
+  capPageSize: ['csv'],
+  emptyPage: ['csv'],
 };
 
 /**

@@ -16,9 +16,22 @@ const MAIN_FIELD: Record<FaultKind, string | null> = {
   redirect: 'target',
   regenerate: null,
   ignorePage: null,
+  noValidators: null,
+  capPageSize: 'rows',
+  emptyPage: 'at',
 };
 
-const NUMERIC = new Set(['ms', 'afterBytes', 'status', 'retryAfter', 'every', 'bytes', 'times', 'code']);
+const NUMERIC = new Set([
+  'ms',
+  'afterBytes',
+  'status',
+  'retryAfter',
+  'every',
+  'bytes',
+  'times',
+  'code',
+  'rows',
+]);
 const ALIASES: Record<string, string> = { cross: 'crossOrigin', 'cross-origin': 'crossOrigin' };
 
 /**
@@ -41,6 +54,7 @@ const ALIASES: Record<string, string> = { cross: 'crossOrigin', 'cross-origin': 
  * ndjson:giant=8000000,at=2                     ndjson:duplicates=5
  * ndjson:redirect=loop   csv:redirect=login     ndjson:redirect=crossOrigin,to=http://127.0.0.1:5001 (or to=5001)
  * ndjson:regenerate      csv:ignorePage
+ * csv:noValidators       csv:capPageSize=50        csv:emptyPage=2+5
  * ```
  *
  * @throws SyncError `FAULT_SPEC_INVALID` (exitCode 2) naming the spec and what is wrong
@@ -98,10 +112,11 @@ export function formatFaultSpec(fault: FaultSpec): string {
   const { endpoint, kind, ...rest } = fault as FaultSpec & Record<string, unknown>;
   const fields = rest as Record<string, unknown>;
   const main = MAIN_FIELD[kind];
-  const parts = [main !== null && fields[main] !== undefined ? `${kind}=${String(fields[main])}` : kind];
+  const show = (value: unknown) => (Array.isArray(value) ? value.join('+') : String(value));
+  const parts = [main !== null && fields[main] !== undefined ? `${kind}=${show(fields[main])}` : kind];
   for (const [key, value] of Object.entries(fields)) {
     if (key === main || value === undefined) continue;
-    parts.push(`${key}=${Array.isArray(value) ? value.join('+') : String(value)}`);
+    parts.push(`${key}=${show(value)}`);
   }
   return `${endpoint}:${parts.join(',')}`;
 }

@@ -18,6 +18,12 @@ export interface BodyFaults extends DeliveryFaults, RecordFaults {
   csvWarts: ReadonlyArray<FaultOf<'csvWart'>>;
   ignorePage: boolean;
   regenerate: boolean;
+  /** Send no `ETag`/`Last-Modified` (the `noValidators` fault). */
+  noValidators: boolean;
+  /** Rows per CSV page at most (the `capPageSize` fault). */
+  capPageSize?: number | undefined;
+  /** CSV pages answered header-only (the `emptyPage` fault). */
+  emptyPages: readonly number[];
 }
 
 /** No body faults. */
@@ -27,6 +33,8 @@ export const NO_BODY_FAULTS: BodyFaults = {
   csvWarts: [],
   ignorePage: false,
   regenerate: false,
+  noValidators: false,
+  emptyPages: [],
 };
 
 /** What a route handler gets for one request. */
@@ -48,9 +56,16 @@ export interface RouteContext {
 
 /**
  * `ETag`/`Last-Modified` of what this request sees: the dataset version, or for a regenerated export the
- * version with `.r<n>` appended (a new export every request).
+ * version with `.r<n>` appended (a new export every request). Empty strings under the `noValidators` fault
+ * (see {@link validatorHeaders}).
  */
 export function responseValidators(ctx: RouteContext): Validators {
+  if (ctx.faults.noValidators) return { etag: '', lastModified: '' };
   const version = ctx.regeneration > 0 ? `${ctx.data.version}.r${ctx.regeneration}` : ctx.data.version;
   return validatorsOf(version, ctx.data.lastModified);
+}
+
+/** The `ETag` and `Last-Modified` headers of `validators`, none when they are empty (`noValidators`). */
+export function validatorHeaders(validators: Validators): Record<string, string> {
+  return validators.etag === '' ? {} : { ETag: validators.etag, 'Last-Modified': validators.lastModified };
 }

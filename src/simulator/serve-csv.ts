@@ -7,7 +7,13 @@ import { cachePath, serveCached, teeToCache } from './export-cache.js';
 import type { CsvWart, FaultOf } from './faults.js';
 import { hasRecordFaults, withRecordFaults, type BodyRecord } from './record-faults.js';
 import { ifNoneMatchHits, sendNotModified } from './respond.js';
-import { CSV_EXPORT_PATH, responseValidators, type BodyFaults, type RouteContext } from './route-context.js';
+import {
+  CSV_EXPORT_PATH,
+  responseValidators,
+  validatorHeaders,
+  type BodyFaults,
+  type RouteContext,
+} from './route-context.js';
 
 const CRLF = '\r\n';
 const DESCRIPTION = CSV_COLUMNS.indexOf('description');
@@ -42,20 +48,24 @@ export function redirectCsv(ctx: RouteContext): void {
 export async function serveCsvPage(ctx: RouteContext, query: CsvQuery): Promise<void> {
   const { req, res, data, faults } = ctx;
   const validators = responseValidators(ctx);
-  if (ctx.regeneration === 0 && ifNoneMatchHits(req, validators.etag)) {
+  if (ctx.regeneration === 0 && validators.etag !== '' && ifNoneMatchHits(req, validators.etag)) {
     sendNotModified(res, validators);
     return;
   }
   const { pageSize } = query;
+  // The capPageSize fault: the server serves fewer rows than asked, and pages by what it serves.
+  const size = Math.min(pageSize, faults.capPageSize ?? pageSize);
+  // The emptyPage fault: a header-only page, the data one page further on.
+  const empty = faults.emptyPages.includes(query.page);
+  const dataPage = query.page - faults.emptyPages.filter((p) => p < query.page).length;
   // The ignorePage fault: the body is page 1, but Link is built from the page asked for (a real bug's shape).
-  const page = faults.ignorePage ? 1 : query.page;
+  const page = faults.ignorePage ? 1 : dataPage;
   const headers: Record<string, string> = {
     'Content-Type': 'text/csv; charset=utf-8',
-    ETag: validators.etag,
-    'Last-Modified': validators.lastModified,
+    ...validatorHeaders(validators),
     'Cache-Control': 'no-cache',
   };
-  if (query.page * pageSize < data.exportCount) {
+  if ((empty ? dataPage - 1 : dataPage) * size < data.exportCount) {
     headers.Link = `<${ctx.url.origin}${CSV_EXPORT_PATH}?pageSize=${pageSize}&page=${query.page + 1}>; rel="next"`;
   }
   if (ctx.head) {
@@ -69,7 +79,7 @@ export async function serveCsvPage(ctx: RouteContext, query: CsvQuery): Promise<
       : undefined;
   if (cached !== undefined && (await serveCached(res, headers, cached))) return;
   const columns = [...CSV_COLUMNS, ...data.extraColumns];
-  const entries = data.exportEntries((page - 1) * pageSize, pageSize, ctx.regeneration);
+  const entries = empty ? [] : data.exportEntries((page - 1) * size, size, ctx.regeneration);
   const pieces = csvPieces(columns, withRecordFaults(entries, faults), faults.csvWarts, data.extraColumns);
   const sink = BodySink.open(res, 200, headers, faults);
   await sink.writeAll(cached === undefined ? pieces : teeToCache(pieces, cached));
@@ -86,7 +96,10 @@ function hasBodyFaults(faults: BodyFaults): boolean {
     hasRecordFaults(faults) ||
     faults.csvWarts.length > 0 ||
     faults.ignorePage ||
-    faults.regenerate
+    faults.regenerate ||
+    faults.noValidators ||
+    faults.capPageSize !== undefined ||
+    faults.emptyPages.length > 0
   );
 }
 

@@ -4,7 +4,7 @@ import type { DatasetEntry } from './dataset.js';
 import { cachePath, serveCached, teeToCache } from './export-cache.js';
 import { hasRecordFaults, withRecordFaults, type BodyRecord } from './record-faults.js';
 import { ifNoneMatchHits, sendNotModified } from './respond.js';
-import { responseValidators, type RouteContext } from './route-context.js';
+import { responseValidators, validatorHeaders, type RouteContext } from './route-context.js';
 
 /**
  * `GET /reports.ndjson`: the whole export, one JSON object per line in dataset order, warts as their raw
@@ -19,14 +19,13 @@ import { responseValidators, type RouteContext } from './route-context.js';
 export async function serveNdjson(ctx: RouteContext): Promise<void> {
   const { req, res, data, faults } = ctx;
   const validators = responseValidators(ctx);
-  if (ctx.regeneration === 0 && ifNoneMatchHits(req, validators.etag)) {
+  if (ctx.regeneration === 0 && validators.etag !== '' && ifNoneMatchHits(req, validators.etag)) {
     sendNotModified(res, validators);
     return;
   }
   const headers = {
     'Content-Type': 'application/x-ndjson',
-    ETag: validators.etag,
-    'Last-Modified': validators.lastModified,
+    ...validatorHeaders(validators),
     'Cache-Control': 'no-cache',
   };
   if (ctx.head) {

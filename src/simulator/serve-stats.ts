@@ -1,6 +1,6 @@
 import { BodySink } from './body-sink.js';
 import { ifNoneMatchHits, sendNotModified } from './respond.js';
-import { responseValidators, type RouteContext } from './route-context.js';
+import { responseValidators, validatorHeaders, type RouteContext } from './route-context.js';
 
 /**
  * `GET /reports/stats`: `{"total", "byStatus", "byDestination"}` over the valid, published reports
@@ -9,14 +9,13 @@ import { responseValidators, type RouteContext } from './route-context.js';
 export async function serveStats(ctx: RouteContext): Promise<void> {
   const { req, res, data, faults } = ctx;
   const validators = responseValidators(ctx);
-  if (ifNoneMatchHits(req, validators.etag)) {
+  if (validators.etag !== '' && ifNoneMatchHits(req, validators.etag)) {
     sendNotModified(res, validators);
     return;
   }
   const headers = {
     'Content-Type': 'application/json; charset=utf-8',
-    ETag: validators.etag,
-    'Last-Modified': validators.lastModified,
+    ...validatorHeaders(validators),
   };
   await BodySink.sendWhole(res, 200, headers, JSON.stringify(data.stats()), faults, ctx.head);
 }

@@ -262,6 +262,9 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
       csvWarts: faults.take(endpoint, 'csvWart'),
       ignorePage: faults.take(endpoint, 'ignorePage', 1).length > 0,
       regenerate: faults.take(endpoint, 'regenerate', 1).length > 0,
+      noValidators: faults.take(endpoint, 'noValidators', 1).length > 0,
+      capPageSize: faults.take(endpoint, 'capPageSize', 1)[0]?.rows,
+      emptyPages: faults.take(endpoint, 'emptyPage').flatMap((f) => f.at),
     };
   }
 

@@ -22,7 +22,8 @@ export interface ExportFinisherOptions {
 /**
  * The end of every export run (DESIGN.md §6: "the run row, the merge, the checkpoint clearing and the stats
  * snapshot commit in one transaction"), as the two runner hooks:
- * - `beforeMerge`, outside the transaction: fetch the upstream `/stats` (with retries). A failure does not
+ * - `beforeMerge`, outside the transaction: fetch the upstream `/stats` (with retries) unless the source
+ *   already asked for its total while paging (`upstreamTotal`: one fetch per run). A failure does not
  *   fail the export: it is logged, and the run then infers no tombstones (there is nothing to check against);
  * - `afterMerge`, inside it: tombstones with their guards (tombstones.ts, `sync_runs.tombstones_note` and
  *   `removed`), then the stats snapshots of the upstream body and of the warehouse as committed
@@ -31,14 +32,15 @@ export interface ExportFinisherOptions {
  */
 export function exportFinisher(
   options: ExportFinisherOptions,
-): Required<Pick<RunSyncOptions, 'beforeMerge' | 'afterMerge'>> {
+): Required<Pick<RunSyncOptions, 'beforeMerge' | 'afterMerge' | 'upstreamTotal'>> {
   let upstream: unknown;
   let statsProblem: string | undefined;
-  return {
-    beforeMerge: async (ctx) => {
-      upstream = undefined;
-      statsProblem = undefined;
-      const logger = options.logger.child({ runId: ctx.runId, source: options.source.name });
+  // One /stats fetch per run: the source may ask for the total while paging (csv-paging.ts), and the
+  // snapshot then keeps that same body.
+  let fetched: Promise<void> | undefined;
+  const fetchOnce = (): Promise<void> => {
+    fetched ??= (async () => {
+      const logger = options.logger.child({ source: options.source.name });
       try {
         upstream = (await fetchStats({ ...options, logger })).body;
         if (statsTotal(upstream) === undefined) statsProblem = 'the /stats body has no numeric `total`';
@@ -47,6 +49,16 @@ export function exportFinisher(
         statsProblem = `/stats failed: ${errorMessage(err)}`;
         logger.warn({ err: err.toJSON() }, 'upstream /stats unavailable: no snapshot of it, no tombstones');
       }
+    })();
+    return fetched;
+  };
+  return {
+    upstreamTotal: async () => {
+      await fetchOnce();
+      return statsTotal(upstream);
+    },
+    beforeMerge: async () => {
+      await fetchOnce();
     },
     afterMerge: async (ctx) => {
       const { config } = options;
@@ -56,6 +68,7 @@ export function exportFinisher(
         now: ctx.now,
         complete: ctx.complete && options.source.fullExport,
         incompleteReason: options.source.fullExport ? ctx.incompleteReason : 'not a full export',
+        inconsistentReason: ctx.tombstonesBlocked,
         statsTotal: statsTotal(upstream),
         statsProblem,
         minShare: config.tombstoneMinShare,

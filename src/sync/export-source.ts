@@ -28,8 +28,10 @@ export interface ReadContext {
   dispatcher: Dispatcher;
   logger: Logger;
   signal?: AbortSignal | undefined;
-  /** Count body bytes as they arrive. */
+  /** Count body bytes as they arrive (decoded: what the extractor reads). */
   addBytes(n: number): void;
+  /** Count body bytes as they came over the wire (compressed, when the body was; `sync_runs.bytes_wire`). */
+  addWireBytes(n: number): void;
   /** Called once the export answered (after redirects). */
   setExportInfo(info: ExportInfo): void;
   /**
@@ -43,6 +45,17 @@ export interface ReadContext {
    */
   markIncomplete(reason: string): void;
   /**
+   * Called when the export was read to its end but cannot be proven to be one version of it (a paged
+   * export without a validator, or pages without a common one): what was read is merged and the run is
+   * complete, but no tombstones are inferred; `reason` goes to `sync_runs.tombstones_note`.
+   */
+  blockTombstones(reason: string): void;
+  /**
+   * The upstream `/stats` total, fetched at most once per run (the same body the run's stats snapshot then
+   * keeps); `undefined` when it failed or has no numeric `total`. Absent when the run takes no stats.
+   */
+  upstreamTotal?: (() => Promise<number | undefined>) | undefined;
+  /**
    * Resume point of a paged source (attempt 1 only): the interrupted run's last committed `page`, where the
    * next page is (`nextUrl`), and the export validator it saw (already checked against page 1 again).
    */
@@ -50,6 +63,8 @@ export interface ReadContext {
     | {
         page: number;
         nextUrl?: string | undefined;
+        /** Records read by the interrupted run up to that page. */
+        rowsRead?: number | undefined;
         etag?: string | undefined;
         lastModified?: string | undefined;
       }

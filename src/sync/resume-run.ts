@@ -58,7 +58,7 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
   if (!paging) return undefined;
   const candidates = (
     await c.runAndReadAll(
-      `SELECT run_id, upstream_url, page_size, export_etag, export_last_modified
+      `SELECT run_id, upstream_url, page_size, export_etag, export_last_modified, bytes_wire
        FROM sync_runs r
        WHERE source = $source AND status = 'aborted' AND run_id <> $run
          AND EXISTS (SELECT 1 FROM sync_checkpoints k WHERE k.run_id = r.run_id AND k.page IS NOT NULL)
@@ -117,6 +117,8 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
     recordsLoaded: Number(last.records_loaded),
     recordsRejected: Number(last.records_rejected),
     bytesRead: Number(last.bytes_read),
+    // Saved with the counters in the checkpoint's transaction, so it matches the last checkpoint.
+    bytesWire: Number(newest.bytes_wire ?? 0),
     pages: page,
   };
   await c.run('BEGIN TRANSACTION');

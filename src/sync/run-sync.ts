@@ -53,6 +53,8 @@ export interface RunSyncOptions {
   beforeMerge?: (ctx: BeforeMergeContext) => Promise<void>;
   /** Hook run inside the final transaction, after the merge (tombstones, stats snapshot). */
   afterMerge?: (ctx: AfterMergeContext) => Promise<void>;
+  /** Given to the source as `ReadContext.upstreamTotal` (the `/stats` total, fetched once). */
+  upstreamTotal?: () => Promise<number | undefined>;
 }
 
 /** What {@link RunSyncOptions.beforeMerge} gets: the run as read, nothing merged yet. */
@@ -63,6 +65,7 @@ export interface BeforeMergeContext {
   /** The export was read to its end (see {@link AfterMergeContext.complete}). */
   complete: boolean;
   incompleteReason: string | undefined;
+  tombstonesBlocked: string | undefined;
 }
 
 /** What {@link RunSyncOptions.afterMerge} gets: the open transaction's connection and the run so far. */
@@ -76,6 +79,8 @@ export interface AfterMergeContext {
   complete: boolean;
   /** Why the export is incomplete, when it is. */
   incompleteReason: string | undefined;
+  /** Why the export, though complete, cannot be proven consistent (`ReadContext.blockTombstones`). */
+  tombstonesBlocked: string | undefined;
 }
 
 /** The outcome of a run, as the CLI prints it and `sync_runs` stores it. */
@@ -135,6 +140,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   let exportInfo: ExportInfo | undefined;
   let exportInfoSaved = false;
   let incompleteReason: string | undefined;
+  let tombstonesBlocked: string | undefined;
   let attempts = 0;
   const spoolDir = spoolDirFor(
     config.warehouse === ':memory:' ? ':memory:' : resolve(config.warehouse),
@@ -171,6 +177,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   const readAll = async (attempt: number) => {
     attempts = attempt;
     incompleteReason = undefined;
+    tombstonesBlocked = undefined;
     page = undefined;
     if (attempt > 1) {
       // A broken body restarts the export from its start: never splice attempts together (DESIGN.md §4).
@@ -189,12 +196,19 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       addBytes: (n: number) => {
         counters.bytesRead += n;
       },
+      addWireBytes: (n: number) => {
+        counters.bytesWire += n;
+      },
       setExportInfo: (info: ExportInfo) => {
         exportInfo = info;
       },
       markIncomplete: (reason: string) => {
         incompleteReason = reason;
       },
+      blockTombstones: (reason: string) => {
+        tombstonesBlocked = reason;
+      },
+      upstreamTotal: options.upstreamTotal,
       knownLines,
     };
     if (attempt === 1 && source.paging) {
@@ -215,7 +229,12 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
           startBatch: resume.batch,
         });
         exportInfoSaved = true;
-        ctx.resumeFrom = { page: resume.page, nextUrl: resume.nextUrl, ...resume.validator };
+        ctx.resumeFrom = {
+          page: resume.page,
+          nextUrl: resume.nextUrl,
+          rowsRead: resume.counters.recordsRead,
+          ...resume.validator,
+        };
       }
     }
     let lastMark: { page: number; nextUrl?: string | undefined } | undefined;
@@ -286,7 +305,14 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     checkAccounting(counters);
     checkRejectRatio(counters, config.maxRejectRatio);
     const complete = incompleteReason === undefined;
-    await options.beforeMerge?.({ runId, counters, exportInfo, complete, incompleteReason });
+    await options.beforeMerge?.({
+      runId,
+      counters,
+      exportInfo,
+      complete,
+      incompleteReason,
+      tombstonesBlocked,
+    });
     const now = new Date();
     await connection.run('BEGIN TRANSACTION');
     try {
@@ -307,6 +333,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         exportInfo,
         complete,
         incompleteReason,
+        tombstonesBlocked,
       });
       await saveCounters(connection, runId, counters);
       await saveFacts(connection, runId, {

@@ -43,6 +43,7 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
         maxRedirects: config.maxRedirects,
         signal: options.signal,
         headers: { accept: 'application/json' },
+        deadline: { ms: config.pageDeadlineMs, setting: 'REPORTS_PAGE_DEADLINE_MS' },
       });
       const chunks: Buffer[] = [];
       let size = 0;

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { request, type Dispatcher } from 'undici';
 import { SyncError } from '../util/errors.js';
+import { ACCEPT_ENCODING, decodeBody } from './content-encoding.js';
 import { parseRetryAfter } from './retry-after.js';
 import { safeUrl } from './safe-url.js';
 
@@ -11,9 +12,19 @@ export interface OpenResponse {
   /** The URL that answered, as a URL (for resolving relative `Link` targets). */
   finalUrl: URL;
   headers: Record<string, string | string[] | undefined>;
+  /** The body, decoded from its `Content-Encoding` (content-encoding.ts). */
   body: Readable;
+  /** Body bytes received on the wire so far (compressed, when the body is); `body` yields the decoded ones. */
+  wireBytes(): number;
   /** How many redirects were followed. */
   redirects: number;
+}
+
+/** An overall time limit for one request, headers and body together. */
+export interface RequestDeadline {
+  ms: number;
+  /** The setting that sets it, named in the error (e.g. `REPORTS_PAGE_DEADLINE_MS`). */
+  setting: string;
 }
 
 /** Options of {@link openStream}. */
@@ -27,6 +38,11 @@ export interface OpenStreamOptions {
   signal?: AbortSignal | undefined;
   /** Content types refused even with a 200 (e.g. an HTML login page behind a redirect). Default: `text/html`. */
   refuseContentTypes?: RegExp;
+  /**
+   * The whole request (redirects, headers and the body until it is read or destroyed) must end within it,
+   * however steadily a slow body trickles in (the body timeout only catches silence).
+   */
+  deadline?: RequestDeadline | undefined;
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -35,18 +51,74 @@ const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 /**
  * GETs `url` and follows redirects by hand (so the key can be dropped on a cross-origin hop and a
  * redirect limit is an error — undici hands the 3xx back silently past its own limit, DESIGN.md §4).
- * Resolves with the open body of the final 200.
+ * Resolves with the open body of the final 200, decoded from its `Content-Encoding` (`Accept-Encoding:
+ * gzip, deflate, br` is sent).
  *
  * @throws SyncError `HTTP_STATUS` (retryable for 408/425/429/5xx, with `context.retryAfterMs` from
- *   `Retry-After`), `REDIRECT_LIMIT`, `REDIRECT_INVALID`, `UNEXPECTED_CONTENT_TYPE`, or `HTTP_NETWORK`
- *   (retryable: resets, refused connections, timeouts). Messages name the URL without secrets.
+ *   `Retry-After`), `REDIRECT_LIMIT`, `REDIRECT_INVALID`, `UNEXPECTED_CONTENT_TYPE`,
+ *   `CONTENT_ENCODING_UNSUPPORTED`, or `HTTP_NETWORK` (retryable: resets, refused connections, timeouts).
+ *   `DEADLINE_EXCEEDED` (not retryable) when `deadline` passes, here or later while the body is read.
+ *   Messages name the URL without secrets.
  */
 export async function openStream(url: string | URL, options: OpenStreamOptions): Promise<OpenResponse> {
   const first = new URL(String(url));
+  const deadline = options.deadline ? startDeadline(options.deadline, first, options.signal) : undefined;
+  try {
+    const res = await openWithin(first, { ...options, signal: deadline?.signal ?? options.signal });
+    if (deadline) {
+      // The reader sees DEADLINE_EXCEEDED, not the bare abort undici destroys its body with.
+      const expire = () => res.body.destroy(deadline.signal.reason as Error);
+      deadline.signal.addEventListener('abort', expire, { once: true });
+      res.body.once('close', () => {
+        deadline.clear();
+        deadline.signal.removeEventListener('abort', expire);
+      });
+    }
+    return res;
+  } catch (err) {
+    deadline?.clear();
+    throw err;
+  }
+}
+
+/**
+ * An AbortSignal that aborts with `DEADLINE_EXCEEDED` once `deadline.ms` have passed (or with the outer
+ * signal's reason when that aborts first). Not retried: a body that cannot arrive within the deadline would
+ * take the deadline again on every retry.
+ */
+function startDeadline(
+  deadline: RequestDeadline,
+  url: URL,
+  outer: AbortSignal | undefined,
+): { signal: AbortSignal; clear: () => void } {
+  const controller = new AbortController();
+  const timer = setTimeout(() => {
+    controller.abort(
+      new SyncError(
+        'DEADLINE_EXCEEDED',
+        `${safeUrl(url)} did not answer in full within ${deadline.ms} ms (${deadline.setting}): the server ` +
+          'sends too slowly; raise the setting if the export is really that slow to serve',
+        { context: { url: safeUrl(url), deadlineMs: deadline.ms, setting: deadline.setting } },
+      ),
+    );
+  }, deadline.ms);
+  const onOuter = () => controller.abort(outer?.reason);
+  outer?.addEventListener('abort', onOuter, { once: true });
+  if (outer?.aborted) onOuter();
+  return {
+    signal: controller.signal,
+    clear: () => {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onOuter);
+    },
+  };
+}
+
+async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenResponse> {
   let current = first;
   for (let hop = 0; ; hop++) {
     const sameOrigin = current.origin === first.origin;
-    const headers: Record<string, string> = { ...options.headers };
+    const headers: Record<string, string> = { 'accept-encoding': ACCEPT_ENCODING, ...options.headers };
     if (options.apiKey && sameOrigin) headers['x-api-key'] = options.apiKey;
     let res: Dispatcher.ResponseData;
     try {
@@ -57,7 +129,7 @@ export async function openStream(url: string | URL, options: OpenStreamOptions):
         signal: options.signal,
       });
     } catch (err) {
-      throw networkError(err, current);
+      throw networkError(options.signal?.aborted ? (options.signal.reason ?? err) : err, current);
     }
     if (REDIRECTS.has(res.statusCode)) {
       await res.body.dump().catch(() => undefined);
@@ -81,10 +153,18 @@ export async function openStream(url: string | URL, options: OpenStreamOptions):
       current = new URL(location, current);
       continue;
     }
+    let decoded;
+    try {
+      decoded = decodeBody(res.body, header(res.headers, 'content-encoding'), safeUrl(current));
+    } catch (err) {
+      res.body.destroy();
+      throw err;
+    }
+    const body = decoded.body;
     if (res.statusCode !== 200) {
       // An error page may echo the request's headers (a 401 quoting the key it refused): never let the
       // key into the message, the log or the run log through it (DESIGN.md §2).
-      const excerpt = await readExcerpt(res.body, options.apiKey);
+      const excerpt = await readExcerpt(body, options.apiKey);
       const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
       throw new SyncError(
         'HTTP_STATUS',
@@ -97,14 +177,21 @@ export async function openStream(url: string | URL, options: OpenStreamOptions):
     }
     const contentType = header(res.headers, 'content-type') ?? '';
     if ((options.refuseContentTypes ?? /^text\/html\b/i).test(contentType)) {
-      await res.body.dump().catch(() => undefined);
+      body.destroy();
       throw new SyncError(
         'UNEXPECTED_CONTENT_TYPE',
         `${safeUrl(current)} answered 200 with ${contentType} (a login or error page?) instead of the export`,
         { context: { url: safeUrl(current), contentType, redirects: hop } },
       );
     }
-    return { url: safeUrl(current), finalUrl: current, headers: res.headers, body: res.body, redirects: hop };
+    return {
+      url: safeUrl(current),
+      finalUrl: current,
+      headers: res.headers,
+      body,
+      wireBytes: decoded.wireBytes,
+      redirects: hop,
+    };
   }
 }
 
@@ -122,10 +209,12 @@ export function redactSecret(text: string, secret: string | undefined): string {
   return secret ? text.split(secret).join('[redacted]') : text;
 }
 
-async function readExcerpt(body: Dispatcher.ResponseData['body'], secret?: string): Promise<string> {
+async function readExcerpt(body: Readable, secret?: string): Promise<string> {
   try {
+    const chunks: Buffer[] = [];
+    for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(Buffer.from(chunk));
     // Redact before cutting, so no prefix of the key survives at the cut.
-    const text = redactSecret(await body.text(), secret);
+    const text = redactSecret(Buffer.concat(chunks).toString('utf8'), secret);
     return text.slice(0, 200).replace(/\s+/g, ' ').trim();
   } catch {
     return '';
@@ -138,6 +227,15 @@ async function readExcerpt(body: Dispatcher.ResponseData['body'], secret?: strin
  */
 export function networkError(err: unknown, url: URL | string): unknown {
   if (err instanceof SyncError) return err;
+  const zlibCode = (err as { code?: string }).code;
+  if (typeof zlibCode === 'string' && zlibCode.startsWith('Z_')) {
+    // A compressed body that does not decode: cut short (Z_BUF_ERROR) or corrupt; fetched again.
+    return new SyncError(
+      'CONTENT_ENCODING_INVALID',
+      `The compressed body of ${safeUrl(url)} does not decode (${zlibCode}: ${(err as Error).message})`,
+      { context: { url: safeUrl(url), cause: zlibCode }, retryable: true, cause: err },
+    );
+  }
   if (err instanceof Error && (err.name === 'AbortError' || (err as { code?: string }).code === 'ABORT_ERR'))
     return err;
   const code = (err as { code?: string }).code ?? 'UNKNOWN';

@@ -1,3 +1,5 @@
+import { redactDeep, redactSecrets } from './redact.js';
+
 /**
  * The one error type of reports-sync. Every failure that reaches a user carries:
  * - `code`: stable, grep-able (`CONFIG_INVALID`, `HTTP_STATUS`, `WAREHOUSE_LOCKED`, …), in the spirit of undici's `UND_ERR_*`;
@@ -23,9 +25,10 @@ export class SyncError extends Error {
       exitCode?: number;
     } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    // Upstream text (an excerpt, a record) may echo the key: redacted here, once for every error.
+    super(redactSecrets(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
-    this.context = options.context ?? {};
+    this.context = redactDeep(options.context ?? {});
     this.retryable = options.retryable ?? false;
     this.exitCode = options.exitCode ?? 1;
   }
@@ -41,7 +44,7 @@ export function isSyncError(err: unknown, ...codes: string[]): err is SyncError 
   return err instanceof SyncError && (codes.length === 0 || codes.includes(err.code));
 }
 
-/** The message of any thrown value, for places that must print something readable. */
+/** The message of any thrown value (secrets redacted), for places that must print something readable. */
 export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return redactSecrets(err instanceof Error ? err.message : String(err));
 }

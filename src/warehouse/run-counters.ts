@@ -1,6 +1,7 @@
 /**
  * The figures of one run, kept in memory while it goes and written to `sync_runs` at every checkpoint
- * and at the end. Counts are records; `bytesRead` is bytes of response bodies.
+ * and at the end. Counts are records; `bytesRead` is bytes of response bodies as decoded (what the
+ * extractor read), `bytesWire` the same bodies as they came over the wire (smaller when compressed).
  * Invariant checked at the end of every run: `recordsRead = recordsLoaded + recordsRejected`.
  */
 export interface RunCounters {
@@ -14,6 +15,7 @@ export interface RunCounters {
   removed: number;
   revived: number;
   bytesRead: number;
+  bytesWire: number;
   pages: number;
 }
 
@@ -30,6 +32,7 @@ export function emptyCounters(): RunCounters {
     removed: 0,
     revived: 0,
     bytesRead: 0,
+    bytesWire: 0,
     pages: 0,
   };
 }

@@ -1,3 +1,4 @@
+import { redactSecrets } from '../util/redact.js';
 import { randomBytes } from 'node:crypto';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { RunCounters } from './run-counters.js';
@@ -39,7 +40,7 @@ export async function saveCounters(
   await connection.run(
     `UPDATE sync_runs SET records_read = $read, records_loaded = $loaded, records_rejected = $rejected,
        duplicates = $duplicates, inserted = $inserted, updated = $updated, unchanged = $unchanged,
-       removed = $removed, revived = $revived, bytes_read = $bytes, pages = $pages
+       removed = $removed, revived = $revived, bytes_read = $bytes, bytes_wire = $wire, pages = $pages
      WHERE run_id = $run`,
     {
       run: runId,
@@ -53,6 +54,7 @@ export async function saveCounters(
       removed: c.removed,
       revived: c.revived,
       bytes: c.bytesRead,
+      wire: c.bytesWire,
       pages: c.pages,
     },
   );
@@ -108,7 +110,7 @@ export async function finishRun(
 ): Promise<void> {
   await connection.run(
     `UPDATE sync_runs SET status = $status, finished_at = now(), error = $error::JSON WHERE run_id = $run`,
-    { run: runId, status, error: error ? JSON.stringify(error) : null },
+    { run: runId, status, error: error ? redactSecrets(JSON.stringify(error)) : null },
   );
 }
 

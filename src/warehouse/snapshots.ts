@@ -1,3 +1,4 @@
+import { redactSecrets } from '../util/redact.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { flattenStats, statsTotal } from '../schema/flatten-stats.js';
 import { warehouseStats } from './warehouse-stats.js';
@@ -44,7 +45,8 @@ async function saveSnapshot(
   const taken = takenAt.toISOString();
   await connection.run(
     `INSERT INTO stats_snapshots (taken_at, run_id, source, body) VALUES ($taken::TIMESTAMPTZ, $run, $source, $body::JSON)`,
-    { taken, run: runId, source, body: JSON.stringify(body) },
+    // An upstream body may echo the key: the stored snapshot never carries it (redact.ts).
+    { taken, run: runId, source, body: redactSecrets(JSON.stringify(body)) },
   );
   const values = flattenStats(body);
   if (values.length === 0) return;
@@ -54,7 +56,7 @@ async function saveSnapshot(
       appender.appendVarchar(taken);
       appender.appendVarchar(runId);
       appender.appendVarchar(source);
-      appender.appendVarchar(v.metric);
+      appender.appendVarchar(redactSecrets(v.metric));
       appender.appendDouble(v.value);
       appender.endRow();
     }

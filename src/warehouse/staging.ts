@@ -1,3 +1,4 @@
+import { holdsSecret, redactSecrets } from '../util/redact.js';
 import { mkdirSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -8,7 +9,7 @@ import { SyncError } from '../util/errors.js';
 import { saveCounters } from './runs.js';
 import type { RunCounters } from './run-counters.js';
 import type { DecodedBlock } from '../extract/ndjson-block.js';
-import { LineFile } from '../util/line-file.js';
+import { LineFile, type EncodedLines } from '../util/line-file.js';
 import { stagedRowLine } from './staged-line.js';
 
 /** A record that failed parsing or validation, as stored in `rejected_records`. */
@@ -99,7 +100,8 @@ export class StagingWriter {
   add(r: Report, json: string, hash: string, location: RecordLocation, seq?: number): void {
     this.#buffered++;
     const s = seq ?? this.#seq++;
-    (this.#rows ??= this.#file('rows')).write(stagedRowLine(s, location, r, json, hash, undefined));
+    const line = stagedRowLine(s, location, r, json, hash, undefined);
+    (this.#rows ??= this.#file('rows')).write(redactSecrets(line));
   }
 
   /**
@@ -108,12 +110,12 @@ export class StagingWriter {
    */
   addBlock(block: DecodedBlock): void {
     this.#buffered += block.loaded + block.rejected;
-    if (block.rows.lines > 0) (this.#rows ??= this.#file('rows')).writeBytes(block.rows);
+    if (block.rows.lines > 0) (this.#rows ??= this.#file('rows')).writeBytes(redactLines(block.rows));
     if (block.seen.lines > 0) (this.#seen ??= this.#file('seen')).writeBytes(block.seen);
     for (const r of block.rejects) this.#rejects.push(r);
   }
 
-  /** Stages one rejected record. */
+  /** Stages one rejected record (its raw text is redacted when it is stored, see #appendRejects). */
   reject(reject: Reject): void {
     this.#buffered++;
     this.#rejects.push(reject);
@@ -293,7 +295,10 @@ export class StagingWriter {
       for (const r of rejects) {
         const fullBytes = r.rawBytes ?? Buffer.byteLength(r.raw);
         const cut = fullBytes > max || r.rawTruncated === true;
-        const raw = Buffer.byteLength(r.raw) > max ? cutUtf8(r.raw, max) : r.raw;
+        // A secret echoed by the upstream never lands: the stored raw text differs from the source there
+        // (redact.ts), `raw_bytes` keeps the source's size. Redacted before the cut, so no prefix survives.
+        const redacted = redactSecrets(r.raw);
+        const raw = Buffer.byteLength(redacted) > max ? cutUtf8(redacted, max) : redacted;
         appender.appendVarchar(this.#t.runId);
         appender.appendVarchar(this.#t.source);
         appender.appendVarchar(formatLocation(r.location));
@@ -303,11 +308,11 @@ export class StagingWriter {
         if (r.location.row === undefined) appender.appendNull();
         else appender.appendBigInt(BigInt(r.location.row));
         if (r.recordId === undefined) appender.appendNull();
-        else appender.appendVarchar(r.recordId);
+        else appender.appendVarchar(redactSecrets(r.recordId));
         appender.appendVarchar(raw);
         appender.appendBoolean(cut);
         appender.appendBigInt(BigInt(fullBytes));
-        appender.appendVarchar(JSON.stringify(r.issues));
+        appender.appendVarchar(redactSecrets(JSON.stringify(r.issues)));
         appender.appendVarchar(now);
         appender.endRow();
       }
@@ -377,4 +382,16 @@ function removeQuietly(path: string): void {
   } catch {
     // EPERM/EBUSY: left for the next run's clearSpool
   }
+}
+
+/**
+ * Staged lines with any secret an upstream echoed in a report's field redacted (redact.ts): a report never
+ * carries the API key into the warehouse. The check is a byte search; only a block that holds one is
+ * decoded and encoded again.
+ */
+function redactLines(encoded: EncodedLines): EncodedLines {
+  if (!holdsSecret(encoded.bytes)) return encoded;
+  const bytes = Buffer.from(redactSecrets(Buffer.from(encoded.bytes).toString('utf8')), 'utf8');
+  // '[redacted]' may be longer than the secret: the longest line grows by at most the difference per hit.
+  return { ...encoded, bytes, longest: encoded.longest + bytes.length };
 }

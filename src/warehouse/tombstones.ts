@@ -9,6 +9,11 @@ export interface TombstoneInput {
   complete: boolean;
   /** Why it is not complete, for the note. */
   incompleteReason?: string | undefined;
+  /**
+   * Why the complete export cannot be proven to be one version of the upstream (a paged export without a
+   * validator): set, nothing is removed.
+   */
+  inconsistentReason?: string | undefined;
   /** `total` of the upstream `/stats` taken with this run, or `undefined` when there was none. */
   statsTotal: number | undefined;
   /** Why there is no stats total (fetch failed, no numeric `total`), for the note. */
@@ -31,7 +36,9 @@ export interface TombstoneResult {
  * run's deduplicated reports).
  *
  * Guards, checked in this order; when one holds nothing is removed and the note says why:
- * 1. the export is incomplete (stopped early, e.g. the server ignored `page`);
+ * 1. the export is incomplete (stopped early, e.g. the server ignored `page`, or a short page before the
+ *    `/stats` total was reached);
+ * 1b. the export cannot be proven consistent (`inconsistentReason`: pages without a common validator);
  * 2. there is no upstream `/stats` total to check it against;
  * 3. the export holds fewer distinct valid reports than `minShare` of the warehouse's current reports
  *    (a truncated or half-served export);
@@ -59,6 +66,9 @@ export async function applyTombstones(
   const none = (note: string): TombstoneResult => ({ removed: 0, note: `no tombstones: ${note}` });
   if (!input.complete) {
     return none(`the export is incomplete${input.incompleteReason ? ` (${input.incompleteReason})` : ''}`);
+  }
+  if (input.inconsistentReason !== undefined) {
+    return none(`the export cannot be proven consistent (${input.inconsistentReason})`);
   }
   if (input.statsTotal === undefined) {
     return none(`no upstream /stats total to check the export against (${input.statsProblem ?? 'unknown'})`);

@@ -69,3 +69,14 @@ describe('FaultSet', () => {
     expect(set.take('ndjson', 'malformed')).toHaveLength(1);
   });
 });
+
+describe('paging fault switches', () => {
+  it('parses and formats noValidators, capPageSize and emptyPage', () => {
+    expect(parseFaultSpec('csv:noValidators')).toEqual({ endpoint: 'csv', kind: 'noValidators' });
+    expect(parseFaultSpec('csv:capPageSize=50')).toEqual({ endpoint: 'csv', kind: 'capPageSize', rows: 50 });
+    const empty = parseFaultSpec('csv:emptyPage=2+5');
+    expect(empty).toEqual({ endpoint: 'csv', kind: 'emptyPage', at: [2, 5] });
+    expect(formatFaultSpec(empty)).toBe('csv:emptyPage=2+5');
+    expect(() => parseFaultSpec('list:capPageSize=5')).toThrow(/applies to csv/);
+  });
+});

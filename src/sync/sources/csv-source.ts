@@ -3,6 +3,7 @@ import type { DecodedCsvPage } from '../../extract/csv-page-decode.js';
 import { startDecoders, type BlockDecoders } from '../../extract/decoders.js';
 import type { Extracted } from '../../extract/record.js';
 import { KnownLines } from '../known-lines.js';
+import { decidePaging, mayBeEnd } from './csv-paging.js';
 import { validateCsvReport } from '../../schema/report.js';
 import { nextLink } from '../../upstream/link-header.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
@@ -22,15 +23,17 @@ const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
  * up to {@link PAGES_AHEAD} pages ahead of the one being staged), then yielded as one block with a
  * {@link CheckpointMark}, so each page is committed as one checkpoint together with its staged rows and rejects.
  *
- * Paging: the next page is the `Link: <…>; rel="next"` target when the server sends one, else page P+1 by
- * the `REPORTS_CSV_PAGE_PARAM` parameter. It stops on an empty page, on a short page (fewer rows than
- * `pageSize`) when the server gives no `Link`, at the end of `Link` next once the server has given one, or on
- * a page whose keys repeat the previous page's (the server ignored `page`: a warning, the run is marked
- * incomplete and keeps what it read). More than `REPORTS_CSV_MAX_PAGES` pages is an error.
+ * Paging (csv-paging.ts decides): the next page is the `Link: <…>; rel="next"` target when the server sends
+ * one, else page P+1 by the `REPORTS_CSV_PAGE_PARAM` parameter. A short or empty page is the end only when
+ * nothing says otherwise (a `Link`, a `/stats` total not reached, a capped first page whose served size is
+ * adopted); a run that cannot tell stops incomplete. A page whose keys repeat the previous page's (the
+ * server ignored `page`) stops the run incomplete too. More than `REPORTS_CSV_MAX_PAGES` pages is an error.
  *
  * Every page must carry the validator (`ETag`, else `Last-Modified`) page 1 had: a different one means the
  * export changed while being read, so pages may overlap or miss rows; the export restarts from page 1
- * (`EXPORT_CHANGED`, retryable).
+ * (`EXPORT_CHANGED`, retryable). Pages without a validator (or without one in common with page 1) cannot
+ * prove they are one version of the export: the run completes but infers no tombstones
+ * (`ReadContext.blockTombstones`; docs/guarantees.md, "Deletes and completeness").
  */
 export const csvSource: ExportSource = {
   name: 'csv',
@@ -68,6 +71,14 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
   }
   let previousKeys: string | undefined;
   let linkSeen = false;
+  // Paging state (csv-paging.ts): the page size in force, rows read, short pages read past, /stats total.
+  let size = resume ? resumedPageSize(pageSize, resume) : pageSize;
+  let rowsSoFar = resume?.rowsRead ?? 0;
+  let gap = 0;
+  let statsTotal: number | undefined;
+  let statsAsked = false;
+  // Why the pages read cannot be proven to be of one export version (then no tombstones).
+  let consistency: string | undefined;
   const decoders = startDecoders(
     config.decodeWorkers,
     ctx.knownLines ?? (await KnownLines.empty('csv')),
@@ -81,11 +92,16 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
     for (;;) {
       const fetched = await ahead.take(url, page);
       ctx.addBytes(fetched.bytes);
+      ctx.addWireBytes(fetched.wireBytes);
       const seen: ExportValidator = { etag: fetched.etag, lastModified: fetched.lastModified };
       if (validator === undefined) {
         validator = seen;
         ctx.setExportInfo({ url: fetched.url, ...seen });
-      } else if (changed(validator, seen)) {
+      } else if (compareValidators(validator, seen) === 'unknown') {
+        consistency ??=
+          `page ${page} carries no validator of the kind page 1 had (${describe(validator)}, now ` +
+          `${describe(seen)}): the pages cannot be proven to be of one version`;
+      } else if (compareValidators(validator, seen) === 'changed') {
         throw new SyncError(
           'EXPORT_CHANGED',
           `The CSV export changed while it was read: page ${page} (${fetched.url}) has validator ` +
@@ -100,11 +116,16 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
         { page, rows, parsed: csv.parsed, rejected: csv.rejected, lines: csv.lines, bytes: csv.bytes },
         'CSV page read',
       );
-      if (rows === 0) {
-        logger.info({ page }, 'empty CSV page: end of the export');
-        return;
+      if (consistency === undefined && !hasValidator(seen)) {
+        consistency =
+          `page ${page} carries neither ETag nor Last-Modified: a paged export without a validator cannot ` +
+          'prove its pages are of one version (a row unpublished mid-read shifts later rows across pages)';
       }
       if (page > config.csvMaxPages) {
+        if (rows === 0) {
+          markIncomplete(ctx, `page ${page} is past REPORTS_CSV_MAX_PAGES=${config.csvMaxPages} and empty`);
+          return;
+        }
         throw new SyncError(
           'CSV_MAX_PAGES',
           `The CSV export at ${fetched.url} still has rows on page ${page}, past REPORTS_CSV_MAX_PAGES=${config.csvMaxPages}: ` +
@@ -112,7 +133,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
           { context: { url: fetched.url, maxPages: config.csvMaxPages, pageSize } },
         );
       }
-      if (csv.keysDigest === previousKeys) {
+      if (rows > 0 && csv.keysDigest === previousKeys) {
         const reason =
           `page ${page} repeats the keys of page ${page - 1}: the server ignores the ` +
           `\`${config.csvPageParam}\` parameter (REPORTS_CSV_PAGE_PARAM?); stopped, the export is incomplete`;
@@ -121,27 +142,52 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
         return;
       }
       const link = fetched.next;
-      linkSeen ||= link !== undefined;
-      if (link && rows < pageSize) {
-        logger.warn(
-          { page, rows, pageSize },
-          'CSV page holds fewer rows than pageSize but links a next page',
-        );
+      rowsSoFar += rows;
+      const facts = {
+        page,
+        rows,
+        asked: pageSize,
+        size,
+        linkNext: link !== undefined,
+        linkSeen,
+        rowsSoFar,
+        gap,
+      };
+      if (mayBeEnd(facts) && statsTotal === undefined && !statsAsked && ctx.upstreamTotal) {
+        statsAsked = true;
+        statsTotal = await ctx.upstreamTotal();
       }
-      // The Link target when there is one; without one, page P+1 unless the server gave Links before (their
-      // end is the export's end) or this page is short.
-      const next = link ?? (!linkSeen && rows >= pageSize ? csvPageUrl(config, page + 1) : undefined);
-      if (next !== undefined) ahead.start(next, page + 1);
-      yield { kind: 'block', block: fetched.decoded.block };
-      yield { kind: 'checkpoint', page, nextUrl: next?.toString() };
-      if (next === undefined) {
-        logger.info(
-          { page, rows, pageSize },
-          linkSeen ? 'no Link rel="next": end of the export' : 'short CSV page: end of the export',
-        );
+      const decision = decidePaging({ ...facts, statsTotal });
+      linkSeen ||= link !== undefined;
+      if (decision.action === 'stop-incomplete') {
+        markIncomplete(ctx, decision.reason);
+        if (rows > 0) {
+          yield { kind: 'block', block: fetched.decoded.block };
+          yield { kind: 'checkpoint', page };
+        }
         return;
       }
-      previousKeys = csv.keysDigest;
+      const next =
+        decision.action === 'continue'
+          ? decision.via === 'link' && link !== undefined
+            ? link
+            : csvPageUrl(config, page + 1)
+          : undefined;
+      if (decision.action === 'continue') {
+        if (decision.reason)
+          logger.warn({ page, rows, pageSize: size, rowsSoFar, statsTotal }, decision.reason);
+        size = decision.size;
+        gap = decision.gap;
+      }
+      if (next !== undefined) ahead.start(next, page + 1);
+      if (rows > 0) yield { kind: 'block', block: fetched.decoded.block };
+      if (rows > 0 || next !== undefined) yield { kind: 'checkpoint', page, nextUrl: next?.toString() };
+      if (next === undefined) {
+        logger.info({ page, rows, pageSize: size, rowsSoFar, statsTotal }, decision.reason);
+        if (consistency !== undefined) ctx.blockTombstones(consistency);
+        return;
+      }
+      previousKeys = rows > 0 ? csv.keysDigest : previousKeys;
       url = next;
       page++;
     }
@@ -234,8 +280,10 @@ class PagesAhead {
 
 interface FetchedPage {
   decoded: DecodedCsvPage;
-  /** Body size in bytes. */
+  /** Body size in bytes, decoded. */
   bytes: number;
+  /** Body size in bytes on the wire (compressed, when it was). */
+  wireBytes: number;
   /** Safe URL that answered. */
   url: string;
   /** The `Link: rel="next"` target, resolved against the URL that answered. */
@@ -270,13 +318,16 @@ async function fetchPage(
           maxRedirects: config.maxRedirects,
           signal: ctx.signal,
           headers: { accept: ACCEPT },
+          deadline: pageDeadline(config),
         });
         let body: Buffer;
+        let wireBytes = 0;
         try {
           body = await readBody(res.body);
         } catch (err) {
           throw networkError(err, res.url);
         } finally {
+          wireBytes = res.wireBytes();
           res.body.destroy();
         }
         const next = nextLink(res.headers.link, res.finalUrl);
@@ -299,6 +350,7 @@ async function fetchPage(
         return {
           decoded,
           bytes,
+          wireBytes,
           url: res.url,
           next,
           etag: header(res.headers, 'etag'),
@@ -362,6 +414,7 @@ async function probeFirstPage(ctx: ReadContext): Promise<ExportValidator> {
         maxRedirects: ctx.config.maxRedirects,
         signal: ctx.signal,
         headers: { accept: ACCEPT },
+        deadline: pageDeadline(ctx.config),
       });
       // Abort the body unread; undici then emits an abort error nobody else listens to.
       res.body.once('error', () => undefined);
@@ -370,6 +423,10 @@ async function probeFirstPage(ctx: ReadContext): Promise<ExportValidator> {
     },
     ctx.signal,
   );
+}
+
+function pageDeadline(config: Config): { ms: number; setting: string } {
+  return { ms: config.pageDeadlineMs, setting: 'REPORTS_PAGE_DEADLINE_MS' };
 }
 
 /**
@@ -381,13 +438,35 @@ function keyFor(config: Config, url: URL): string | undefined {
 }
 
 /**
- * True when two validators tell different versions of the export: ETags when both have one, else
- * Last-Modified when both have one. Without a common validator nothing can be told (false).
+ * Whether two validators tell the same version of the export: ETags when both have one, else Last-Modified
+ * when both have one; `unknown` without a common validator (nothing can be told).
  */
-function changed(a: ExportValidator, b: ExportValidator): boolean {
-  if (a.etag !== undefined && b.etag !== undefined) return a.etag !== b.etag;
-  if (a.lastModified !== undefined && b.lastModified !== undefined) return a.lastModified !== b.lastModified;
-  return false;
+export function compareValidators(a: ExportValidator, b: ExportValidator): 'same' | 'changed' | 'unknown' {
+  if (a.etag !== undefined && b.etag !== undefined) return a.etag === b.etag ? 'same' : 'changed';
+  if (a.lastModified !== undefined && b.lastModified !== undefined) {
+    return a.lastModified === b.lastModified ? 'same' : 'changed';
+  }
+  return 'unknown';
+}
+
+function hasValidator(v: ExportValidator): boolean {
+  return v.etag !== undefined || v.lastModified !== undefined;
+}
+
+/** Marks the export incomplete with a warning that carries the numbers (no tombstones follow). */
+function markIncomplete(ctx: ReadContext, reason: string): void {
+  ctx.logger.warn({ reason }, 'the CSV export stopped incomplete: no tombstones');
+  ctx.markIncomplete(reason);
+}
+
+/**
+ * The page size in force when resuming: the rows per committed page when the server served fewer than
+ * asked (its cap, adopted by the interrupted run), else the size asked.
+ */
+function resumedPageSize(asked: number, resume: { page: number; rowsRead?: number | undefined }): number {
+  if (resume.rowsRead === undefined || resume.page < 1) return asked;
+  const served = Math.round(resume.rowsRead / resume.page);
+  return served > 0 && served < asked ? served : asked;
 }
 
 function describe(v: ExportValidator): string {

@@ -23,6 +23,7 @@ export const ndjsonSource: ExportSource = {
       maxRedirects: ctx.config.maxRedirects,
       signal: ctx.signal,
       headers: { accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1' },
+      deadline: { ms: ctx.config.exportDeadlineMs, setting: 'REPORTS_EXPORT_DEADLINE_MS' },
     });
     ctx.setExportInfo({
       url: res.url,
@@ -47,6 +48,7 @@ export const ndjsonSource: ExportSource = {
     } catch (err) {
       throw networkError(err, res.url);
     } finally {
+      ctx.addWireBytes(res.wireBytes());
       res.body.destroy();
       await decoders.close();
     }

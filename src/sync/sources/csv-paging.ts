@@ -1,0 +1,98 @@
+/**
+ * When a paged CSV export ends: a pure decision over what the pages said so far, kept apart from the
+ * fetching so it can be property-tested over generated page sequences (test/unit/csv-paging.test.ts).
+ *
+ * The rule (docs/guarantees.md, "Deletes and completeness"): a page shorter than the page size is the end
+ * only when nothing says otherwise. What says otherwise:
+ * - a `Link: rel="next"` on the page (followed, even from an empty page);
+ * - an upstream `/stats` total the rows read so far have not reached (the next page by number is read);
+ * - the first page (with rows) already shorter than asked while the total is unknown or not reached: the
+ *   server caps `pageSize`, so its served size is adopted as the page size and reading goes on.
+ * A server may have holes (a header-only page mid-export); up to {@link MAX_GAP_PAGES} such pages in a row
+ * are read past while `/stats` says rows are missing. After that the export stops *incomplete*: what was
+ * read is kept, no tombstones are inferred.
+ */
+
+/** Consecutive short or empty pages read past (on the word of `/stats`) before giving up as incomplete. */
+export const MAX_GAP_PAGES = 2;
+
+/** What one page said, with what the pages before it said. */
+export interface PageFacts {
+  /** 1-based number of the page just read. */
+  page: number;
+  /** Data rows on it (quarantined ones included). */
+  rows: number;
+  /** `pageSize` asked for in the URL. */
+  asked: number;
+  /** The page size in force: `asked`, or the served size adopted from a capped first page. */
+  size: number;
+  /** The page sent `Link: rel="next"`. */
+  linkNext: boolean;
+  /** An earlier page sent a `Link` (the server pages by links, so their end is its end). */
+  linkSeen: boolean;
+  /** Data rows of every page read, this one included. */
+  rowsSoFar: number;
+  /** Short or empty pages read past right before this one (see {@link MAX_GAP_PAGES}). */
+  gap: number;
+  /** The upstream `/stats` total, when known (it is asked for only when a page may be the end). */
+  statsTotal: number | undefined;
+}
+
+/** What to do after a page. `size` is the page size in force from the next page on. */
+export type PagingDecision =
+  | { action: 'continue'; via: 'link' | 'number'; size: number; gap: number; reason?: string }
+  | { action: 'stop-complete'; reason: string }
+  | { action: 'stop-incomplete'; reason: string };
+
+/**
+ * True when the page may be the end of the export, so the `/stats` total is worth knowing before
+ * {@link decidePaging} is asked: no `Link` next, and the page is short (or the server's links ran out).
+ */
+export function mayBeEnd(facts: Pick<PageFacts, 'rows' | 'size' | 'linkNext' | 'linkSeen'>): boolean {
+  return !facts.linkNext && (facts.rows < facts.size || facts.linkSeen);
+}
+
+/** Decides what follows the page `facts` describes (see the module comment for the rule). Pure. */
+export function decidePaging(facts: PageFacts): PagingDecision {
+  const { page, rows, asked, linkNext, rowsSoFar, statsTotal } = facts;
+  const totalReached = statsTotal !== undefined && rowsSoFar >= statsTotal;
+  const numbers = `page ${page}: ${rows} rows (pageSize ${facts.size}${facts.size !== asked ? `, asked ${asked}` : ''}), ${rowsSoFar} rows so far, /stats total ${statsTotal ?? 'unknown'}`;
+  // A capped first page (the first with rows): the served size becomes the page size.
+  const capped = rows > 0 && rows < asked && facts.size === asked && rowsSoFar === rows;
+  const size = capped ? rows : facts.size;
+  const gap = rows < size ? facts.gap + 1 : 0;
+  if (linkNext) {
+    if (rows === 0 && gap > MAX_GAP_PAGES) {
+      return {
+        action: 'stop-incomplete',
+        reason: `${gap} empty pages in a row that still link on (${numbers})`,
+      };
+    }
+    return { action: 'continue', via: 'link', size, gap };
+  }
+  if (!mayBeEnd({ ...facts, size: facts.size })) return { action: 'continue', via: 'number', size, gap: 0 };
+  if (totalReached) return { action: 'stop-complete', reason: `end of the export (${numbers})` };
+  if (capped) {
+    return {
+      action: 'continue',
+      via: 'number',
+      size,
+      gap: 0,
+      reason: `the server serves ${rows} rows per page when ${asked} are asked: adopted, reading on (${numbers})`,
+    };
+  }
+  if (statsTotal === undefined) return { action: 'stop-complete', reason: `end of the export (${numbers})` };
+  if (gap > MAX_GAP_PAGES) {
+    return {
+      action: 'stop-incomplete',
+      reason: `${gap} short pages in a row and /stats says ${statsTotal - rowsSoFar} rows are still missing (${numbers})`,
+    };
+  }
+  return {
+    action: 'continue',
+    via: 'number',
+    size,
+    gap,
+    reason: `short page before the /stats total is reached: reading on (${numbers})`,
+  };
+}

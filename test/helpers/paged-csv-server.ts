@@ -1,0 +1,72 @@
+import { startRawServer, type RawServer } from './raw-server.js';
+
+/** How a {@link startPagedCsvServer} misbehaves (all off: a well-behaved paged CSV export). */
+export interface PagedCsvOptions {
+  /** Send `ETag` (of the current id list) and `Last-Modified` on every page. Default true. */
+  validators?: boolean;
+  /** Serve at most this many rows per page, whatever `pageSize` asks (a silent server cap). */
+  cap?: number;
+  /** Send `Link: rel="next"` while more rows follow. Default false. */
+  links?: boolean;
+  /**
+   * Page numbers answered header-only. `shift`: the data moves one page on (no row lost, as if an empty
+   * page were inserted); otherwise the page's rows are simply not served.
+   */
+  emptyPages?: { at: number[]; shift: boolean };
+  /** Called before a page is served (e.g. to unpublish a row mid-export). */
+  beforePage?: (page: number) => void;
+}
+
+/** A raw paged CSV export of `ids`, with `/stats` counting them; `ids` may be changed between requests. */
+export interface PagedCsvServer extends RawServer {
+  ids: string[];
+}
+
+const HEADER = 'id,status,destination,category,description,lat,lng,address,createdAt,updatedAt\r\n';
+
+/** One valid CSV row for `id`. */
+export function csvRow(id: string): string {
+  return `${id},SUBMITTED,ROAD_CONTROL,POTHOLE,report ${id},52.5,13.4,Main St 1,2024-01-01T00:00:00Z,2024-01-02T00:00:00Z\r\n`;
+}
+
+/** Starts a paged CSV export of `ids` on 127.0.0.1 at the default paths. */
+export async function startPagedCsvServer(
+  ids: string[],
+  options: PagedCsvOptions = {},
+): Promise<PagedCsvServer> {
+  const state = { ids: [...ids] };
+  const server = await startRawServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const validators: Record<string, string> =
+      options.validators === false
+        ? {}
+        : {
+            etag: `"v-${state.ids.join('|').length}-${state.ids.length}"`,
+            'last-modified': new Date(0).toUTCString(),
+          };
+    if (url.pathname.endsWith('/stats')) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ total: state.ids.length }));
+      return;
+    }
+    const asked = Number(url.searchParams.get('pageSize'));
+    const page = Number(url.searchParams.get('page'));
+    options.beforePage?.(page);
+    const size = Math.min(asked, options.cap ?? asked);
+    const empties = options.emptyPages?.at ?? [];
+    const dataPage = options.emptyPages?.shift ? page - empties.filter((p) => p < page).length : page;
+    const rows = empties.includes(page) ? [] : state.ids.slice((dataPage - 1) * size, dataPage * size);
+    const headers: Record<string, string> = { 'content-type': 'text/csv; charset=utf-8', ...validators };
+    if (options.links && dataPage * size < state.ids.length) {
+      headers.link = `<${url.pathname}?pageSize=${asked}&page=${page + 1}>; rel="next"`;
+    }
+    res.writeHead(200, headers);
+    res.end(HEADER + rows.map(csvRow).join(''));
+  });
+  return Object.defineProperty(server, 'ids', {
+    get: () => state.ids,
+    set: (next: string[]) => {
+      state.ids = next;
+    },
+  }) as PagedCsvServer;
+}

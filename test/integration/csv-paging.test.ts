@@ -1,0 +1,167 @@
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { startPagedCsvServer, type PagedCsvOptions } from '../helpers/paged-csv-server.js';
+import {
+  capturingLogger,
+  openTestWarehouse,
+  query,
+  syncTargetOnce,
+  tempDir,
+  testConfig,
+} from '../helpers/sync.js';
+
+// The paged CSV export against hostile-but-legal servers (docs/guarantees.md, "Deletes and completeness"):
+// real pipeline, real DuckDB file, a raw server that pages a list of ids.
+
+const ids = (n: number) => Array.from({ length: n }, (_, i) => `r-${String(i).padStart(4, '0')}`);
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => {
+  tmp = tempDir('reports-sync-paging-');
+});
+afterEach(() => tmp.cleanup());
+
+async function setup(start: string[], options: PagedCsvOptions, pageSize: number) {
+  const server = await startPagedCsvServer(start, options);
+  const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { csvPageSize: pageSize });
+  const warehouse = await openTestWarehouse(config);
+  onTestFinished(async () => {
+    warehouse.close();
+    await server.close();
+  });
+  const lastRun = async () =>
+    (
+      await query(
+        warehouse,
+        `SELECT status, complete, removed, tombstones_note, records_read FROM sync_runs ORDER BY started_at DESC LIMIT 1`,
+      )
+    )[0];
+  const current = async () =>
+    (await query(warehouse, `SELECT id FROM reports WHERE removed_at IS NULL ORDER BY id`)).map((r) => r.id);
+  return { server, config, warehouse, lastRun, current };
+}
+
+describe('paged CSV export: no wrong delete', () => {
+  it('without ETag or Last-Modified, a row unpublished mid-export tombstones nothing', async () => {
+    const start = ids(30);
+    const { config, warehouse, lastRun, current } = await setup(start, { validators: false }, 10);
+    await syncTargetOnce(warehouse, config, 'csv');
+    expect(await current()).toEqual(start);
+    // Second run: after page 1 is read, r-0003 (on page 1) is unpublished: r-0010 slides onto page 1 and
+    // is never seen, while the count still matches /stats.
+    let unpublished = false;
+    const gone = 'r-0003';
+    const withShift = await startPagedCsvServer(start, {
+      validators: false,
+      beforePage: (page) => {
+        if (page === 2 && !unpublished) {
+          unpublished = true;
+          withShift.ids = withShift.ids.filter((id) => id !== gone);
+        }
+      },
+    });
+    onTestFinished(() => withShift.close());
+    const [run] = await syncTargetOnce(warehouse, { ...config, baseUrl: withShift.url }, 'csv');
+    expect(run?.status).toBe('succeeded');
+    expect(unpublished).toBe(true);
+    const row = await lastRun();
+    expect(row).toMatchObject({ status: 'succeeded', complete: true, removed: 0 });
+    expect(String(row?.tombstones_note)).toContain('cannot be proven consistent');
+    expect(String(row?.tombstones_note)).toContain('neither ETag nor Last-Modified');
+    // r-0010 still exists upstream and is still current; nothing was removed on an unprovable read.
+    expect(await current()).toEqual(start);
+  });
+
+  it('with an ETag, the same change restarts the read and tombstones exactly the unpublished row', async () => {
+    const start = ids(30);
+    let unpublished = false;
+    const gone = 'r-0003';
+    const { server, config, warehouse, lastRun, current } = await setup(
+      start,
+      {
+        beforePage: (page) => {
+          if (page === 2 && !unpublished && first.done) {
+            unpublished = true;
+            server.ids = server.ids.filter((id) => id !== gone);
+          }
+        },
+      },
+      10,
+    );
+    const first = { done: false };
+    await syncTargetOnce(warehouse, config, 'csv');
+    first.done = true;
+    const [run] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(run?.status).toBe('succeeded');
+    expect(run?.attempts).toBe(2); // EXPORT_CHANGED: read again from page 1
+    expect(await lastRun()).toMatchObject({ complete: true, removed: 1 });
+    expect(await current()).toEqual(start.filter((id) => id !== gone));
+  });
+
+  it('a server capping pageSize (50 served, 500 asked) is read to the end', async () => {
+    const start = ids(120);
+    const { config, warehouse, lastRun, current } = await setup(start, { cap: 50 }, 500);
+    const [run] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(run?.status).toBe('succeeded');
+    expect(run?.counters).toMatchObject({ recordsRead: 120, pages: 3 });
+    expect(await lastRun()).toMatchObject({ complete: true });
+    expect(await current()).toEqual(start);
+  });
+
+  it.each([
+    ['without a Link', false],
+    ['with a Link', true],
+  ])('reads past a header-only page mid-export %s', async (_, links) => {
+    const start = ids(40);
+    const { config, warehouse, lastRun, current } = await setup(
+      start,
+      { links, emptyPages: { at: [2], shift: true } },
+      10,
+    );
+    const [run] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(run?.status).toBe('succeeded');
+    expect(run?.counters.recordsRead).toBe(40);
+    expect(await lastRun()).toMatchObject({ complete: true });
+    expect(await current()).toEqual(start);
+  });
+
+  it('a header-only page that loses rows marks the run incomplete: no tombstones, a warning with numbers', async () => {
+    const start = ids(40);
+    const { config, warehouse, lastRun, current } = await setup(start, {}, 10);
+    await syncTargetOnce(warehouse, config, 'csv');
+    const lossy = await startPagedCsvServer(start, { emptyPages: { at: [2, 3, 4], shift: false } });
+    onTestFinished(() => lossy.close());
+    const { logger, lines } = await capturingLogger();
+    const [run] = await syncTargetOnce(warehouse, { ...config, baseUrl: lossy.url }, 'csv', logger);
+    expect(run?.status).toBe('succeeded');
+    const row = await lastRun();
+    expect(row).toMatchObject({ complete: false, removed: 0 });
+    expect(String(row?.tombstones_note)).toContain('incomplete');
+    const warning = lines.find((l) => String(l.msg).includes('stopped incomplete'));
+    expect(String(warning?.reason)).toMatch(/\/stats says 30 rows are still missing/);
+    expect(await current()).toEqual(start);
+  });
+});
+
+describe('paged CSV export against the simulator fault switches', () => {
+  it('csv:noValidators, csv:capPageSize and csv:emptyPage: every row read, complete, no tombstones', async () => {
+    const { startTestSimulator } = await import('../helpers/simulator.js');
+    const sim = await startTestSimulator({
+      faults: ['csv:noValidators', 'stats:noValidators', 'csv:capPageSize=4', 'csv:emptyPage=2'],
+    });
+    const config = testConfig(sim.url, join(tmp.dir, 'w.duckdb'), { csvPageSize: 10, maxRejectRatio: 1 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(run?.status, run?.error?.message).toBe('succeeded');
+    const [row] = await query(
+      warehouse,
+      `SELECT complete, removed, tombstones_note, export_etag, stats_total_upstream, records_read FROM sync_runs`,
+    );
+    expect(row).toMatchObject({ complete: true, removed: 0, export_etag: null });
+    expect(Number(row?.records_read)).toBeGreaterThanOrEqual(Number(row?.stats_total_upstream));
+    expect(String(row?.tombstones_note)).toContain('neither ETag nor Last-Modified');
+    const pages = sim.requests().filter((r) => r.path.includes('exports/reports.csv'));
+    expect(pages.length).toBeGreaterThan(3); // capped at 4 rows, one header-only page read past
+  });
+});

@@ -1,0 +1,163 @@
+import { join } from 'node:path';
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { csvRow } from '../helpers/paged-csv-server.js';
+import { startRawServer } from '../helpers/raw-server.js';
+import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
+
+// Transport (docs/guarantees.md, "Transport"): compressed bodies are decoded and counted twice (wire and
+// decoded bytes); a body that trickles in forever hits a per-request deadline with a clear error.
+
+const ids = Array.from({ length: 25 }, (_, i) => `t-${String(i).padStart(3, '0')}`);
+const HEADER = 'id,status,destination,category,description,lat,lng,address,createdAt,updatedAt\r\n';
+const ndjsonLine = (id: string) =>
+  `${JSON.stringify({
+    id,
+    status: 'SUBMITTED',
+    destination: 'ROAD_CONTROL',
+    category: 'POTHOLE',
+    description: `report ${id} `.repeat(8),
+    lat: 52.5,
+    lng: 13.4,
+    address: 'Main St 1',
+    createdAt: '2024-01-01T00:00:00Z',
+    updatedAt: '2024-01-02T00:00:00Z',
+  })}\n`;
+
+const ENCODERS: Record<string, (b: Buffer) => Buffer> = {
+  gzip: (b) => gzipSync(b),
+  deflate: (b) => deflateSync(b),
+  'deflate (raw)': (b) => deflateRawSync(b),
+  br: (b) => brotliCompressSync(b),
+};
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => {
+  tmp = tempDir('reports-sync-transport-');
+});
+afterEach(() => tmp.cleanup());
+
+describe('compressed responses', () => {
+  it.each(Object.keys(ENCODERS))(
+    '%s: NDJSON, CSV pages and /stats decode; wire and decoded bytes both counted',
+    async (name) => {
+      const encode = ENCODERS[name]!;
+      const coding = name.startsWith('deflate') ? 'deflate' : name;
+      const server = await startRawServer((req, res) => {
+        const url = new URL(req.url ?? '/', 'http://x');
+        let body: string;
+        let type: string;
+        if (url.pathname.endsWith('/stats')) {
+          body = JSON.stringify({ total: ids.length });
+          type = 'application/json';
+        } else if (url.pathname.endsWith('.ndjson')) {
+          body = ids.map(ndjsonLine).join('');
+          type = 'application/x-ndjson';
+        } else {
+          const page = Number(url.searchParams.get('page'));
+          body =
+            HEADER +
+            ids
+              .slice((page - 1) * 10, page * 10)
+              .map(csvRow)
+              .join('');
+          type = 'text/csv';
+        }
+        const wire = encode(Buffer.from(body));
+        res.writeHead(200, {
+          'content-type': type,
+          'content-encoding': coding,
+          etag: '"v1"',
+          'content-length': wire.length,
+        });
+        res.end(wire);
+      });
+      onTestFinished(() => server.close());
+      const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { csvPageSize: 10, retries: 0 });
+      const warehouse = await openTestWarehouse(config);
+      onTestFinished(() => warehouse.close());
+      const runs = await syncTargetOnce(warehouse, config, 'all');
+      expect(runs.map((r) => [r.status, r.error?.message])).toEqual([
+        ['succeeded', undefined],
+        ['succeeded', undefined],
+      ]);
+      expect(server.requests.every((r) => r.headers['accept-encoding'] === 'gzip, deflate, br')).toBe(true);
+      const stored = await query(
+        warehouse,
+        `SELECT source, records_loaded, bytes_read, bytes_wire, stats_total_upstream FROM sync_runs ORDER BY started_at`,
+      );
+      for (const run of stored) {
+        expect(run).toMatchObject({ records_loaded: 25, stats_total_upstream: 25 });
+        expect(Number(run.bytes_wire)).toBeGreaterThan(0);
+        expect(Number(run.bytes_wire)).toBeLessThan(Number(run.bytes_read)); // compressed on the wire
+      }
+      const [n] = await query(
+        warehouse,
+        `SELECT count(*) AS n FROM reports WHERE description LIKE 'report t-%'`,
+      );
+      expect(n?.n).toBe(25);
+    },
+  );
+
+  it('a corrupt gzip body fails with CONTENT_ENCODING_INVALID, not BODY_TRUNCATED', async () => {
+    const server = await startRawServer((_req, res) => {
+      const wire = gzipSync(Buffer.from(ids.map(ndjsonLine).join('')));
+      wire[20] = (wire[20]! + 1) % 256;
+      res.writeHead(200, { 'content-type': 'application/x-ndjson', 'content-encoding': 'gzip' });
+      res.end(wire);
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { retries: 0 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+    expect(run?.status).toBe('failed');
+    expect(run?.error?.code).toBe('CONTENT_ENCODING_INVALID');
+  });
+});
+
+describe('per-request deadline', () => {
+  it.each([
+    ['ndjson', 'exportDeadlineMs', 'REPORTS_EXPORT_DEADLINE_MS'],
+    ['csv', 'pageDeadlineMs', 'REPORTS_PAGE_DEADLINE_MS'],
+  ] as const)(
+    'a %s body trickling a byte at a time fails with DEADLINE_EXCEEDED, not retried',
+    async (source, key, setting) => {
+      const server = await startRawServer((_req, res) => {
+        const body = Buffer.from(
+          source === 'csv' ? HEADER + ids.map(csvRow).join('') : ids.map(ndjsonLine).join(''),
+        );
+        res.writeHead(200, {
+          'content-type': source === 'csv' ? 'text/csv' : 'application/x-ndjson',
+          etag: '"v1"',
+        });
+        let at = 0;
+        const timer = setInterval(() => {
+          if (res.destroyed || at >= body.length) {
+            clearInterval(timer);
+            res.end();
+            return;
+          }
+          res.write(body.subarray(at, ++at));
+        }, 20);
+      });
+      onTestFinished(() => server.close());
+      // The body timeout (silence between chunks) never fires: a byte comes every 20 ms.
+      const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), {
+        [key]: 400,
+        csvPageSize: 1000,
+        bodyTimeoutMs: 5_000,
+      });
+      const warehouse = await openTestWarehouse(config);
+      onTestFinished(() => warehouse.close());
+      const [run] = await syncTargetOnce(warehouse, config, source);
+      expect(run?.status).toBe('failed');
+      expect(run?.error?.code).toBe('DEADLINE_EXCEEDED');
+      expect(run?.error?.message).toContain(`${server.url}/api/v1/public/reports.${source}`);
+      expect(run?.error?.message).toContain(`400 ms (${setting})`);
+      expect(server.requests).toHaveLength(1); // not retried
+      const [stored] = await query(warehouse, `SELECT error FROM sync_runs`);
+      expect(String(stored?.error)).toContain('DEADLINE_EXCEEDED');
+    },
+  );
+});
