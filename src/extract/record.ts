@@ -40,6 +40,8 @@ export type ExtractedRecord =
       kind: 'malformed';
       location: RecordLocation;
       raw: string;
+      /** `base64`: `raw` holds the record's bytes, which are not valid UTF-8 (extract/utf8.ts). */
+      rawEncoding?: 'base64' | undefined;
       rawTruncated?: boolean;
       rawBytes?: number;
       issues: { path: string; message: string }[];

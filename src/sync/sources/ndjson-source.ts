@@ -1,8 +1,9 @@
 import { extractNdjson } from '../../extract/ndjson.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
 import { validateWireReport } from '../../schema/report.js';
-import { requireBaseUrl } from '../../config/config.js';
+import { extraLimits, requireBaseUrl } from '../../config/config.js';
 import { startDecoders } from '../../extract/decoders.js';
+import { charsetOf, utf8Chunks } from '../../extract/charset.js';
 import { countBytes } from '../count-bytes.js';
 import { KnownLines } from '../known-lines.js';
 import type { ExportSource, ReadContext } from '../export-source.js';
@@ -33,10 +34,17 @@ export const ndjsonSource: ExportSource = {
       ctx.config.decodeWorkers,
       ctx.knownLines ?? (await KnownLines.empty('ndjson')),
       ctx.config.rejectRawMaxBytes,
+      extraLimits(ctx.config),
     );
     try {
       yield* extractNdjson(
-        countBytes(res.body, (n) => ctx.addBytes(n)),
+        // JSON is UTF-8 (RFC 8259 §8.1), but a declared charset is honoured (or the export refused), never
+        // read as UTF-8 with U+FFFD.
+        utf8Chunks(
+          countBytes(res.body, (n) => ctx.addBytes(n)),
+          charsetOf(header(res.headers, 'content-type')),
+          res.url,
+        ),
         {
           maxRecordBytes: ctx.config.maxRecordBytes,
           rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
