@@ -30,6 +30,20 @@ export const ndjsonSource: ExportSource = {
       etag: header(res.headers, 'etag'),
       lastModified: header(res.headers, 'last-modified'),
     });
+    // JSON is UTF-8 (RFC 8259 §8.1), but a declared charset is honoured (or the export refused before
+    // reading), never read as UTF-8 with U+FFFD.
+    let body: AsyncIterable<Uint8Array>;
+    try {
+      body = utf8Chunks(
+        countBytes(res.body, (n) => ctx.addBytes(n)),
+        charsetOf(header(res.headers, 'content-type')),
+        res.url,
+      );
+    } catch (err) {
+      res.body.on('error', () => undefined); // the abort of an unread body is no failure of its own
+      res.body.destroy();
+      throw err;
+    }
     const decoders = startDecoders(
       ctx.config.decodeWorkers,
       ctx.knownLines ?? (await KnownLines.empty('ndjson')),
@@ -37,21 +51,12 @@ export const ndjsonSource: ExportSource = {
       extraLimits(ctx.config),
     );
     try {
-      yield* extractNdjson(
-        // JSON is UTF-8 (RFC 8259 §8.1), but a declared charset is honoured (or the export refused), never
-        // read as UTF-8 with U+FFFD.
-        utf8Chunks(
-          countBytes(res.body, (n) => ctx.addBytes(n)),
-          charsetOf(header(res.headers, 'content-type')),
-          res.url,
-        ),
-        {
-          maxRecordBytes: ctx.config.maxRecordBytes,
-          rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
-          url: res.url,
-          decoders,
-        },
-      );
+      yield* extractNdjson(body, {
+        maxRecordBytes: ctx.config.maxRecordBytes,
+        rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
+        url: res.url,
+        decoders,
+      });
     } catch (err) {
       throw networkError(err, res.url);
     } finally {
