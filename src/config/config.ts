@@ -1,5 +1,6 @@
 import { addSecret } from '../util/redact.js';
 import { z } from 'zod';
+import type { ExtraLimits } from '../schema/value-rules.js';
 import { SyncError } from '../util/errors.js';
 import { SETTINGS, type SettingKey } from './settings.js';
 
@@ -101,4 +102,9 @@ export function requireBaseUrl(config: Config): string {
     );
   }
   return config.baseUrl;
+}
+
+/** The bounds on a record's unknown fields (`REPORTS_EXTRA_MAX_*`), as the validator takes them. */
+export function extraLimits(config: Config): ExtraLimits {
+  return { maxDepth: config.extraMaxDepth, maxKeys: config.extraMaxKeys, maxBytes: config.extraMaxBytes };
 }

@@ -166,6 +166,24 @@ export const SETTINGS = {
     allowed: 'bytes from 64 to 16777216',
     doc: 'Raw text kept per quarantined record (bytes); longer text is cut and marked truncated.',
   },
+  extraMaxDepth: {
+    env: 'REPORTS_EXTRA_MAX_DEPTH',
+    schema: int(1, 10_000).default(64),
+    allowed: 'an integer from 1 to 10000',
+    doc: "Deepest nesting of objects/arrays in a record's unknown fields; a deeper record is quarantined.",
+  },
+  extraMaxKeys: {
+    env: 'REPORTS_EXTRA_MAX_KEYS',
+    schema: int(1, 1_000_000).default(1000),
+    allowed: 'an integer from 1 to 1000000',
+    doc: "Most keys and array items in a record's unknown fields, nested ones included; a record with more is quarantined.",
+  },
+  extraMaxBytes: {
+    env: 'REPORTS_EXTRA_MAX_BYTES',
+    schema: int(64, 1_073_741_824).default(65_536),
+    allowed: 'bytes from 64 to 1073741824',
+    doc: "Largest size of a record's unknown fields as JSON (bytes); a larger record is quarantined.",
+  },
   tombstoneMinShare: {
     env: 'REPORTS_TOMBSTONE_MIN_SHARE',
     schema: ratio.default(0.9),

@@ -1,4 +1,4 @@
-import { canonicalJson, contentHash, validateCsvReport } from '../schema/report.js';
+import { canonicalJson, contentHash, validateCsvReport, type CsvRow } from '../schema/report.js';
 import type { KnownLines } from '../sync/known-lines.js';
 import { SyncError } from '../util/errors.js';
 import { LineBuffer } from '../util/line-file.js';
@@ -74,7 +74,7 @@ export function decodeCsvPage(body: Uint8Array, options: CsvPageOptions, known: 
       seen.write(seenLine(seq, check.hash));
       return;
     }
-    const result = validateCsvReport(record.value as Record<string, string | undefined>);
+    const result = validateCsvReport(record.value as CsvRow, options.extraLimits);
     if (!result.ok) {
       rejects.push({
         location: record.location,

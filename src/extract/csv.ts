@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { CsvError, parse } from 'csv-parse/sync';
 import { SyncError } from '../util/errors.js';
+import type { ExtraLimits } from '../schema/value-rules.js';
 import type { ExtractedRecord } from './record.js';
+import { invalidUtf8Offsets, invalidUtf8Reject } from './utf8.js';
 
 /** Bounds and names for {@link parseCsvPage}. */
 export interface CsvPageOptions {
@@ -13,6 +15,8 @@ export interface CsvPageOptions {
   rejectRawMaxBytes: number;
   /** The page's URL without secrets, for error messages. */
   url: string;
+  /** Bounds on a record's unknown fields (extra columns); default {@link DEFAULT_EXTRA_LIMITS}. */
+  extraLimits?: ExtraLimits | undefined;
 }
 
 /** One parsed CSV page: its data rows as {@link ExtractedRecord} units, in order, plus what paging needs. */
@@ -37,6 +41,9 @@ export interface CsvPage {
 
 const NL = 0x0a;
 const CR = 0x0d;
+
+/** The cells of one CSV record: text, or `null` for an unquoted empty cell (PostgreSQL `COPY … CSV`). */
+type Cells = Array<string | null>;
 
 /**
  * Parses one page of the CSV export (RFC 4180: header row, quoted fields, CRLF or LF line breaks) with
@@ -115,10 +122,41 @@ class PageParser {
     private readonly sink: (record: ExtractedRecord, columns: readonly string[]) => void,
   ) {
     this.crlf = usesCrlf(body);
+    this.invalid = invalidUtf8Offsets(body);
+  }
+
+  /**
+   * Offsets of the bytes of the page that are not valid UTF-8 (usually none). A row holding one is
+   * quarantined with its bytes; one outside every row refuses the page (see {@link parse}).
+   */
+  private readonly invalid: number[];
+  /** Invalid offsets inside a quarantined row. */
+  private readonly covered = new Set<number>();
+
+  /** The first invalid byte in `[start, end)`, marking every one there as quarantined; else undefined. */
+  private invalidIn(start: number, end: number): number | undefined {
+    let first: number | undefined;
+    for (const at of this.invalid) {
+      if (at >= end) break;
+      if (at < start) continue;
+      first ??= at;
+      this.covered.add(at);
+    }
+    return first;
+  }
+
+  private invalidHeader(): SyncError {
+    const { options } = this;
+    return new SyncError(
+      'CSV_INVALID_UTF8',
+      `The header row of page ${options.page} of ${options.url} is not valid UTF-8 (byte ${this.invalid[0]}): ` +
+        'the page is refused rather than read with substituted characters (does the server declare the right charset?)',
+      { context: { url: options.url, page: options.page, offset: this.invalid[0] } },
+    );
   }
 
   parse(): Omit<CsvPage, 'records'> & { rows: number } {
-    const { body } = this;
+    const { body, options } = this;
     let offset = 0;
     while (offset < body.length) {
       const base = offset;
@@ -137,6 +175,15 @@ class PageParser {
         offset = this.recover(err);
       }
     }
+    const stray = this.invalid.find((at) => !this.covered.has(at));
+    if (stray !== undefined) {
+      throw new SyncError(
+        'CSV_INVALID_UTF8',
+        `Page ${options.page} of ${options.url} holds invalid UTF-8 at byte ${stray} outside any row: the page is ` +
+          'refused rather than read with substituted characters',
+        { context: { url: options.url, page: options.page, offset: stray } },
+      );
+    }
     const lines = countLines(body);
     if (this.lastRowRagged && this.lastRowEnd === body.length && body[body.length - 1] !== NL) {
       throw this.truncated(this.lastLine ?? lines);
@@ -154,13 +201,14 @@ class PageParser {
   }
 
   /** One record from csv-parse, ending at `recordEnd`: the header, one or more rows, or joined rows (throws). */
-  private onCsvRecord(fields: string[], recordEnd: number): void {
+  private onCsvRecord(fields: Cells, recordEnd: number): void {
     const start = skipLineBreaks(this.body, this.end);
     const header = this.header;
     if (header === undefined) {
       this.end = recordEnd;
-      this.header = fields;
-      this.idColumn = fields.indexOf('id');
+      if (this.invalidIn(0, recordEnd) !== undefined) throw this.invalidHeader();
+      this.header = fields.map((f) => f ?? '');
+      this.idColumn = this.header.indexOf('id');
       return;
     }
     const split =
@@ -217,36 +265,57 @@ class PageParser {
     const text = rawLine(body, start, lineEnd, options.rejectRawMaxBytes);
     this.keys += `${text.raw}\n`;
     this.lastLine = this.lineAt(start);
-    this.emit({
-      kind: 'malformed',
-      location: { page: options.page, row: this.row, line: this.lastLine },
-      ...text,
-      issues: [{ path: '', message: `malformed CSV: ${err.message}` }],
-    });
+    const location = { page: options.page, row: this.row, line: this.lastLine };
+    const lineBytes = body.subarray(start, trimEnd(body, start, lineEnd + (lineEnd < body.length ? 1 : 0)));
+    const invalid = this.invalidIn(start, start + lineBytes.length);
+    const issue = { path: '', message: `malformed CSV: ${err.message}` };
+    if (invalid === undefined) this.emit({ kind: 'malformed', location, ...text, issues: [issue] });
+    else {
+      const {
+        location: _l,
+        issues,
+        ...reject
+      } = invalidUtf8Reject(location, lineBytes, invalid - start, options.rejectRawMaxBytes);
+      this.emit({ kind: 'malformed', location, ...reject, issues: [...issues, issue] });
+    }
     this.lastRowRagged = false;
     this.lastRowEnd = lineEnd;
     return nl === -1 ? body.length : nl + 1;
   }
 
   /** Records one data row: a value when it has the header's width, else a quarantined ragged row. */
-  private emitRow(fields: string[], start: number, end: number, columns: string[]): void {
+  private emitRow(fields: Cells, start: number, end: number, columns: string[]): void {
     const { body, options } = this;
     this.row++;
     this.rowLines += this.spanLines(start, end);
     const location = { page: options.page, row: this.row, line: this.lineAt(start) };
-    const raw = body.toString('utf8', start, trimEnd(body, start, end));
-    this.keys += `${fields[this.idColumn] ?? raw}\n`;
+    const rawEnd = trimEnd(body, start, end);
+    const raw = body.toString('utf8', start, rawEnd);
+    const id = fields[this.idColumn];
+    this.keys += `${id === undefined ? raw : (id ?? '')}\n`;
     this.lastLine = location.line;
     this.lastRowEnd = end;
     this.lastRowRagged = fields.length !== columns.length;
+    const invalid = this.invalidIn(start, rawEnd);
+    if (invalid !== undefined) {
+      this.rejected++;
+      const { location: _l, ...reject } = invalidUtf8Reject(
+        location,
+        body.subarray(start, rawEnd),
+        invalid - start,
+        options.rejectRawMaxBytes,
+      );
+      this.emit({ kind: 'malformed', location, ...reject });
+      return;
+    }
     if (this.lastRowRagged) {
       this.rejected++;
       const message = `ragged row: ${fields.length} cells where the header has ${columns.length} columns`;
       this.emit({ kind: 'malformed', location, raw, issues: [{ path: '', message }] });
       return;
     }
-    const value: Record<string, string> = {};
-    for (let i = 0; i < columns.length; i++) value[columns[i] as string] = fields[i] as string;
+    const value: Record<string, string | null> = {};
+    for (let i = 0; i < columns.length; i++) value[columns[i] as string] = fields[i] as string | null;
     this.parsed++;
     this.emit({ kind: 'value', location, raw, value });
   }
@@ -298,7 +367,7 @@ function parseRecords(
   delimiter: string | string[],
   bom: boolean,
   maxRecordBytes: number,
-  onRecord: (fields: string[], bytes: number) => void,
+  onRecord: (fields: Cells, bytes: number) => void,
 ): void {
   parse(input, {
     bom,
@@ -306,7 +375,9 @@ function parseRecords(
     skip_empty_lines: true,
     max_record_size: maxRecordBytes,
     record_delimiter: delimiter,
-    on_record: (fields: string[], info: { bytes: number }) => {
+    // An unquoted empty cell is NULL, a quoted "" the empty string (PostgreSQL's COPY … CSV rule).
+    cast: (value: string, context: { quoting: boolean }) => (value === '' && !context.quoting ? null : value),
+    on_record: (fields: Cells, info: { bytes: number }) => {
       onRecord(fields, info.bytes);
       return null;
     },
@@ -322,8 +393,8 @@ function splitAtBareLf(
   start: number,
   end: number,
   width: number,
-): Array<{ fields: string[]; start: number; end: number }> | null {
-  const parts: Array<{ fields: string[]; start: number; end: number }> = [];
+): Array<{ fields: Cells; start: number; end: number }> | null {
+  const parts: Array<{ fields: Cells; start: number; end: number }> = [];
   let last = start;
   try {
     parseRecords(body.subarray(start, end), ['\r\n', '\n'], false, end - start + 1, (fields, bytes) => {
@@ -347,10 +418,10 @@ function rowEndedByLf(
   start: number,
   width: number,
   maxBytes: number,
-): { fields: string[]; end: number } | null {
+): { fields: Cells; end: number } | null {
   for (let nl = body.indexOf(NL, start); nl !== -1 && nl - start <= maxBytes; nl = body.indexOf(NL, nl + 1)) {
     if (body[nl - 1] === CR) continue;
-    const rows: string[][] = [];
+    const rows: Cells[] = [];
     try {
       parseRecords(body.subarray(start, nl + 1), ['\r\n', '\n'], false, maxBytes, (fields) => {
         rows.push(fields);

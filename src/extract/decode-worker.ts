@@ -1,13 +1,18 @@
 // A decode worker (see decoders.ts): rebuilds the run's known-line set from shared memory, then decodes each
 // NDJSON block or CSV page it is sent and posts the result back, transferring the encoded lines.
 import { parentPort, workerData } from 'node:worker_threads';
+import type { ExtraLimits } from '../schema/value-rules.js';
 import { KnownLines, loadLineHasher, type KnownLinesState } from '../sync/known-lines.js';
 import { SyncError } from '../util/errors.js';
 import { decodeCsvPage } from './csv-page-decode.js';
 import type { DecodeJob, DecodeReply } from './decoders.js';
 import { decodeBlock, type DecodedBlock } from './ndjson-block.js';
 
-const { known, rawMaxBytes } = workerData as { known: KnownLinesState; rawMaxBytes: number };
+const { known, rawMaxBytes, limits } = workerData as {
+  known: KnownLinesState;
+  rawMaxBytes: number;
+  limits: ExtraLimits;
+};
 // Jobs wait for the hasher (instantiated asynchronously); they still run in the order they came.
 const ready = loadLineHasher().then(() => KnownLines.fromState(known));
 
@@ -23,7 +28,7 @@ function handle(job: DecodeJob, set: KnownLines): void {
   let block: DecodedBlock;
   try {
     if (job.kind === 'ndjson') {
-      block = decodeBlock(job.block, set, rawMaxBytes);
+      block = decodeBlock(job.block, set, rawMaxBytes, limits);
       reply = { id: job.id, kind: 'ndjson', result: block };
     } else {
       const result = decodeCsvPage(job.body, job.options, set);

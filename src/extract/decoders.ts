@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from '../schema/value-rules.js';
 import type { KnownLines } from '../sync/known-lines.js';
 import { SyncError } from '../util/errors.js';
 import { packageRoot } from '../util/package-root.js';
@@ -56,13 +57,19 @@ export type DecodeReply =
  * before `npm run build`), everything is decoded inline. A CSV page decoded inline sets `known`'s context.
  *
  * @param rawMaxBytes raw text kept per malformed NDJSON line (bytes; CSV pages carry their own bound)
+ * @param limits bounds on a record's unknown fields (NDJSON; CSV pages carry their own)
  */
-export function startDecoders(workers: number, known: KnownLines, rawMaxBytes: number): BlockDecoders {
+export function startDecoders(
+  workers: number,
+  known: KnownLines,
+  rawMaxBytes: number,
+  limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
+): BlockDecoders {
   const script = workerScript();
   if (workers === 0 || script === undefined) {
     return {
       workers: 0,
-      decode: async (block) => decodeBlock(block, known, rawMaxBytes),
+      decode: async (block) => decodeBlock(block, known, rawMaxBytes, limits),
       decodePage: async (body, options) => decodeCsvPage(body, options, known),
       close: async () => undefined,
     };
@@ -78,7 +85,7 @@ export function startDecoders(workers: number, known: KnownLines, rawMaxBytes: n
     pending.clear();
   };
   const threads = Array.from({ length: workers }, () => {
-    const worker = new Worker(script, { workerData: { known: known.state(), rawMaxBytes } });
+    const worker = new Worker(script, { workerData: { known: known.state(), rawMaxBytes, limits } });
     worker.on('message', (m: DecodeReply) => {
       const p = pending.get(m.id);
       if (!p) return;

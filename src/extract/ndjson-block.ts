@@ -3,8 +3,10 @@ import type { KnownLines } from '../sync/known-lines.js';
 import { LineBuffer, type EncodedLines } from '../util/line-file.js';
 import type { Reject } from '../warehouse/staging.js';
 import { seenLine, stagedRowLine } from '../warehouse/staged-line.js';
+import type { ExtraLimits } from '../schema/value-rules.js';
 import { parseJsonLine } from './ndjson.js';
 import { recordIdOf } from './record.js';
+import { firstInvalidUtf8, invalidUtf8Reject } from './utf8.js';
 
 /**
  * A run of whole NDJSON lines (each ended by `\n` in the body, none over the line-length limit), packed for a
@@ -34,14 +36,20 @@ export interface DecodedBlock {
 
 /**
  * Decodes a block exactly as the runner treats single records (run-sync.ts): blank lines skipped; a line whose
- * hash `known` holds → a known line; else parsed (stream-json's checked parse: malformed → reject), validated
- * (`validateWireReport`: invalid → reject with the zod issues), and staged with its canonical JSON, content
+ * hash `known` holds → a known line; else checked to be UTF-8 (invalid bytes → reject holding them in base64,
+ * extract/utf8.ts), parsed (stream-json's checked parse: malformed → reject), validated
+ * (`validateWireReport` within `limits`: invalid → reject with the zod issues), and staged with its canonical JSON, content
  * hash and line hash. Staged records and known lines are numbered by their line (`seq`), which keeps arrival
  * order whichever thread decodes the block. Pure: runs in a worker thread or inline.
  *
  * @param rawMaxBytes raw text kept for a malformed line (bytes); longer text is cut and flagged
  */
-export function decodeBlock(block: NdjsonBlock, known: KnownLines, rawMaxBytes: number): DecodedBlock {
+export function decodeBlock(
+  block: NdjsonBlock,
+  known: KnownLines,
+  rawMaxBytes: number,
+  limits: ExtraLimits,
+): DecodedBlock {
   const rows = new LineBuffer();
   const seen = new LineBuffer();
   const rejects: Reject[] = [];
@@ -62,6 +70,12 @@ export function decodeBlock(block: NdjsonBlock, known: KnownLines, rawMaxBytes: 
       seen.write(seenLine(line, check.hash));
       continue;
     }
+    const invalid = firstInvalidUtf8(raw);
+    if (invalid !== -1) {
+      rejected++;
+      rejects.push(invalidUtf8Reject(location, raw, invalid, rawMaxBytes));
+      continue;
+    }
     const text = raw.toString('utf8');
     const parsed = parseJsonLine(text);
     if ('error' in parsed) {
@@ -75,7 +89,7 @@ export function decodeBlock(block: NdjsonBlock, known: KnownLines, rawMaxBytes: 
       });
       continue;
     }
-    const result = validateWireReport(parsed.value);
+    const result = validateWireReport(parsed.value, limits);
     if (!result.ok) {
       rejected++;
       rejects.push({ location, raw: text, recordId: recordIdOf(parsed.value), issues: result.issues });

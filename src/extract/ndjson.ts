@@ -4,6 +4,7 @@ import type { Extracted } from './record.js';
 import type { DecodedBlock } from './ndjson-block.js';
 import { BlockPacker, type BlockDecoders } from './decoders.js';
 import { splitLineBatches } from './split-lines.js';
+import { firstInvalidUtf8, invalidUtf8Reject } from './utf8.js';
 
 /** Bounds of {@link extractNdjson}, in bytes. */
 export interface NdjsonOptions {
@@ -99,6 +100,19 @@ export async function* extractNdjson(
         continue;
       }
       if (line.raw ? isBlankBytes(line.raw) : isBlank(line.text)) continue;
+      // Invalid UTF-8 is quarantined with its bytes; a last line cut mid-character is a cut body (below).
+      const invalid = line.raw ? firstInvalidUtf8(line.raw) : -1;
+      const cut = !line.terminated && checkedParse(line.text, undefined, indicator) === MALFORMED;
+      if (invalid !== -1 && line.raw && !cut) {
+        const { location: _l, ...reject } = invalidUtf8Reject(
+          location,
+          line.raw,
+          invalid,
+          options.rejectRawMaxBytes,
+        );
+        yield { kind: 'malformed', location, ...reject };
+        continue;
+      }
       const value = checkedParse(line.text, undefined, indicator);
       if (value === MALFORMED) {
         if (!line.terminated) {

@@ -1,3 +1,4 @@
+import { isWellFormedText } from '../schema/value-rules.js';
 import type { DecodedBlock } from './ndjson-block.js';
 
 /**
@@ -40,6 +41,8 @@ export type ExtractedRecord =
       kind: 'malformed';
       location: RecordLocation;
       raw: string;
+      /** `base64`: `raw` holds the record's bytes, which are not valid UTF-8 (extract/utf8.ts). */
+      rawEncoding?: 'base64' | undefined;
       rawTruncated?: boolean;
       rawBytes?: number;
       issues: { path: string; message: string }[];
@@ -62,5 +65,8 @@ export function recordIdOf(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const id = (value as Record<string, unknown>).id;
   // A blank id is no id (and CSV cannot tell it from a missing one): NULL in rejected_records.record_id.
-  return (typeof id === 'string' && id.trim() !== '') || typeof id === 'number' ? String(id) : undefined;
+  // An id with a lone surrogate has no UTF-8 form: stored rewritten it would name another record (the raw
+  // text keeps it, as its JSON escape).
+  if (typeof id === 'string') return id.trim() !== '' && isWellFormedText(id) ? id : undefined;
+  return typeof id === 'number' ? String(id) : undefined;
 }

@@ -1,6 +1,7 @@
 import type { Report } from './report.js';
 import { REPORT_RULES as R } from './report-rules.js';
 import { normalizeTimestamp } from './timestamp.js';
+import { isWellFormedText } from './value-rules.js';
 
 /** A validated report without its `extra` fields (those are split off before validation). */
 export type CoreReport = Omit<Report, 'extra'>;
@@ -29,7 +30,8 @@ export function fastCore(
   createdAt: unknown,
   updatedAt: unknown,
 ): CoreReport | undefined {
-  if (typeof id !== 'string' || id.length > R.idMaxLength || !R.nonBlank.test(id)) return undefined;
+  if (typeof id !== 'string' || id.length > R.idMaxLength || !R.nonBlank.test(id) || !isWellFormedText(id))
+    return undefined;
   if (!isCode(status) || !isCode(destination)) return undefined;
   const cat = text(category);
   const desc = text(description);
@@ -63,13 +65,20 @@ export function fastCore(
 }
 
 function isCode(value: unknown): value is string {
-  return typeof value === 'string' && value.length <= R.codeMaxLength && R.nonBlank.test(value);
+  return (
+    typeof value === 'string' &&
+    value.length <= R.codeMaxLength &&
+    R.nonBlank.test(value) &&
+    isWellFormedText(value)
+  );
 }
 
-/** zod `text`: `null`/absent/empty → null, a string up to the limit → itself, else undefined (ask zod). */
+/** zod `text`: `null`/absent → null, a well-formed string up to the limit → itself, else undefined (ask zod). */
 function text(value: unknown): string | null | undefined {
-  if (value === undefined || value === null || value === '') return null;
-  return typeof value === 'string' && value.length <= R.textMaxLength ? value : undefined;
+  if (value === undefined || value === null) return null;
+  return typeof value === 'string' && value.length <= R.textMaxLength && isWellFormedText(value)
+    ? value
+    : undefined;
 }
 
 /** zod `optionalCoordinate`: absent/null/'' → null, a number or numeric text in ±max → the number. */

@@ -2,7 +2,14 @@ import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { fastCore, type CoreReport } from './fast-core.js';
 import { REPORT_RULES as RULES } from './report-rules.js';
-import { normalizeTimestamp } from './timestamp.js';
+import { normalizeTimestamp, timestampIssue } from './timestamp.js';
+import {
+  checkExtra,
+  DEFAULT_EXTRA_LIMITS,
+  isWellFormedText,
+  loneSurrogateIssue,
+  type ExtraLimits,
+} from './value-rules.js';
 
 /**
  * One citizen report in canonical form — what the warehouse stores and the reader serves.
@@ -10,8 +17,11 @@ import { normalizeTimestamp } from './timestamp.js';
  *
  * - `id`: the upstream key, always a string (numbers are coerced).
  * - `status`, `destination`: upper-snake codes from open lists (unknown values are drift, not errors).
- * - `category`, `description`, `address`: text kept byte for byte; an empty string is normalised to `null`
- *   (CSV cannot tell the two apart, and NDJSON/CSV must load to identical rows).
+ * - `category`, `description`, `address`: text kept byte for byte, or `null`; an empty string stays an empty
+ *   string (NDJSON `""`; in CSV a quoted `""`, while an unquoted empty cell is `null`: PostgreSQL's
+ *   `COPY … CSV` rule, which the simulator's and the reader's CSV writers follow too).
+ * - every text (id and codes included) is well-formed UTF-16, so it has a UTF-8 form: a lone surrogate is
+ *   quarantined, never rewritten (value-rules.ts).
  * - `lat`/`lng`: WGS84 degrees, both or neither.
  * - `createdAt`/`updatedAt`: UTC, `toISOString()` form (see {@link normalizeTimestamp}).
  * - `extra`: every wire field we do not model, in wire order, or `null` when there is none.
@@ -67,18 +77,26 @@ export const KNOWN_STATUSES = ['SUBMITTED', 'IN_PROGRESS', 'RESOLVED', 'REJECTED
 const LOCATION_KEYS = new Set(['location', 'lat', 'lng', 'lon', 'latitude', 'longitude']);
 const MODELLED_KEYS = new Set<string>([...WIRE_FIELDS, ...LOCATION_KEYS]);
 
+const wellFormed = (s: string) => isWellFormedText(s);
+const SURROGATE_MESSAGE = loneSurrogateIssue('').message;
 const code = z
   .string({ error: 'expected a non-blank code string' })
   .max(RULES.codeMaxLength)
-  .regex(RULES.nonBlank, 'must not be blank');
+  .regex(RULES.nonBlank, 'must not be blank')
+  .refine(wellFormed, SURROGATE_MESSAGE);
 const text = z
   .string()
   .max(RULES.textMaxLength)
+  .refine(wellFormed, SURROGATE_MESSAGE)
   .nullish()
-  .transform((v) => (v === undefined || v === null || v === '' ? null : v));
+  .transform((v) => (v === undefined ? null : v));
 const id = z.union(
   [
-    z.string().max(RULES.idMaxLength).regex(RULES.nonBlank, 'must not be blank'),
+    z
+      .string()
+      .max(RULES.idMaxLength)
+      .regex(RULES.nonBlank, 'must not be blank')
+      .refine(wellFormed, SURROGATE_MESSAGE),
     z
       .number()
       .int()
@@ -90,7 +108,7 @@ const id = z.union(
 const timestamp = z.string().transform((value, ctx) => {
   const normalized = normalizeTimestamp(value);
   if (normalized === null) {
-    ctx.addIssue({ code: 'custom', message: 'not an ISO 8601 timestamp with offset' });
+    ctx.addIssue({ code: 'custom', message: timestampIssue(value) });
     return z.NEVER;
   }
   return normalized;
@@ -136,12 +154,16 @@ export type ValidationResult = { ok: true; report: Report } | { ok: false; issue
 /**
  * Validates one NDJSON object (or list item). Accepts the location as `location: {lat, lng|lon}`,
  * `location: {latitude, longitude}` or top-level `latitude/longitude` / `lat` + `lng|lon` (DESIGN.md §2 aliases).
- * Unknown fields go to `extra` unchanged. Never throws.
+ * Unknown fields go to `extra` unchanged, within `limits` (quarantined past them, see {@link checkExtra}).
+ * Never throws.
  *
  * Common records take the hot path ({@link fastCore}); anything it does not vouch for goes through the zod
  * schema ({@link validateWireReportWithZod}), which decides and words the issues.
  */
-export function validateWireReport(value: unknown): ValidationResult {
+export function validateWireReport(
+  value: unknown,
+  limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
+): ValidationResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, issues: [{ path: '', message: 'expected a JSON object' }] };
   }
@@ -160,15 +182,18 @@ export function validateWireReport(value: unknown): ValidationResult {
     obj.createdAt,
     obj.updatedAt,
   );
-  if (fast) return withExtra(fast, extraOf(obj, MODELLED_KEYS));
-  return validateWireReportWithZod(value);
+  if (fast) return withExtra(fast, extraOf(obj, MODELLED_KEYS), limits);
+  return validateWireReportWithZod(value, limits);
 }
 
 /**
  * {@link validateWireReport} through the zod schema only: the reference the hot path is tested against,
  * and its fallback. Never throws.
  */
-export function validateWireReportWithZod(value: unknown): ValidationResult {
+export function validateWireReportWithZod(
+  value: unknown,
+  limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
+): ValidationResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, issues: [{ path: '', message: 'expected a JSON object' }] };
   }
@@ -176,15 +201,22 @@ export function validateWireReportWithZod(value: unknown): ValidationResult {
   const loc = readLocation(obj);
   if ('issue' in loc) return { ok: false, issues: [loc.issue] };
   const extra = extraOf(obj, MODELLED_KEYS);
-  return finish(core.safeParse({ ...obj, lat: loc.lat, lng: loc.lng }), extra);
+  return finish(core.safeParse({ ...obj, lat: loc.lat, lng: loc.lng }), extra, limits);
 }
 
 /**
- * Validates one CSV row (column name → cell text, as csv-parse's `columns: true` gives it). Coerces
- * `lat`/`lng` from text; empty cells are `null`; non-empty extra columns go to `extra` as strings.
- * Never throws. Common rows take the hot path ({@link fastCore}), the rest the zod schema.
+ * One CSV row: column name → cell text, or `null` for an unquoted empty cell (PostgreSQL's `COPY … CSV`
+ * rule: unquoted empty is NULL, a quoted `""` is the empty string; extract/csv.ts reads cells so).
  */
-export function validateCsvReport(row: Record<string, string | undefined>): ValidationResult {
+export type CsvRow = Record<string, string | null | undefined>;
+
+/**
+ * Validates one CSV row ({@link CsvRow}). Coerces `lat`/`lng` from text (an empty one is `null`); a `null`
+ * cell is `null`, a quoted empty cell the empty string; extra columns that are not `null` go to `extra` as
+ * strings (within `limits`). Never throws. Common rows take the hot path ({@link fastCore}), the rest the
+ * zod schema.
+ */
+export function validateCsvReport(row: CsvRow, limits: ExtraLimits = DEFAULT_EXTRA_LIMITS): ValidationResult {
   const extra = csvExtra(row);
   const fast = fastCore(
     row.id,
@@ -198,29 +230,40 @@ export function validateCsvReport(row: Record<string, string | undefined>): Vali
     row.createdAt,
     row.updatedAt,
   );
-  if (fast) return withExtra(fast, extra);
-  return finish(core.safeParse(row), extra);
+  if (fast) return withExtra(fast, extra, limits);
+  return finish(core.safeParse(row), extra, limits);
 }
 
 /** {@link validateCsvReport} through the zod schema only (the hot path's reference in tests). */
-export function validateCsvReportWithZod(row: Record<string, string | undefined>): ValidationResult {
-  return finish(core.safeParse(row), csvExtra(row));
+export function validateCsvReportWithZod(
+  row: CsvRow,
+  limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
+): ValidationResult {
+  return finish(core.safeParse(row), csvExtra(row), limits);
 }
 
-function csvExtra(row: Record<string, string | undefined>): Record<string, unknown> | null {
+function csvExtra(row: CsvRow): Record<string, unknown> | null {
   const extra: Record<string, unknown> = {};
   let hasExtra = false;
   for (const key of Object.keys(row)) {
     if (MODELLED_KEYS.has(key)) continue;
     const cell = row[key];
-    if (cell === undefined || cell === '') continue;
+    if (cell === undefined || cell === null) continue;
     extra[key] = cell;
     hasExtra = true;
   }
   return hasExtra ? extra : null;
 }
 
-function withExtra(r: CoreReport, extra: Record<string, unknown> | null): ValidationResult {
+function withExtra(
+  r: CoreReport,
+  extra: Record<string, unknown> | null,
+  limits: ExtraLimits,
+): ValidationResult {
+  if (extra !== null) {
+    const issue = checkExtra(extra, limits);
+    if (issue) return { ok: false, issues: [issue] };
+  }
   const report: Report = {
     id: r.id,
     status: r.status,
@@ -237,9 +280,17 @@ function withExtra(r: CoreReport, extra: Record<string, unknown> | null): Valida
   return { ok: true, report };
 }
 
-function finish(parsed: z.ZodSafeParseResult<z.output<typeof core>>, extra: Record<string, unknown> | null) {
-  if (!parsed.success) return { ok: false as const, issues: toIssues(parsed.error) };
-  return withExtra({ ...parsed.data, updatedAt: parsed.data.updatedAt ?? parsed.data.createdAt }, extra);
+function finish(
+  parsed: z.ZodSafeParseResult<z.output<typeof core>>,
+  extra: Record<string, unknown> | null,
+  limits: ExtraLimits,
+): ValidationResult {
+  if (!parsed.success) {
+    const issue = extra === null ? undefined : checkExtra(extra, limits);
+    return { ok: false, issues: issue ? [...toIssues(parsed.error), issue] : toIssues(parsed.error) };
+  }
+  const data = parsed.data;
+  return withExtra({ ...data, updatedAt: data.updatedAt ?? data.createdAt }, extra, limits);
 }
 
 function readLocation(obj: Record<string, unknown>): { lat: unknown; lng: unknown } | { issue: RecordIssue } {

@@ -3,10 +3,19 @@ const ISO_WITH_OFFSET =
   /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
 
 /**
+ * The instants a report's timestamp may name, in UTC: years 0001 to 9999. DuckDB's TIMESTAMPTZ reaches
+ * further (294247 AD), but `toISOString()` writes a year past 9999 as `+010000-…`, which DuckDB's cast
+ * refuses (a Conversion Error that failed every run, measured), and DuckDB has no year 0 (its text for
+ * `0000-…` is `0001 (BC)`): inside this range the stored instant reads back as the same text.
+ */
+export const TIMESTAMP_RANGE = { min: '0001-01-01T00:00:00.000Z', max: '9999-12-31T23:59:59.999Z' } as const;
+
+/**
  * Parses an ISO 8601 timestamp that carries an offset and returns it normalised to UTC in
  * `Date#toISOString()` form (`2024-05-27T03:10:05.000Z`, millisecond precision), or `null` when the text
- * is not such a timestamp or names an impossible date (Feb 30, hour 25). Timestamps without an offset are
- * refused: their instant is ambiguous (DESIGN.md §2: "ISO 8601 with offset").
+ * is not such a timestamp, names an impossible date (Feb 30, hour 25), or an instant outside
+ * {@link TIMESTAMP_RANGE} once in UTC (`9999-12-31T23:59:59-01:00` is year 10000). Timestamps without an
+ * offset are refused: their instant is ambiguous (DESIGN.md §2: "ISO 8601 with offset").
  *
  * Text already in that normalised form (what exports mostly carry) is checked field by field without a
  * regex or a `Date` (issue #7: the general path costs ~1 µs); the result is the same as the general path's
@@ -27,7 +36,25 @@ export function normalizeTimestampGeneral(text: string): string | null {
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(Number(y), month)) return null;
   if (Number(h) > 23 || Number(mi) > 59 || Number(s ?? 0) > 59) return null;
   const ms = Date.parse(text.replace(' ', 'T'));
-  return Number.isNaN(ms) ? null : new Date(ms).toISOString();
+  if (Number.isNaN(ms)) return null;
+  const iso = new Date(ms).toISOString();
+  return inRange(iso) ? iso : null;
+}
+
+/** Why {@link normalizeTimestamp} refuses `text` (for the quarantine's issue). */
+export function timestampIssue(text: string): string {
+  if (ISO_WITH_OFFSET.test(text)) {
+    const ms = Date.parse(text.replace(' ', 'T'));
+    if (!Number.isNaN(ms) && !inRange(new Date(ms).toISOString())) {
+      return `outside the storable range ${TIMESTAMP_RANGE.min} … ${TIMESTAMP_RANGE.max} (UTC)`;
+    }
+  }
+  return 'not an ISO 8601 timestamp with offset';
+}
+
+// `toISOString()` text is 24 characters for years 0000–9999 only (else `+YYYYYY`/`-YYYYYY`).
+function inRange(iso: string): boolean {
+  return iso.length === 24 && !iso.startsWith('0000');
 }
 
 /** True for `YYYY-MM-DDTHH:MM:SS.mmmZ` naming a real instant: `toISOString()` of it gives the text back. */
@@ -42,7 +69,7 @@ function isCanonicalUtc(t: string): boolean {
   const minute = digits(t, 14, 2);
   const second = digits(t, 17, 2);
   const milli = digits(t, 20, 3);
-  if (year < 0 || month < 1 || month > 12 || day < 1 || milli < 0) return false;
+  if (year < 1 || month < 1 || month > 12 || day < 1 || milli < 0) return false;
   if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) return false;
   return day <= daysInMonth(year, month);
 }

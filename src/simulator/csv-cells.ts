@@ -1,10 +1,10 @@
 import { CSV_COLUMNS } from '../schema/report.js';
-import { csvCell as cell, reportCsvCells } from '../schema/report-csv-cells.js';
+import { csvCell as cell, reportCsvCells, type CsvCell } from '../schema/report-csv-cells.js';
 import type { BodyRecord } from './record-faults.js';
 
 /**
  * The cells of one CSV row, in `CSV_COLUMNS` order followed by `extraColumns` (DESIGN.md §2).
- * Cell rules: `null`/missing → empty cell; numbers → `String(n)`; strings as they are; other values
+ * Cell rules: `null`/missing → an unquoted empty cell (NULL), `""` → a quoted empty cell; numbers → `String(n)`; strings as they are; other values
  * (objects, arrays, booleans) → their JSON text.
  *
  * A wart (a line the upstream's export leaks, see dataset.ts) becomes a best-effort row, so the same
@@ -15,7 +15,7 @@ import type { BodyRecord } from './record-faults.js';
  * - otherwise every cell is empty except `description`, which holds the raw line (so the row is refused
  *   for its empty `id`).
  */
-export function csvCells(record: BodyRecord, extraColumns: readonly string[]): string[] {
+export function csvCells(record: BodyRecord, extraColumns: readonly string[]): CsvCell[] {
   if (record.kind === 'report') return reportCsvCells(record.report, extraColumns);
   const raw = record.kind === 'wart' ? record.raw : record.text;
   let value: unknown;
@@ -25,12 +25,12 @@ export function csvCells(record: BodyRecord, extraColumns: readonly string[]): s
     value = undefined;
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return [...CSV_COLUMNS, ...extraColumns].map((column) => (column === 'description' ? raw : ''));
+    return [...CSV_COLUMNS, ...extraColumns].map((column) => (column === 'description' ? raw : null));
   }
   return wartCells(value as Record<string, unknown>, extraColumns);
 }
 
-function wartCells(obj: Record<string, unknown>, extraColumns: readonly string[]): string[] {
+function wartCells(obj: Record<string, unknown>, extraColumns: readonly string[]): CsvCell[] {
   const loc =
     typeof obj.location === 'object' && obj.location !== null
       ? (obj.location as Record<string, unknown>)

@@ -1,6 +1,7 @@
 import type { CsvQuery } from '../schema/public-query.js';
 import { CSV_COLUMNS } from '../schema/report.js';
 import { toCsvRecords } from '../schema/to-csv-records.js';
+import type { CsvCell } from '../schema/report-csv-cells.js';
 import { BodySink, hasDeliveryFaults } from './body-sink.js';
 import { csvCells } from './csv-cells.js';
 import { cachePath, serveCached, teeToCache } from './export-cache.js';
@@ -112,7 +113,7 @@ function* csvPieces(
   if (warts.some((w) => w.wart === 'bom')) yield '\uFEFF';
   yield serialize([columns]);
   const rowWarts = warts.filter((w) => w.wart !== 'bom');
-  let batch: string[][] = [];
+  let batch: CsvCell[][] = [];
   let index = 0;
   for (const record of records) {
     const cells = csvCells(record, extraColumns);
@@ -140,16 +141,16 @@ function selects(wart: FaultOf<'csvWart'>, index: number): boolean {
   return wart.at === undefined && index === 1;
 }
 
-function serialize(rows: string[][]): string {
+function serialize(rows: CsvCell[][]): string {
   return toCsvRecords(rows);
 }
 
 /** The row, broken as the wart says (see faults.ts `csvWart`). */
-function brokenRow(cells: string[], wart: CsvWart): string {
+function brokenRow(cells: CsvCell[], wart: CsvWart): string {
   const before = cells.slice(0, DESCRIPTION);
   const description = cells[DESCRIPTION] ?? '';
   const after = cells.slice(DESCRIPTION + 1);
-  const join = (part: string[]) => serialize([part]).slice(0, -CRLF.length);
+  const join = (part: CsvCell[]) => serialize([part]).slice(0, -CRLF.length);
   switch (wart) {
     case 'unclosedQuote':
       // The quote opens and never closes: a parser swallows every later row into this field.

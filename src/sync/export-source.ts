@@ -1,3 +1,4 @@
+import type { ExtraLimits } from '../schema/value-rules.js';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
 import type { Extracted } from '../extract/record.js';
@@ -100,5 +101,6 @@ export interface ExportSource {
   /** Set for paged exports (see {@link PagedExport}). */
   paging?: PagedExport | undefined;
   read(ctx: ReadContext): AsyncIterable<Extracted | CheckpointMark>;
-  validate(value: unknown): ValidationResult;
+  /** Validates one value (a single record the source did not decode in a block), within `limits`. */
+  validate(value: unknown, limits: ExtraLimits): ValidationResult;
 }

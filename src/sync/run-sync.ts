@@ -2,7 +2,7 @@ import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Dispatcher } from 'undici';
-import type { Config } from '../config/config.js';
+import { extraLimits, type Config } from '../config/config.js';
 import { canonicalJson, contentHash } from '../schema/report.js';
 import { safeUrl } from '../upstream/safe-url.js';
 import { withRetry } from '../upstream/with-retry.js';
@@ -12,7 +12,7 @@ import type { Logger } from '../util/logger.js';
 import { clearStaging, mergeStaging } from '../warehouse/merge.js';
 import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
 import { finishRun, newRunId, saveCounters, saveFacts, startRun, type RunStatus } from '../warehouse/runs.js';
-import { clearSpool, spoolDirFor, StagingWriter } from '../warehouse/staging.js';
+import { appendRejects, clearSpool, spoolDirFor, StagingWriter, type Reject } from '../warehouse/staging.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import { recordIdOf } from '../extract/record.js';
 import type { ExportInfo, ExportSource, ReadContext } from './export-source.js';
@@ -152,6 +152,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   // Lines a current report came from are skipped before parsing (issue #7); loaded once per run.
   const knownLines = await KnownLines.load(connection, source.name);
   let page: number | undefined;
+  const limits = extraLimits(config);
   // Commits a batch; the export's validator goes to sync_runs before the first one, so an interrupted
   // run can be resumed only against the same export version.
   const flush = async (checkpoint: { page?: number | undefined; nextUrl?: string | undefined }) => {
@@ -272,7 +273,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         writer.reject(item);
       } else {
         counters.recordsRead++;
-        const result = source.validate(item.value);
+        const result = source.validate(item.value, limits);
         if (result.ok) {
           counters.recordsLoaded++;
           const json = canonicalJson(result.report);
@@ -363,7 +364,9 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     logger.info({ ...counters, durationMs }, 'run succeeded');
     return { ...summary, durationMs };
   } catch (err) {
-    await writer.close(); // drop the batch not flushed, wait for a commit still running
+    // Drop the batch not flushed (its staged rows), wait for a commit still running; its rejects and those
+    // of a batch whose commit failed are stored with the run log, so records_rejected matches them.
+    const uncommitted = await writer.close();
     const aborted = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED');
     const warehousePath = resolve(config.warehouse);
     const error = asSyncError(err, warehousePath);
@@ -376,6 +379,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         counters,
         attempts,
         exportInfo,
+        { ...target, rejects: uncommitted },
       );
     } catch (recordErr) {
       // The warehouse cannot take even the run log (disk full, invalidated database): the run stays
@@ -405,8 +409,60 @@ async function recordFailure(
   counters: RunCounters,
   attempts: number,
   exportInfo: ExportInfo | undefined,
+  uncommitted: { runId: string; source: string; rawMaxBytes: number; rejects: Reject[] },
+): Promise<void> {
+  try {
+    await writeFailure(
+      connection,
+      runId,
+      status,
+      error,
+      counters,
+      attempts,
+      exportInfo,
+      uncommitted.rejects,
+      uncommitted,
+    );
+  } catch (err) {
+    if (uncommitted.rejects.length === 0) throw err;
+    // The quarantine entries themselves cannot be written (disk full?): the run log alone, counting only
+    // the rejects that are stored.
+    counters.recordsRejected -= uncommitted.rejects.length;
+    await writeFailure(connection, runId, status, error, counters, attempts, exportInfo, [], uncommitted);
+  }
+}
+
+async function writeFailure(
+  connection: DuckDBConnection,
+  runId: string,
+  status: 'failed' | 'aborted',
+  error: SyncError,
+  counters: RunCounters,
+  attempts: number,
+  exportInfo: ExportInfo | undefined,
+  rejects: Reject[],
+  target: { runId: string; source: string; rawMaxBytes: number },
 ): Promise<void> {
   await connection.run('BEGIN TRANSACTION');
+  try {
+    await writeFailureRows(connection, runId, status, error, counters, attempts, exportInfo);
+    await appendRejects(connection, target, rejects);
+    await connection.run('COMMIT');
+  } catch (err) {
+    await connection.run('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
+async function writeFailureRows(
+  connection: DuckDBConnection,
+  runId: string,
+  status: 'failed' | 'aborted',
+  error: SyncError,
+  counters: RunCounters,
+  attempts: number,
+  exportInfo: ExportInfo | undefined,
+): Promise<void> {
   await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
   await connection.run('DELETE FROM staging_seen WHERE run_id = $run', { run: runId });
   await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
@@ -418,7 +474,6 @@ async function recordFailure(
     exportLastModified: exportInfo?.lastModified ?? null,
   });
   await finishRun(connection, runId, status, error.toJSON());
-  await connection.run('COMMIT');
 }
 
 /**

@@ -21,3 +21,22 @@ export async function failpoint(name: FailpointName, prepare?: () => Promise<voi
     setInterval(() => undefined, 60_000);
   });
 }
+
+/**
+ * A test hook for the staging fallback, off unless `REPORTS_FAILPOINT=stage-refuse`: rewrites the batch file
+ * at `path` so that DuckDB refuses every staged row whose id starts with `refuse-` (its `createdAt` becomes
+ * text no TIMESTAMPTZ cast accepts), as if the validator had let a value through that the warehouse cannot
+ * hold. Lets a test prove the refused rows are bisected out and quarantined while the run goes on. A no-op
+ * costing one environment lookup per batch when unset.
+ */
+export async function failpointRefusal(path: string): Promise<void> {
+  if (process.env.REPORTS_FAILPOINT !== 'stage-refuse') return;
+  const { readFileSync, writeFileSync } = await import('node:fs');
+  const text = readFileSync(path, 'utf8');
+  const lines = text
+    .split('\n')
+    .map((line) =>
+      line.includes('"r":{"id":"refuse-') ? line.replace('"createdAt":"', '"createdAt":"refused ') : line,
+    );
+  writeFileSync(path, lines.join('\n'));
+}

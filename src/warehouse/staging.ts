@@ -1,5 +1,5 @@
 import { holdsSecret, redactSecrets } from '../util/redact.js';
-import { mkdirSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { RecordLocation } from '../extract/record.js';
@@ -11,11 +11,16 @@ import type { RunCounters } from './run-counters.js';
 import type { DecodedBlock } from '../extract/ndjson-block.js';
 import { LineFile, type EncodedLines } from '../util/line-file.js';
 import { stagedRowLine } from './staged-line.js';
+import { findRefusedRows, StagedRowsRefused } from './refused-rows.js';
+import { failpointRefusal } from '../util/failpoint.js';
 
 /** A record that failed parsing or validation, as stored in `rejected_records`. */
 export interface Reject {
   location: RecordLocation;
+  /** The record as received: its text, or its bytes in base64 when `rawEncoding` is `base64`. */
   raw: string;
+  /** `base64` when the record's bytes are not valid UTF-8 (see extract/utf8.ts); text otherwise. */
+  rawEncoding?: 'base64' | undefined;
   rawTruncated?: boolean | undefined;
   /** Size of the full raw record in bytes (when `raw` was cut). */
   rawBytes?: number | undefined;
@@ -47,11 +52,20 @@ export interface StagingTarget {
 /** One batch handed to the background commit: its files, rejects and the figures of its checkpoint. */
 interface Batch {
   number: number;
-  rows: LineFile | null;
+  rows: BatchFile | null;
   seen: LineFile | null;
   rejects: Reject[];
   counters: RunCounters;
+  /** The run's live counters: rows DuckDB refuses move from loaded to rejected there too. */
+  live: RunCounters;
   checkpoint: CheckpointInfo;
+}
+
+/** A closed batch file: where it is, its lines and its longest line (bytes). */
+interface BatchFile {
+  readonly path: string;
+  readonly lines: number;
+  readonly longestLine: number;
 }
 
 /**
@@ -78,6 +92,8 @@ export class StagingWriter {
   #buffered = 0;
   #inflight: Promise<void> | null = null;
   #failure: { error: unknown } | null = null;
+  /** Rejects of batches that never committed (see {@link close}). */
+  #uncommitted: Reject[] = [];
   #files = new Set<string>();
 
   constructor(connection: DuckDBConnection, target: StagingTarget) {
@@ -129,12 +145,14 @@ export class StagingWriter {
    * @throws the previous batch's commit failure, or a file-system error writing this batch's files.
    */
   async flush(counters: RunCounters, checkpoint: CheckpointInfo = {}): Promise<void> {
+    const rows = this.#rows;
     const batch: Batch = {
       number: ++this.#batch,
-      rows: this.#rows,
+      rows,
       seen: this.#seen,
       rejects: this.#rejects,
-      counters: { ...counters },
+      counters,
+      live: counters,
       checkpoint: { ...checkpoint },
     };
     this.#rows = null;
@@ -143,18 +161,22 @@ export class StagingWriter {
     this.#buffered = 0;
     try {
       try {
-        batch.rows?.close();
+        rows?.close();
       } finally {
         batch.seen?.close(); // closed even when the rows file failed, so no descriptor is left open
       }
       await this.drain();
     } catch (err) {
+      this.#uncommitted.push(...batch.rejects);
       this.#remove(batch);
       throw err;
     }
+    // Copied once the previous commit is done: rows it moved to the quarantine are counted in.
+    batch.counters = { ...counters };
     this.#inflight = this.#commit(batch).then(
       () => this.#remove(batch),
       (error: unknown) => {
+        this.#uncommitted.push(...batch.rejects);
         this.#remove(batch);
         this.#failure = { error };
       },
@@ -188,11 +210,16 @@ export class StagingWriter {
 
   /**
    * Ends the writer without committing what was added since the last {@link flush}: waits for a running
-   * commit (ignoring its failure) and deletes the writer's files. Idempotent; never throws.
+   * commit (ignoring its failure) and deletes the writer's files. Returns the rejects that were never
+   * committed (added since the last flush, or in a batch whose commit failed): a failed run stores them
+   * with its run log, so its `records_rejected` matches its `rejected_records`. Idempotent (a second call
+   * returns none); never throws.
    */
-  async close(): Promise<void> {
+  async close(): Promise<Reject[]> {
     if (this.#inflight) await this.#inflight;
     this.#inflight = null;
+    const uncommitted = [...this.#uncommitted, ...this.#rejects];
+    this.#uncommitted = [];
     for (const f of [this.#rows, this.#seen]) {
       try {
         f?.close();
@@ -211,11 +238,12 @@ export class StagingWriter {
     } catch {
       // not empty, or already gone
     }
+    return uncommitted;
   }
 
   /** Drops everything this run staged (used when an export restarts from its beginning). */
   async discard(): Promise<void> {
-    await this.close();
+    await this.close(); // the attempt's rejects go with it: the export is read again from its start
     this.#failure = null;
     this.#seq = 0;
     this.#batch = 0;
@@ -244,12 +272,48 @@ export class StagingWriter {
     }
   }
 
+  /**
+   * Commits one batch. When DuckDB refuses its rows (a value no column can hold got past the validator),
+   * the refused rows are found by bisection ({@link findRefusedRows}), quarantined with DuckDB's error as
+   * the reason and moved from loaded to rejected in the counters, and the rest is committed: one bad value
+   * never fails the run.
+   */
   async #commit(batch: Batch): Promise<void> {
+    try {
+      await this.#commitOnce(batch);
+      return;
+    } catch (err) {
+      if (!(err instanceof StagedRowsRefused) || !batch.rows)
+        throw err instanceof StagedRowsRefused ? err.cause : err;
+      const rows = batch.rows;
+      const found = await findRefusedRows(this.#c, rows.path, (path) =>
+        this.#load({ path, lines: -1, longestLine: rows.longestLine }, STAGED_ROWS, 'staging_reports'),
+      );
+      if (!found) throw err.cause;
+      writeFileSync(rows.path, found.kept.join(''));
+      batch.rows = { path: rows.path, lines: found.kept.length, longestLine: rows.longestLine };
+      batch.rejects.push(...found.rejects);
+      for (const counters of new Set([batch.counters, batch.live])) {
+        counters.recordsLoaded -= found.rejects.length;
+        counters.recordsRejected += found.rejects.length;
+      }
+    }
+    await this.#commitOnce(batch);
+  }
+
+  async #commitOnce(batch: Batch): Promise<void> {
     const c = this.#c;
     const run = this.#t.runId;
     await c.run('BEGIN TRANSACTION');
     try {
-      if (batch.rows) await this.#load(batch.rows, STAGED_ROWS, 'staging_reports');
+      if (batch.rows && batch.rows.lines > 0) {
+        try {
+          await failpointRefusal(batch.rows.path);
+          await this.#load(batch.rows, STAGED_ROWS, 'staging_reports');
+        } catch (err) {
+          throw err instanceof SyncError ? err : new StagedRowsRefused(err);
+        }
+      }
       if (batch.seen) await this.#load(batch.seen, SEEN_ROWS, 'staging_seen');
       if (batch.rejects.length > 0) await this.#appendRejects(batch.rejects);
       await c.run(
@@ -274,11 +338,11 @@ export class StagingWriter {
   }
 
   /** Loads one batch file; checks DuckDB read every line written (a short read would lose records). */
-  async #load(file: LineFile, sql: (maxObjectBytes: number) => string, table: string): Promise<void> {
+  async #load(file: BatchFile, sql: (maxObjectBytes: number) => string, table: string): Promise<void> {
     // read_json refuses a line longer than maximum_object_size (default 16 MiB): size it to the batch.
     const maxObjectBytes = Math.max(16 * 1024 * 1024, file.longestLine + 1024);
     const result = await this.#c.run(sql(maxObjectBytes), { run: this.#t.runId, file: file.path });
-    if (result.rowsChanged !== file.lines) {
+    if (file.lines >= 0 && result.rowsChanged !== file.lines) {
       throw new SyncError(
         'STAGING_MISMATCH',
         `DuckDB loaded ${result.rowsChanged} rows into ${table} from a batch of ${file.lines} records`,
@@ -288,38 +352,53 @@ export class StagingWriter {
   }
 
   async #appendRejects(rejects: Reject[]): Promise<void> {
-    const appender = await this.#c.createAppender('rejected_records');
-    const now = new Date().toISOString();
-    const max = this.#t.rawMaxBytes;
-    try {
-      for (const r of rejects) {
-        const fullBytes = r.rawBytes ?? Buffer.byteLength(r.raw);
-        const cut = fullBytes > max || r.rawTruncated === true;
-        // A secret echoed by the upstream never lands: the stored raw text differs from the source there
-        // (redact.ts), `raw_bytes` keeps the source's size. Redacted before the cut, so no prefix survives.
-        const redacted = redactSecrets(r.raw);
-        const raw = Buffer.byteLength(redacted) > max ? cutUtf8(redacted, max) : redacted;
-        appender.appendVarchar(this.#t.runId);
-        appender.appendVarchar(this.#t.source);
-        appender.appendVarchar(formatLocation(r.location));
-        appender.appendBigInt(BigInt(r.location.line));
-        if (r.location.page === undefined) appender.appendNull();
-        else appender.appendInteger(r.location.page);
-        if (r.location.row === undefined) appender.appendNull();
-        else appender.appendBigInt(BigInt(r.location.row));
-        if (r.recordId === undefined) appender.appendNull();
-        else appender.appendVarchar(redactSecrets(r.recordId));
-        appender.appendVarchar(raw);
-        appender.appendBoolean(cut);
-        appender.appendBigInt(BigInt(fullBytes));
-        appender.appendVarchar(redactSecrets(JSON.stringify(r.issues)));
-        appender.appendVarchar(now);
-        appender.endRow();
-      }
-      appender.flushSync();
-    } finally {
-      appender.closeSync();
+    await appendRejects(this.#c, this.#t, rejects);
+  }
+}
+
+/**
+ * Appends quarantine entries of `target.runId` to `rejected_records` (raw text cut to `target.rawMaxBytes`
+ * on a character boundary; base64 raw kept as given). Call inside the caller's transaction.
+ */
+export async function appendRejects(
+  connection: DuckDBConnection,
+  target: Pick<StagingTarget, 'runId' | 'source' | 'rawMaxBytes'>,
+  rejects: readonly Reject[],
+): Promise<void> {
+  if (rejects.length === 0) return;
+  const appender = await connection.createAppender('rejected_records');
+  const now = new Date().toISOString();
+  const max = target.rawMaxBytes;
+  try {
+    for (const r of rejects) {
+      const base64 = r.rawEncoding === 'base64';
+      const fullBytes = r.rawBytes ?? Buffer.byteLength(r.raw);
+      const cut = fullBytes > max || r.rawTruncated === true;
+      // A secret echoed by the upstream never lands: the stored raw text differs from the source there
+      // (redact.ts), `raw_bytes` keeps the source's size. Redacted before the cut, so no prefix survives.
+      const redacted = base64 ? redactBase64(r.raw) : redactSecrets(r.raw);
+      const raw = !base64 && Buffer.byteLength(redacted) > max ? cutUtf8(redacted, max) : redacted;
+      appender.appendVarchar(target.runId);
+      appender.appendVarchar(target.source);
+      appender.appendVarchar(formatLocation(r.location));
+      appender.appendBigInt(BigInt(r.location.line));
+      if (r.location.page === undefined) appender.appendNull();
+      else appender.appendInteger(r.location.page);
+      if (r.location.row === undefined) appender.appendNull();
+      else appender.appendBigInt(BigInt(r.location.row));
+      if (r.recordId === undefined) appender.appendNull();
+      else appender.appendVarchar(redactSecrets(r.recordId));
+      appender.appendVarchar(raw);
+      appender.appendBoolean(cut);
+      appender.appendBigInt(BigInt(fullBytes));
+      appender.appendVarchar(redactSecrets(JSON.stringify(r.issues)));
+      appender.appendVarchar(now);
+      appender.appendVarchar(base64 ? 'base64' : 'text');
+      appender.endRow();
     }
+    appender.flushSync();
+  } finally {
+    appender.closeSync();
   }
 }
 
@@ -394,4 +473,11 @@ function redactLines(encoded: EncodedLines): EncodedLines {
   const bytes = Buffer.from(redactSecrets(Buffer.from(encoded.bytes).toString('utf8')), 'utf8');
   // '[redacted]' may be longer than the secret: the longest line grows by at most the difference per hit.
   return { ...encoded, bytes, longest: encoded.longest + bytes.length };
+}
+
+/** {@link redactSecrets} over base64-carried raw bytes: secrets are ASCII, so latin1 maps bytes 1:1. */
+function redactBase64(raw: string): string {
+  const bytes = Buffer.from(raw, 'base64').toString('latin1');
+  const redacted = redactSecrets(bytes);
+  return redacted === bytes ? raw : Buffer.from(redacted, 'latin1').toString('base64');
 }

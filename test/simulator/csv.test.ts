@@ -46,13 +46,18 @@ describe('GET /reports.csv', () => {
     const res = await fetch(sim().api('/reports.csv?pageSize=100'));
     const text = await res.text();
     expect(text.endsWith('\r\n')).toBe(true);
-    const rows = parse(text, { columns: true }) as Array<Record<string, string>>;
+    // Read as the sync reads it (PostgreSQL COPY CSV): an unquoted empty cell is NULL, a quoted "" is ''.
+    const rows = parse(text, {
+      columns: true,
+      cast: (value: string, context: { quoting: boolean }) =>
+        value === '' && !context.quoting ? null : value,
+    }) as Array<Record<string, string | null>>;
     expect(rows).toHaveLength(14);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const a2 = byId.get('A2');
     expect(a2?.description).toBe('Zeile eins\r\nZeile zwei, mit Komma und "Anführungszeichen"');
     expect(a2?.photos).toBe('2');
-    expect(a2?.lat).toBe('');
+    expect(a2?.lat).toBeNull();
     expect(byId.get('A7')?.description).toBe('Straße gesperrt – Umleitung über Königsallee 🚧');
     expect(byId.get('A5')).toMatchObject({ lat: '52.52', lng: '13.405', tags: '["night","dark"]' });
     // Valid rows load to the same canonical report as the list serves; extras come back as text.
@@ -72,9 +77,9 @@ describe('GET /reports.csv', () => {
     // Warts: a JSON wart keeps its fields as they are; a non-JSON wart lands in description.
     expect(byId.get('W-LAT')).toMatchObject({ lat: '200.5', lng: '6.9' });
     expect(byId.get('W-DATE')?.createdAt).toBe('16.02.2024, 21:26 Uhr');
-    expect(rows[3]?.id).toBe('');
+    expect(rows[3]?.id).toBeNull();
     expect(rows[3]?.description).toBe('no id here');
-    expect(rows[10]).toMatchObject({ id: '', description: '{"id": "broken", "status":' });
+    expect(rows[10]).toMatchObject({ id: null, description: '{"id": "broken", "status":' });
     for (const id of ['W-LAT', 'W-DATE']) expect(validateCsvReport(byId.get(id) ?? {}).ok).toBe(false);
   });
 

@@ -72,9 +72,17 @@ describe('validateCsvReport', () => {
       createdAt: base.createdAt,
       updatedAt: base.updatedAt,
       ward: '12',
-      empty: '',
+      empty: null,
     });
     expect(csv).toEqual(json);
+  });
+
+  it('tells NULL (unquoted empty cell) from the empty string (quoted ""), as PostgreSQL COPY CSV does', () => {
+    const row = { id: '1', status: 'S', destination: 'D', createdAt: base.createdAt };
+    const r = validateCsvReport({ ...row, category: '', description: null, note: '', gone: null });
+    expect(r.ok && r.report).toMatchObject({ category: '', description: null, extra: { note: '' } });
+    const json = validateWireReport({ ...row, category: '', description: null, note: '' });
+    expect(r).toEqual(json);
   });
 
   it('treats empty cells as null and rejects a half location', () => {

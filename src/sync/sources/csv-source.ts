@@ -1,10 +1,12 @@
 import { requireBaseUrl, type Config } from '../../config/config.js';
 import type { DecodedCsvPage } from '../../extract/csv-page-decode.js';
 import { startDecoders, type BlockDecoders } from '../../extract/decoders.js';
+import { charsetOf, toUtf8 } from '../../extract/charset.js';
 import type { Extracted } from '../../extract/record.js';
 import { KnownLines } from '../known-lines.js';
 import { decidePaging, mayBeEnd } from './csv-paging.js';
-import { validateCsvReport } from '../../schema/report.js';
+import { validateCsvReport, type CsvRow } from '../../schema/report.js';
+import { extraLimits } from '../../config/config.js';
 import { nextLink } from '../../upstream/link-header.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
 import { safeUrl } from '../../upstream/safe-url.js';
@@ -38,7 +40,7 @@ const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
 export const csvSource: ExportSource = {
   name: 'csv',
   fullExport: true,
-  validate: (value) => validateCsvReport(value as Record<string, string | undefined>),
+  validate: (value, limits) => validateCsvReport(value as CsvRow, limits),
   paging: {
     pageSize: (config) => config.csvPageSize,
     probe: probeFirstPage,
@@ -83,6 +85,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
     config.decodeWorkers,
     ctx.knownLines ?? (await KnownLines.empty('csv')),
     config.rejectRawMaxBytes,
+    extraLimits(config),
   );
   // Fetches started ahead by a `Link: rel="next"` are aborted when the export ends early.
   const stop = new AbortController();
@@ -330,6 +333,8 @@ async function fetchPage(
           wireBytes = res.wireBytes();
           res.body.destroy();
         }
+        // A declared charset is honoured (or the page refused), never read as UTF-8 with U+FFFD.
+        body = toUtf8(body, charsetOf(header(res.headers, 'content-type')), res.url);
         const next = nextLink(res.headers.link, res.finalUrl);
         onDownloaded(next);
         const framing = {
@@ -345,6 +350,7 @@ async function fetchPage(
           maxRecordBytes: config.maxRecordBytes,
           rejectRawMaxBytes: config.rejectRawMaxBytes,
           url: res.url,
+          extraLimits: extraLimits(config),
         });
         checkCloseDelimited(framing, decoded.page.rows, { page, url: res.url, pageSize: config.csvPageSize });
         return {

@@ -1,8 +1,9 @@
 import { extractNdjson } from '../../extract/ndjson.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
 import { validateWireReport } from '../../schema/report.js';
-import { requireBaseUrl } from '../../config/config.js';
+import { extraLimits, requireBaseUrl } from '../../config/config.js';
 import { startDecoders } from '../../extract/decoders.js';
+import { charsetOf, utf8Chunks } from '../../extract/charset.js';
 import { countBytes } from '../count-bytes.js';
 import { KnownLines } from '../known-lines.js';
 import type { ExportSource, ReadContext } from '../export-source.js';
@@ -30,21 +31,33 @@ export const ndjsonSource: ExportSource = {
       etag: header(res.headers, 'etag'),
       lastModified: header(res.headers, 'last-modified'),
     });
+    // JSON is UTF-8 (RFC 8259 §8.1), but a declared charset is honoured (or the export refused before
+    // reading), never read as UTF-8 with U+FFFD.
+    let body: AsyncIterable<Uint8Array>;
+    try {
+      body = utf8Chunks(
+        countBytes(res.body, (n) => ctx.addBytes(n)),
+        charsetOf(header(res.headers, 'content-type')),
+        res.url,
+      );
+    } catch (err) {
+      res.body.on('error', () => undefined); // the abort of an unread body is no failure of its own
+      res.body.destroy();
+      throw err;
+    }
     const decoders = startDecoders(
       ctx.config.decodeWorkers,
       ctx.knownLines ?? (await KnownLines.empty('ndjson')),
       ctx.config.rejectRawMaxBytes,
+      extraLimits(ctx.config),
     );
     try {
-      yield* extractNdjson(
-        countBytes(res.body, (n) => ctx.addBytes(n)),
-        {
-          maxRecordBytes: ctx.config.maxRecordBytes,
-          rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
-          url: res.url,
-          decoders,
-        },
-      );
+      yield* extractNdjson(body, {
+        maxRecordBytes: ctx.config.maxRecordBytes,
+        rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
+        url: res.url,
+        decoders,
+      });
     } catch (err) {
       throw networkError(err, res.url);
     } finally {
