@@ -63,7 +63,7 @@ export function fastCore(
 }
 
 function isCode(value: unknown): value is string {
-  return typeof value === 'string' && value.length <= R.codeMaxLength && R.nonBlank.test(value);
+  return typeof value === 'string' && value.length <= R.codeMaxLength && R.code.test(value);
 }
 
 /** zod `text`: `null`/absent/empty → null, a string up to the limit → itself, else undefined (ask zod). */

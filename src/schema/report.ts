@@ -70,7 +70,7 @@ const MODELLED_KEYS = new Set<string>([...WIRE_FIELDS, ...LOCATION_KEYS]);
 const code = z
   .string({ error: 'expected a non-blank code string' })
   .max(RULES.codeMaxLength)
-  .regex(RULES.nonBlank, 'must not be blank');
+  .regex(RULES.code, 'must not be blank or hold control characters');
 const text = z
   .string()
   .max(RULES.textMaxLength)

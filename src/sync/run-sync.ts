@@ -17,6 +17,7 @@ import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import { recordIdOf } from '../extract/record.js';
 import type { ExportInfo, ExportSource, ReadContext } from './export-source.js';
 import { KnownLines } from './known-lines.js';
+import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { prepareResume } from './resume-run.js';
 
 /** Figures a long run reports while it goes (see `onProgress`). */
@@ -53,6 +54,8 @@ export interface RunSyncOptions {
   beforeMerge?: (ctx: BeforeMergeContext) => Promise<void>;
   /** Hook run inside the final transaction, after the merge (tombstones, stats snapshot). */
   afterMerge?: (ctx: AfterMergeContext) => Promise<void>;
+  /** The clock of the merge time (default: the system clock; tests inject one that goes backwards). */
+  clock?: Clock | undefined;
 }
 
 /** What {@link RunSyncOptions.beforeMerge} gets: the run as read, nothing merged yet. */
@@ -287,9 +290,9 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     checkRejectRatio(counters, config.maxRejectRatio);
     const complete = incompleteReason === undefined;
     await options.beforeMerge?.({ runId, counters, exportInfo, complete, incompleteReason });
-    const now = new Date();
     await connection.run('BEGIN TRANSACTION');
     try {
+      const now = await mergeTime(connection, (options.clock ?? systemClock)(), logger);
       const merged = await mergeStaging(connection, { runId, source: source.name, now });
       checkStaged(merged.staged, counters);
       Object.assign(counters, {
