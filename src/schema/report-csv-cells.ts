@@ -1,4 +1,5 @@
 import type { Report } from './report.js';
+import { jsonTextOf } from './json-text.js';
 
 /**
  * The cells of one report's CSV row: `CSV_COLUMNS` order (`id,status,destination,category,description,
@@ -25,11 +26,11 @@ export function reportCsvCells(report: Report, extraColumns: readonly string[]):
 
 /**
  * The text of one CSV cell: `null`/missing → empty cell; numbers → `String(n)`; strings as they are; other
- * values (objects, arrays, booleans) → their JSON text. Quoting (RFC 4180) is csv-stringify's job.
+ * values (objects, arrays, booleans, a `JsonText` number) → their JSON text, exactly. Quoting (RFC 4180) is csv-stringify's job.
  */
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return '';
   if (typeof value === 'string') return value;
   if (typeof value === 'number') return String(value);
-  return JSON.stringify(value);
+  return jsonTextOf(value);
 }

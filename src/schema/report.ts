@@ -3,6 +3,9 @@ import { z } from 'zod';
 import { fastCore, type CoreReport } from './fast-core.js';
 import { REPORT_RULES as RULES } from './report-rules.js';
 import { normalizeTimestamp } from './timestamp.js';
+import { canonicalJsonText, extraValue, jsonTextOf, JsonText, type JsonField } from './json-text.js';
+
+export { JsonText };
 
 /**
  * One citizen report in canonical form — what the warehouse stores and the reader serves.
@@ -14,7 +17,10 @@ import { normalizeTimestamp } from './timestamp.js';
  *   (CSV cannot tell the two apart, and NDJSON/CSV must load to identical rows).
  * - `lat`/`lng`: WGS84 degrees, both or neither.
  * - `createdAt`/`updatedAt`: UTC, `toISOString()` form (see {@link normalizeTimestamp}).
- * - `extra`: every wire field we do not model, in wire order, or `null` when there is none.
+ * - `extra`: every wire field we do not model, in wire order, or `null` when there is none: a null-prototype
+ *   object (so `__proto__`, `constructor` are plain keys), values as `JSON.parse` gives them, or a
+ *   {@link JsonText} when that would change them (a number a double cannot hold: `1e400`, `1.0`,
+ *   `12345678901234567890`). Serialise with {@link canonicalJson} / `jsonTextOf`, never `JSON.stringify`.
  */
 export interface Report {
   id: string;
@@ -66,6 +72,11 @@ export const KNOWN_STATUSES = ['SUBMITTED', 'IN_PROGRESS', 'RESOLVED', 'REJECTED
 // Keys that are aliases of the location (DESIGN.md §2) and so never land in `extra`.
 const LOCATION_KEYS = new Set(['location', 'lat', 'lng', 'lon', 'latitude', 'longitude']);
 const MODELLED_KEYS = new Set<string>([...WIRE_FIELDS, ...LOCATION_KEYS]);
+
+/** True for a wire key the schema models (a known field or a location alias); every other key is `extra`. */
+export function isModelledKey(key: string): boolean {
+  return MODELLED_KEYS.has(key);
+}
 
 const code = z
   .string({ error: 'expected a non-blank code string' })
@@ -141,7 +152,7 @@ export type ValidationResult = { ok: true; report: Report } | { ok: false; issue
  * Common records take the hot path ({@link fastCore}); anything it does not vouch for goes through the zod
  * schema ({@link validateWireReportWithZod}), which decides and words the issues.
  */
-export function validateWireReport(value: unknown): ValidationResult {
+export function validateWireReport(value: unknown, source?: WireSource): ValidationResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, issues: [{ path: '', message: 'expected a JSON object' }] };
   }
@@ -160,22 +171,35 @@ export function validateWireReport(value: unknown): ValidationResult {
     obj.createdAt,
     obj.updatedAt,
   );
-  if (fast) return withExtra(fast, extraOf(obj, MODELLED_KEYS));
-  return validateWireReportWithZod(value);
+  const extra = source ? extraOfText(source) : extraOf(obj, MODELLED_KEYS);
+  if (fast) return withExtra(fast, extra);
+  return validateWireReportWithZod(value, extra);
+}
+
+/**
+ * The text a wire object was parsed from and its top-level fields (json-text.ts `scanJsonObject`): with it,
+ * unknown fields keep the values exactly as sent (numbers as their source text).
+ */
+export interface WireSource {
+  text: string;
+  fields: readonly JsonField[];
 }
 
 /**
  * {@link validateWireReport} through the zod schema only: the reference the hot path is tested against,
  * and its fallback. Never throws.
  */
-export function validateWireReportWithZod(value: unknown): ValidationResult {
+export function validateWireReportWithZod(
+  value: unknown,
+  extraGiven?: Record<string, unknown> | null,
+): ValidationResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, issues: [{ path: '', message: 'expected a JSON object' }] };
   }
   const obj = value as Record<string, unknown>;
   const loc = readLocation(obj);
   if ('issue' in loc) return { ok: false, issues: [loc.issue] };
-  const extra = extraOf(obj, MODELLED_KEYS);
+  const extra = extraGiven === undefined ? extraOf(obj, MODELLED_KEYS) : extraGiven;
   return finish(core.safeParse({ ...obj, lat: loc.lat, lng: loc.lng }), extra);
 }
 
@@ -208,7 +232,7 @@ export function validateCsvReportWithZod(row: Record<string, string | undefined>
 }
 
 function csvExtra(row: Record<string, string | undefined>): Record<string, unknown> | null {
-  const extra: Record<string, unknown> = {};
+  const extra = Object.create(null) as Record<string, unknown>;
   let hasExtra = false;
   for (const key of Object.keys(row)) {
     if (MODELLED_KEYS.has(key)) continue;
@@ -258,8 +282,18 @@ function extraOf(obj: Record<string, unknown>, known: Set<string>): Record<strin
   let extra: Record<string, unknown> | null = null;
   for (const key of Object.keys(obj)) {
     if (known.has(key)) continue;
-    extra ??= {};
+    extra ??= Object.create(null) as Record<string, unknown>;
     extra[key] = obj[key];
+  }
+  return extra;
+}
+
+function extraOfText(source: WireSource): Record<string, unknown> | null {
+  let extra: Record<string, unknown> | null = null;
+  for (const f of source.fields) {
+    if (MODELLED_KEYS.has(f.key)) continue;
+    extra ??= Object.create(null) as Record<string, unknown>;
+    extra[f.key] = extraValue(canonicalJsonText(source.text, f.start, f.end));
   }
   return extra;
 }
@@ -289,18 +323,32 @@ export function toWire(report: Report): WireReport {
     updatedAt: report.updatedAt,
   };
   if (report.extra) {
-    for (const [key, value] of Object.entries(report.extra)) if (!(key in wire)) wire[key] = value;
+    for (const key of Object.keys(report.extra)) {
+      if (Object.hasOwn(wire, key)) continue;
+      // `__proto__` as a plain key: an assignment would set the prototype instead.
+      Object.defineProperty(wire, key, { value: report.extra[key], enumerable: true, writable: true });
+    }
   }
   return wire;
 }
 
 /**
- * The canonical JSON of a report: `JSON.stringify(toWire(report))`, what the simulator and the reader
- * serve and what {@link contentHash} hashes.
+ * The canonical JSON of a report: `JSON.stringify(toWire(report))` with every unknown field written exactly
+ * ({@link JsonText} as its text), what the simulator and the reader serve and what {@link contentHash} hashes.
  */
 export function canonicalJson(report: Report): string {
-  return JSON.stringify(toWire(report));
+  const extra = report.extra;
+  const known = JSON.stringify(toWire({ ...report, extra: null }));
+  if (!extra) return known;
+  let tail = '';
+  for (const key of Object.keys(extra)) {
+    if ((WIRE_FIELD_SET as Set<string>).has(key)) continue;
+    tail += `,${JSON.stringify(key)}:${jsonTextOf(extra[key])}`;
+  }
+  return `${known.slice(0, -1)}${tail}}`;
 }
+
+const WIRE_FIELD_SET = new Set<string>(WIRE_FIELDS);
 
 /**
  * Content hash of a report (hex SHA-1 of its canonical wire JSON, see {@link canonicalJson}): equal hashes

@@ -85,5 +85,5 @@ export interface ExportSource {
   /** Set for paged exports (see {@link PagedExport}). */
   paging?: PagedExport | undefined;
   read(ctx: ReadContext): AsyncIterable<Extracted | CheckpointMark>;
-  validate(value: unknown): ValidationResult;
+  validate(value: unknown, raw: string): ValidationResult;
 }

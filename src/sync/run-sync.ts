@@ -256,7 +256,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         writer.reject(item);
       } else {
         counters.recordsRead++;
-        const result = source.validate(item.value);
+        const result = source.validate(item.value, item.raw);
         if (result.ok) {
           counters.recordsLoaded++;
           const json = canonicalJson(result.report);

@@ -1,6 +1,7 @@
 import type { RecordLocation } from '../extract/record.js';
 import { formatLocation } from '../extract/record.js';
 import type { Report } from '../schema/report.js';
+import { extraObjectJson } from '../schema/json-text.js';
 
 /**
  * The batch-file line of one staged report, as `StagingWriter` loads it with `read_json`: `s` seq, `l`
@@ -17,7 +18,7 @@ export function stagedRowLine(
   hash: string,
   lineHash: bigint | undefined,
 ): string {
-  const x = r.extra === null ? 'null' : JSON.stringify(JSON.stringify(r.extra));
+  const x = r.extra === null ? 'null' : JSON.stringify(extraObjectJson(r.extra));
   const lh = lineHash === undefined ? 'null' : `"${lineHash.toString()}"`;
   const line = `{"s":${seq},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","lh":${lh},"x":${x},"r":${json}}`;
   return hasSurrogateEscape(line) ? wellFormedLine(line) : line;
