@@ -2,10 +2,11 @@ import type { RecordLocation } from '../extract/record.js';
 import { formatLocation } from '../extract/record.js';
 import type { Report } from '../schema/report.js';
 import { extraObjectJson } from '../schema/json-text.js';
+import { csvProjectionHash } from '../schema/csv-projection.js';
 
 /**
  * The batch-file line of one staged report, as `StagingWriter` loads it with `read_json`: `s` seq, `l`
- * location, `h` content hash, `lh` raw-line hash (text, a signed 64-bit integer) or null, `x` the `extra`
+ * location, `h` content hash, `ph` the content hash of its CSV projection (schema/csv-projection.ts), `lh` raw-line hash (text, a signed 64-bit integer) or null, `x` the `extra`
  * fields as JSON text or null, `r` the canonical JSON (`canonicalJson` of schema/report.ts) embedded as it is
  * — DuckDB reads the known fields from it and matches keys case-sensitively, so an extra field never
  * shadows one. Pure (no DuckDB): the decode workers build these lines too.
@@ -20,7 +21,8 @@ export function stagedRowLine(
 ): string {
   const x = r.extra === null ? 'null' : JSON.stringify(extraObjectJson(r.extra));
   const lh = lineHash === undefined ? 'null' : `"${lineHash.toString()}"`;
-  const line = `{"s":${seq},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","lh":${lh},"x":${x},"r":${json}}`;
+  const ph = csvProjectionHash(r, hash);
+  const line = `{"s":${seq},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","ph":"${ph}","lh":${lh},"x":${x},"r":${json}}`;
   return hasSurrogateEscape(line) ? wellFormedLine(line) : line;
 }
 
