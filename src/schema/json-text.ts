@@ -221,8 +221,14 @@ export function extraFromJson(text: string): Record<string, unknown> {
     throw new SyntaxError('extra is not a JSON object');
   }
   const extra = Object.create(null) as Record<string, unknown>;
-  for (const f of scanJsonObject(text).fields)
+  // Stored text is canonical: when the parsed object writes it back unchanged, no value needs its text.
+  if (JSON.stringify(parsed) === text) {
+    for (const key of Object.keys(parsed)) extra[key] = (parsed as Record<string, unknown>)[key];
+    return extra;
+  }
+  for (const f of scanJsonObject(text).fields) {
     extra[f.key] = extraValue(canonicalJsonText(text, f.start, f.end));
+  }
   return extra;
 }
 
