@@ -1,4 +1,5 @@
-import { countParsedKeys, countTextKeys, holdsNumber, scanJsonObject } from './json-text.js';
+import { countParsedKeys, countTextKeys, holdsNumber } from './json-key-count.js';
+import { scanJsonObject } from './json-text.js';
 import { isModelledKey, validateWireReport, type ValidationResult } from './report.js';
 
 /**

@@ -1,9 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { countParsedKeys, countTextKeys } from '../../src/schema/json-key-count.js';
 import {
   canonicalJsonText,
-  countParsedKeys,
-  countTextKeys,
   extraFromJson,
   extraObjectJson,
   scanJsonObject,
