@@ -1,4 +1,5 @@
-import { canonicalJson, contentHash, validateWireReport } from '../schema/report.js';
+import { canonicalJson, contentHash } from '../schema/report.js';
+import { validateWireLine } from '../schema/wire-line.js';
 import type { KnownLines } from '../sync/known-lines.js';
 import { LineBuffer, type EncodedLines } from '../util/line-file.js';
 import type { Reject } from '../warehouse/staging.js';
@@ -89,7 +90,7 @@ export function decodeBlock(
       });
       continue;
     }
-    const result = validateWireReport(parsed.value, limits);
+    const result = validateWireLine(text, parsed.value, limits);
     if (!result.ok) {
       rejected++;
       rejects.push({ location, raw: text, recordId: recordIdOf(parsed.value), issues: result.issues });

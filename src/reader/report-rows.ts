@@ -1,5 +1,6 @@
 import type { DuckDBValue } from '@duckdb/node-api';
 import type { Report } from '../schema/report.js';
+import { extraFromJson } from '../schema/json-text.js';
 
 /**
  * The select list that rebuilds a canonical {@link Report} from a `reports` row (DESIGN.md §6): the typed
@@ -61,7 +62,6 @@ export function rowToReport(row: readonly DuckDBValue[]): Report {
     address: row[7] as string | null,
     createdAt: new Date(row[8] as number).toISOString(),
     updatedAt: new Date(row[9] as number).toISOString(),
-    extra:
-      extra === null || extra === undefined ? null : (JSON.parse(extra as string) as Record<string, unknown>),
+    extra: extra === null || extra === undefined ? null : extraFromJson(extra as string),
   };
 }

@@ -68,7 +68,7 @@ function isCode(value: unknown): value is string {
   return (
     typeof value === 'string' &&
     value.length <= R.codeMaxLength &&
-    R.nonBlank.test(value) &&
+    R.code.test(value) &&
     isWellFormedText(value)
   );
 }

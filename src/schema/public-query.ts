@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { REPORT_RULES } from './report-rules.js';
 
 /**
  * The query strings of the public endpoints, shared by the simulator and the reader so both answer a bad
@@ -34,18 +35,18 @@ export const CSV_PAGE_SIZE_MAX = 10_000;
 export const PAGE_DEFAULT = 1;
 /** Largest `page` accepted: keeps `page * pageSize` an exact integer far below 2^53. */
 export const PAGE_MAX = 1_000_000_000;
-/** Longest `destination`/`status` filter value (the codes are upper snake case and short; the lists are open). */
-export const CODE_MAX_LENGTH = 128;
+/** Longest `destination`/`status` filter value: the validator's limit (REPORT_RULES.codeMaxLength). */
+export const CODE_MAX_LENGTH = REPORT_RULES.codeMaxLength;
 
 /**
- * What a filter code may look like: a letter or digit, then letters, digits, `_`, `-` or `.` (the known codes
- * are upper snake case: `ROAD_CONTROL`, `SUBMITTED`). The lists are open, so the pattern is wider than the
- * known values; but quotes, spaces, slashes and the like are refused, so an SQL-injection or path-traversal
- * attempt (`' OR 1=1 --`, `../../etc/passwd`) is a 400 naming the parameter, never a query.
+ * What a filter code may look like: exactly what the record validator accepts as a `status`/`destination`
+ * ({@link REPORT_RULES}.code: non-blank, no control characters; spaces, lower case and quotes are legal, so
+ * `IN PROGRESS` stored from the upstream can be asked for). Values are always bound as query parameters,
+ * never spliced into SQL, so a quote or `../` is a code like any other that matches nothing.
  */
-export const CODE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+export const CODE_PATTERN = REPORT_RULES.code;
 
-const codeMessage = `must be a code of 1 to ${CODE_MAX_LENGTH} letters, digits, _, - or . starting with a letter or digit`;
+const codeMessage = `must be a code of 1 to ${CODE_MAX_LENGTH} characters, not blank, without control characters`;
 
 /** A filter code (`destination`, `status`): see {@link CODE_PATTERN}; unknown codes simply match nothing. */
 const codeParam = z

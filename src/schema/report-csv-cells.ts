@@ -1,4 +1,5 @@
 import type { Report } from './report.js';
+import { jsonTextOf } from './json-text.js';
 
 /**
  * The cells of one report's CSV row: `CSV_COLUMNS` order (`id,status,destination,category,description,
@@ -37,5 +38,5 @@ export function csvCell(value: unknown): CsvCell {
   if (value === null || value === undefined) return null;
   if (typeof value === 'string') return value;
   if (typeof value === 'number') return String(value);
-  return JSON.stringify(value);
+  return jsonTextOf(value);
 }

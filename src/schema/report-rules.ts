@@ -12,6 +12,13 @@ export const REPORT_RULES = {
   textMaxLength: 1_000_000,
   /** An id or code must hold at least one non-white-space character. */
   nonBlank: /\S/,
+  /**
+   * A `status` / `destination` code: at least one non-white-space character and no control character
+   * (C0, DEL, C1). Spaces, lower case and punctuation are legal (`IN PROGRESS`): the lists are open. The
+   * reader's filters (schema/public-query.ts) accept exactly this set, so every stored code can be asked for.
+   */
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what the rule refuses
+  code: /^(?=[^]*\S)[^\u0000-\u001f\u007f-\u009f]+$/,
   /** A coordinate given as text (CSV cells, string values in NDJSON). */
   numericText: /^\s*-?\d+(\.\d+)?([eE][-+]?\d+)?\s*$/,
   /** Latitude bound in degrees (WGS84). */

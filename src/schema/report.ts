@@ -10,6 +10,9 @@ import {
   loneSurrogateIssue,
   type ExtraLimits,
 } from './value-rules.js';
+import { canonicalJsonText, extraValue, jsonTextOf, JsonText, type JsonField } from './json-text.js';
+
+export { JsonText };
 
 /**
  * One citizen report in canonical form — what the warehouse stores and the reader serves.
@@ -24,7 +27,10 @@ import {
  *   quarantined, never rewritten (value-rules.ts).
  * - `lat`/`lng`: WGS84 degrees, both or neither.
  * - `createdAt`/`updatedAt`: UTC, `toISOString()` form (see {@link normalizeTimestamp}).
- * - `extra`: every wire field we do not model, in wire order, or `null` when there is none.
+ * - `extra`: every wire field we do not model, in wire order, or `null` when there is none: a null-prototype
+ *   object (so `__proto__`, `constructor` are plain keys), values as `JSON.parse` gives them, or a
+ *   {@link JsonText} when that would change them (a number a double cannot hold: `1e400`, `1.0`,
+ *   `12345678901234567890`). Serialise with {@link canonicalJson} / `jsonTextOf`, never `JSON.stringify`.
  */
 export interface Report {
   id: string;
@@ -77,12 +83,17 @@ export const KNOWN_STATUSES = ['SUBMITTED', 'IN_PROGRESS', 'RESOLVED', 'REJECTED
 const LOCATION_KEYS = new Set(['location', 'lat', 'lng', 'lon', 'latitude', 'longitude']);
 const MODELLED_KEYS = new Set<string>([...WIRE_FIELDS, ...LOCATION_KEYS]);
 
+/** True for a wire key the schema models (a known field or a location alias); every other key is `extra`. */
+export function isModelledKey(key: string): boolean {
+  return MODELLED_KEYS.has(key);
+}
+
 const wellFormed = (s: string) => isWellFormedText(s);
 const SURROGATE_MESSAGE = loneSurrogateIssue('').message;
 const code = z
   .string({ error: 'expected a non-blank code string' })
   .max(RULES.codeMaxLength)
-  .regex(RULES.nonBlank, 'must not be blank')
+  .regex(RULES.code, 'must not be blank or hold control characters')
   .refine(wellFormed, SURROGATE_MESSAGE);
 const text = z
   .string()
@@ -163,6 +174,7 @@ export type ValidationResult = { ok: true; report: Report } | { ok: false; issue
 export function validateWireReport(
   value: unknown,
   limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
+  source?: WireSource,
 ): ValidationResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, issues: [{ path: '', message: 'expected a JSON object' }] };
@@ -182,8 +194,17 @@ export function validateWireReport(
     obj.createdAt,
     obj.updatedAt,
   );
-  if (fast) return withExtra(fast, extraOf(obj, MODELLED_KEYS), limits);
-  return validateWireReportWithZod(value, limits);
+  if (fast) return withExtra(fast, extraOf(obj, MODELLED_KEYS), limits, source);
+  return validateWireReportWithZod(value, limits, source);
+}
+
+/**
+ * The text a wire object was parsed from and its top-level fields (json-text.ts `scanJsonObject`): with it,
+ * unknown fields keep the values exactly as sent (numbers as their source text).
+ */
+export interface WireSource {
+  text: string;
+  fields: readonly JsonField[];
 }
 
 /**
@@ -193,6 +214,7 @@ export function validateWireReport(
 export function validateWireReportWithZod(
   value: unknown,
   limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
+  source?: WireSource,
 ): ValidationResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, issues: [{ path: '', message: 'expected a JSON object' }] };
@@ -201,7 +223,7 @@ export function validateWireReportWithZod(
   const loc = readLocation(obj);
   if ('issue' in loc) return { ok: false, issues: [loc.issue] };
   const extra = extraOf(obj, MODELLED_KEYS);
-  return finish(core.safeParse({ ...obj, lat: loc.lat, lng: loc.lng }), extra, limits);
+  return finish(core.safeParse({ ...obj, lat: loc.lat, lng: loc.lng }), extra, limits, source);
 }
 
 /**
@@ -243,7 +265,7 @@ export function validateCsvReportWithZod(
 }
 
 function csvExtra(row: CsvRow): Record<string, unknown> | null {
-  const extra: Record<string, unknown> = {};
+  const extra = Object.create(null) as Record<string, unknown>;
   let hasExtra = false;
   for (const key of Object.keys(row)) {
     if (MODELLED_KEYS.has(key)) continue;
@@ -255,14 +277,19 @@ function csvExtra(row: CsvRow): Record<string, unknown> | null {
   return hasExtra ? extra : null;
 }
 
+// `extra` holds the parsed values, checked against `limits` before anything walks them recursively; with
+// `source`, the stored values are then read from the text so numbers keep their source form.
 function withExtra(
   r: CoreReport,
-  extra: Record<string, unknown> | null,
+  parsedExtra: Record<string, unknown> | null,
   limits: ExtraLimits,
+  source?: WireSource,
 ): ValidationResult {
-  if (extra !== null) {
-    const issue = checkExtra(extra, limits);
+  let extra = parsedExtra;
+  if (parsedExtra !== null) {
+    const issue = checkExtra(parsedExtra, limits);
     if (issue) return { ok: false, issues: [issue] };
+    if (source) extra = extraOfText(source);
   }
   const report: Report = {
     id: r.id,
@@ -284,13 +311,14 @@ function finish(
   parsed: z.ZodSafeParseResult<z.output<typeof core>>,
   extra: Record<string, unknown> | null,
   limits: ExtraLimits,
+  source?: WireSource,
 ): ValidationResult {
   if (!parsed.success) {
     const issue = extra === null ? undefined : checkExtra(extra, limits);
     return { ok: false, issues: issue ? [...toIssues(parsed.error), issue] : toIssues(parsed.error) };
   }
   const data = parsed.data;
-  return withExtra({ ...data, updatedAt: data.updatedAt ?? data.createdAt }, extra, limits);
+  return withExtra({ ...data, updatedAt: data.updatedAt ?? data.createdAt }, extra, limits, source);
 }
 
 function readLocation(obj: Record<string, unknown>): { lat: unknown; lng: unknown } | { issue: RecordIssue } {
@@ -309,8 +337,18 @@ function extraOf(obj: Record<string, unknown>, known: Set<string>): Record<strin
   let extra: Record<string, unknown> | null = null;
   for (const key of Object.keys(obj)) {
     if (known.has(key)) continue;
-    extra ??= {};
+    extra ??= Object.create(null) as Record<string, unknown>;
     extra[key] = obj[key];
+  }
+  return extra;
+}
+
+function extraOfText(source: WireSource): Record<string, unknown> | null {
+  let extra: Record<string, unknown> | null = null;
+  for (const f of source.fields) {
+    if (MODELLED_KEYS.has(f.key)) continue;
+    extra ??= Object.create(null) as Record<string, unknown>;
+    extra[f.key] = extraValue(canonicalJsonText(source.text, f.start, f.end));
   }
   return extra;
 }
@@ -340,18 +378,32 @@ export function toWire(report: Report): WireReport {
     updatedAt: report.updatedAt,
   };
   if (report.extra) {
-    for (const [key, value] of Object.entries(report.extra)) if (!(key in wire)) wire[key] = value;
+    for (const key of Object.keys(report.extra)) {
+      if (Object.hasOwn(wire, key)) continue;
+      // `__proto__` as a plain key: an assignment would set the prototype instead.
+      Object.defineProperty(wire, key, { value: report.extra[key], enumerable: true, writable: true });
+    }
   }
   return wire;
 }
 
 /**
- * The canonical JSON of a report: `JSON.stringify(toWire(report))`, what the simulator and the reader
- * serve and what {@link contentHash} hashes.
+ * The canonical JSON of a report: `JSON.stringify(toWire(report))` with every unknown field written exactly
+ * ({@link JsonText} as its text), what the simulator and the reader serve and what {@link contentHash} hashes.
  */
 export function canonicalJson(report: Report): string {
-  return JSON.stringify(toWire(report));
+  const extra = report.extra;
+  const known = JSON.stringify(toWire({ ...report, extra: null }));
+  if (!extra) return known;
+  let tail = '';
+  for (const key of Object.keys(extra)) {
+    if ((WIRE_FIELD_SET as Set<string>).has(key)) continue;
+    tail += `,${JSON.stringify(key)}:${jsonTextOf(extra[key])}`;
+  }
+  return `${known.slice(0, -1)}${tail}}`;
 }
+
+const WIRE_FIELD_SET = new Set<string>(WIRE_FIELDS);
 
 /**
  * Content hash of a report (hex SHA-1 of its canonical wire JSON, see {@link canonicalJson}): equal hashes

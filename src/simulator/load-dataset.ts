@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { validateWireReport, type Report } from '../schema/report.js';
+import type { Report } from '../schema/report.js';
+import { validateWireLine } from '../schema/wire-line.js';
 import { SyncError } from '../util/errors.js';
 import { DAILY_RATES, DAY_MS } from './advance.js';
 import { Dataset, type DatasetSource, type SourceEntry } from './dataset.js';
@@ -66,7 +67,7 @@ export function parseLines(text: string): SourceEntry[] {
       });
       return;
     }
-    const result = validateWireReport(value);
+    const result = validateWireLine(raw, value);
     if (result.ok) entries.push({ kind: 'report', report: result.report, inDatabase: true });
     else entries.push({ kind: 'wart', raw, line: index + 1, issues: result.issues });
   });

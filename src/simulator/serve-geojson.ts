@@ -1,5 +1,6 @@
 import type { GeojsonQuery } from '../schema/public-query.js';
 import type { Report } from '../schema/report.js';
+import { stringifyJson } from '../schema/json-text.js';
 import { FEATURE_COLLECTION_CLOSE, FEATURE_COLLECTION_OPEN, toFeature } from '../schema/to-feature.js';
 import { BodySink } from './body-sink.js';
 import { ifNoneMatchHits, sendNotModified } from './respond.js';
@@ -38,7 +39,7 @@ function* pieces(reports: Iterable<Report>): Generator<string> {
   let first = true;
   for (const report of reports) {
     if (report.lat === null || report.lng === null) continue;
-    yield `${first ? '' : ','}${JSON.stringify(toFeature(report))}`;
+    yield `${first ? '' : ','}${stringifyJson(toFeature(report))}`;
     first = false;
   }
   yield FEATURE_COLLECTION_CLOSE;

@@ -1,5 +1,5 @@
 import type { ListQuery } from '../schema/public-query.js';
-import { toWire } from '../schema/report.js';
+import { canonicalJson } from '../schema/report.js';
 import { BodySink } from './body-sink.js';
 import { ifNoneMatchHits, sendNotModified } from './respond.js';
 import { responseValidators, type RouteContext } from './route-context.js';
@@ -28,5 +28,5 @@ export async function serveList(ctx: RouteContext, query: ListQuery): Promise<vo
     ETag: validators.etag,
     'Last-Modified': validators.lastModified,
   };
-  await BodySink.sendWhole(res, 200, headers, JSON.stringify(reports.map(toWire)), faults, ctx.head);
+  await BodySink.sendWhole(res, 200, headers, `[${reports.map(canonicalJson).join(',')}]`, faults, ctx.head);
 }

@@ -1,4 +1,4 @@
-import { toWire } from '../schema/report.js';
+import { canonicalJson } from '../schema/report.js';
 import { BodySink, hasDeliveryFaults } from './body-sink.js';
 import type { DatasetEntry } from './dataset.js';
 import { cachePath, serveCached, teeToCache } from './export-cache.js';
@@ -51,13 +51,13 @@ export async function serveNdjson(ctx: RouteContext): Promise<void> {
 
 function* entryLines(entries: Iterable<DatasetEntry>): Generator<string> {
   for (const entry of entries) {
-    yield entry.kind === 'report' ? JSON.stringify(toWire(entry.report)) : entry.raw;
+    yield entry.kind === 'report' ? canonicalJson(entry.report) : entry.raw;
   }
 }
 
 function* recordLines(records: Iterable<BodyRecord>): Generator<string> {
   for (const r of records) {
-    if (r.kind === 'report') yield JSON.stringify(toWire(r.report));
+    if (r.kind === 'report') yield canonicalJson(r.report);
     else yield r.kind === 'wart' ? r.raw : r.text;
   }
 }

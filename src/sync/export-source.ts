@@ -101,6 +101,9 @@ export interface ExportSource {
   /** Set for paged exports (see {@link PagedExport}). */
   paging?: PagedExport | undefined;
   read(ctx: ReadContext): AsyncIterable<Extracted | CheckpointMark>;
-  /** Validates one value (a single record the source did not decode in a block), within `limits`. */
-  validate(value: unknown, limits: ExtraLimits): ValidationResult;
+  /**
+   * Validates one value (a single record the source did not decode in a block) against its raw text, with
+   * unknown fields within `limits`.
+   */
+  validate(value: unknown, raw: string, limits: ExtraLimits): ValidationResult;
 }

@@ -17,6 +17,7 @@ import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import { recordIdOf } from '../extract/record.js';
 import type { ExportInfo, ExportSource, ReadContext } from './export-source.js';
 import { KnownLines } from './known-lines.js';
+import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { prepareResume } from './resume-run.js';
 
 /** Figures a long run reports while it goes (see `onProgress`). */
@@ -55,6 +56,8 @@ export interface RunSyncOptions {
   afterMerge?: (ctx: AfterMergeContext) => Promise<void>;
   /** Given to the source as `ReadContext.upstreamTotal` (the `/stats` total, fetched once). */
   upstreamTotal?: () => Promise<number | undefined>;
+  /** The clock of the merge time (default: the system clock; tests inject one that goes backwards). */
+  clock?: Clock | undefined;
 }
 
 /** What {@link RunSyncOptions.beforeMerge} gets: the run as read, nothing merged yet. */
@@ -273,7 +276,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         writer.reject(item);
       } else {
         counters.recordsRead++;
-        const result = source.validate(item.value, limits);
+        const result = source.validate(item.value, item.raw, limits);
         if (result.ok) {
           counters.recordsLoaded++;
           const json = canonicalJson(result.report);
@@ -314,9 +317,9 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       incompleteReason,
       tombstonesBlocked,
     });
-    const now = new Date();
     await connection.run('BEGIN TRANSACTION');
     try {
+      const now = await mergeTime(connection, (options.clock ?? systemClock)(), logger);
       const merged = await mergeStaging(connection, { runId, source: source.name, now });
       checkStaged(merged.staged, counters);
       Object.assign(counters, {

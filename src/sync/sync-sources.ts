@@ -1,3 +1,4 @@
+import type { Clock } from '../warehouse/merge-time.js';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
 import { SyncError } from '../util/errors.js';
@@ -33,6 +34,8 @@ export interface SyncTargetOptions {
   job?: string;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
+  /** The clock of the export runs' merge time (default: the system clock). */
+  clock?: Clock | undefined;
 }
 
 /**
@@ -60,6 +63,7 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
           job: options.job,
           signal,
           onProgress: options.onProgress,
+          clock: options.clock,
           ...exportFinisher({ config, dispatcher, logger, source, signal }),
         });
       }

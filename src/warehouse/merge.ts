@@ -20,6 +20,9 @@ const COLUMNS = BUSINESS.split(', ');
 // seq * 2 + known fits below this (seq < 2^53: NDJSON line numbers, CSV page × 2^29 + row); the latest
 // updated_at (µs, < 2^58 up to year 9999) is above it, and the whole key stays below HUGEINT's 2^127.
 const KEY_SPLIT = '18014398509481984'; // 2^54
+// Sources whose records carry unknown fields as text only (CSV cells): compared by their CSV projection.
+const LOSSY_SOURCES = ['csv'];
+const LOSSY_SQL = LOSSY_SOURCES.map((s) => `'${s}'`).join(', ');
 
 /**
  * Merges the run's staging into `reports` and `report_versions` (DESIGN.md §6). Call inside the
@@ -35,6 +38,10 @@ const KEY_SPLIT = '18014398509481984'; // 2^54
  *    one (`valid_from = now`). Updates are plain `UPDATE`s and inserts plain `INSERT`s (no `ON CONFLICT`);
  * 3. unchanged reports (a known line, or a staged row with the same content hash) only get `last_seen_at`,
  *    `run_id` and the hash of the line they were seen in touched.
+ *    A CSV row (cells are text) is unchanged when its CSV projection hash (`csv_hash`, schema/csv-projection.ts)
+ *    equals the stored one: it only differs from the NDJSON reading in representation. An NDJSON row whose
+ *    projection equals that of a report last written from CSV is a `refine`: the typed `extra` replaces the
+ *    text one in place (current version and row), no version is made.
  *
  * @param now the merge time, used for `valid_from`/`valid_to`/`last_*_at`
  */
@@ -46,6 +53,7 @@ export async function mergeStaging(
   const staging = 'staging_reports';
   const seen = 'staging_seen';
   const runOnly = { run: run.runId };
+  const lossy = LOSSY_SOURCES.includes(run.source) ? 'true' : 'false';
   const all = { run: run.runId, now: run.now.toISOString(), source: run.source };
   await c.run(
     `CREATE OR REPLACE TEMP TABLE merge_batch AS
@@ -70,10 +78,15 @@ export async function mergeStaging(
      SELECT p.id, p.seq, s.line_hash,
        CASE WHEN r.id IS NULL THEN 'insert'
             WHEN r.removed_at IS NOT NULL THEN 'revive'
-            WHEN r.content_hash <> s.content_hash THEN 'update'
-            ELSE 'unchanged' END AS change
+            WHEN r.content_hash = s.content_hash THEN 'unchanged'
+            -- CSV cells are text: the same report read from CSV differs from its NDJSON reading only in
+            -- representation when their CSV projections agree (schema/csv-projection.ts).
+            WHEN ${lossy} AND coalesce(r.csv_hash, r.content_hash) = s.csv_hash THEN 'unchanged'
+            WHEN NOT ${lossy} AND r.source IN (${LOSSY_SQL}) AND r.csv_hash = s.csv_hash THEN 'refine'
+            ELSE 'update' END AS change
      FROM (SELECT * FROM picked WHERE NOT known) p
-     LEFT JOIN (SELECT seq, line_hash, content_hash FROM ${staging} WHERE run_id = $run) s ON s.seq = p.seq
+     LEFT JOIN (SELECT seq, line_hash, content_hash, coalesce(csv_hash, content_hash) AS csv_hash
+                FROM ${staging} WHERE run_id = $run) s ON s.seq = p.seq
      LEFT JOIN reports r ON r.id = p.id`,
     runOnly,
   );
@@ -86,6 +99,7 @@ export async function mergeStaging(
          count(*) FILTER (WHERE change = 'insert') AS inserted,
          count(*) FILTER (WHERE change = 'update') AS updated,
          count(*) FILTER (WHERE change = 'revive') AS revived,
+         count(*) FILTER (WHERE change = 'refine') AS refined,
          count(*) FILTER (WHERE change = 'unchanged') AS unchanged
        FROM merge_batch`,
       runOnly,
@@ -106,6 +120,7 @@ export async function mergeStaging(
       { run: run.runId, now: all.now },
     );
   }
+  if (Number(counts.refined) > 0) await refine(c, picked(`'refine'`), all);
   if (Number(counts.updated) + Number(counts.revived) > 0) {
     await c.run(
       `UPDATE report_versions SET valid_to = $now::TIMESTAMPTZ
@@ -125,7 +140,8 @@ export async function mergeStaging(
   if (Number(counts.updated) + Number(counts.revived) > 0) {
     await c.run(
       `UPDATE reports SET ${COLUMNS.map((col) => `${col} = u.${col}`).join(', ')},
-         content_hash = u.content_hash, line_hash = u.line_hash, last_seen_at = $now::TIMESTAMPTZ,
+         content_hash = u.content_hash, csv_hash = coalesce(u.csv_hash, u.content_hash), line_hash = u.line_hash,
+         last_seen_at = $now::TIMESTAMPTZ,
          last_changed_at = $now::TIMESTAMPTZ, removed_at = NULL, source = $source, run_id = $run
        FROM (SELECT s.* ${picked(`'update', 'revive'`)}) AS u
        WHERE reports.id = u.id`,
@@ -134,9 +150,9 @@ export async function mergeStaging(
   }
   if (Number(counts.inserted) > 0) {
     await c.run(
-      `INSERT INTO reports (id, ${BUSINESS}, content_hash, line_hash, first_seen_at, last_seen_at,
+      `INSERT INTO reports (id, ${BUSINESS}, content_hash, csv_hash, line_hash, first_seen_at, last_seen_at,
          last_changed_at, removed_at, source, run_id)
-       SELECT s.id, ${business}, s.content_hash, s.line_hash,
+       SELECT s.id, ${business}, s.content_hash, coalesce(s.csv_hash, s.content_hash), s.line_hash,
          $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, NULL, $source, $run
        ${picked(`'insert'`)}`,
       all,
@@ -156,6 +172,27 @@ export async function mergeStaging(
     revived,
     unchanged: unique - inserted - updated - revived,
   };
+}
+
+/**
+ * A report last written from CSV and now read from NDJSON with the same CSV projection: the same version,
+ * seen with its types (numbers, booleans, objects instead of their cell text). Its current version and row
+ * take the typed `extra` and hashes in place; no version is made, as nothing changed upstream.
+ */
+async function refine(c: DuckDBConnection, picked: string, p: Record<string, string>): Promise<void> {
+  await c.run(
+    `UPDATE report_versions SET extra = u.extra, content_hash = u.content_hash
+     FROM (SELECT s.id, s.extra, s.content_hash ${picked}) AS u
+     WHERE report_versions.id = u.id AND report_versions.valid_to IS NULL`,
+    { run: p.run! },
+  );
+  await c.run(
+    `UPDATE reports SET extra = u.extra, content_hash = u.content_hash, csv_hash = u.csv_hash,
+       line_hash = u.line_hash, last_seen_at = $now::TIMESTAMPTZ, source = $source, run_id = $run
+     FROM (SELECT s.* ${picked}) AS u
+     WHERE reports.id = u.id`,
+    p,
+  );
 }
 
 /** Removes the run's staging rows, known lines and checkpoints (inside the finishing transaction). */

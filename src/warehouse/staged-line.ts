@@ -1,10 +1,12 @@
 import type { RecordLocation } from '../extract/record.js';
 import { formatLocation } from '../extract/record.js';
 import type { Report } from '../schema/report.js';
+import { extraObjectJson } from '../schema/json-text.js';
+import { csvProjectionHash } from '../schema/csv-projection.js';
 
 /**
  * The batch-file line of one staged report, as `StagingWriter` loads it with `read_json`: `s` seq, `l`
- * location, `h` content hash, `lh` raw-line hash (text, a signed 64-bit integer) or null, `x` the `extra`
+ * location, `h` content hash, `ph` the content hash of its CSV projection (schema/csv-projection.ts), `lh` raw-line hash (text, a signed 64-bit integer) or null, `x` the `extra`
  * fields as JSON text or null, `r` the canonical JSON (`canonicalJson` of schema/report.ts) embedded as it is
  * — DuckDB reads the known fields from it and matches keys case-sensitively, so an extra field never
  * shadows one. Pure (no DuckDB): the decode workers build these lines too.
@@ -17,11 +19,12 @@ export function stagedRowLine(
   hash: string,
   lineHash: bigint | undefined,
 ): string {
-  const x = r.extra === null ? 'null' : JSON.stringify(JSON.stringify(r.extra));
+  const x = r.extra === null ? 'null' : JSON.stringify(extraObjectJson(r.extra));
   const lh = lineHash === undefined ? 'null' : `"${lineHash.toString()}"`;
   // Valid UTF-8 JSON: the validator quarantines lone surrogates (no `\udXXX` escape reaches here), and a
   // value DuckDB still refuses is bisected out of the batch by StagingWriter.
-  return `{"s":${seq},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","lh":${lh},"x":${x},"r":${json}}`;
+  const ph = csvProjectionHash(r, hash);
+  return `{"s":${seq},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","ph":"${ph}","lh":${lh},"x":${x},"r":${json}}`;
 }
 
 /** The batch-file line of a known (unchanged) line: its seq and raw-line hash. */

@@ -407,11 +407,11 @@ export async function appendRejects(
 // typed values).
 const STAGED_ROWS = (maxObjectBytes: number) => `
   INSERT INTO staging_reports (run_id, seq, location, id, status, destination, category, description, lat, lng,
-    address, created_at, updated_at, extra, content_hash, line_hash)
+    address, created_at, updated_at, extra, content_hash, csv_hash, line_hash)
   SELECT $run, s, l, r.id, r.status, r.destination, r.category, r.description, r.location.lat, r.location.lng,
-    r.address, r.createdAt::TIMESTAMPTZ, r.updatedAt::TIMESTAMPTZ, x::JSON, h, lh::BIGINT
+    r.address, r.createdAt::TIMESTAMPTZ, r.updatedAt::TIMESTAMPTZ, x::JSON, h, ph, lh::BIGINT
   FROM read_json($file, format = 'newline_delimited', maximum_object_size = ${maxObjectBytes}, columns = {
-    s: 'BIGINT', l: 'VARCHAR', h: 'VARCHAR', lh: 'VARCHAR', x: 'VARCHAR',
+    s: 'BIGINT', l: 'VARCHAR', h: 'VARCHAR', ph: 'VARCHAR', lh: 'VARCHAR', x: 'VARCHAR',
     r: 'STRUCT(id VARCHAR, status VARCHAR, destination VARCHAR, category VARCHAR, description VARCHAR,
       location STRUCT(lat DOUBLE, lng DOUBLE), address VARCHAR, createdAt VARCHAR, updatedAt VARCHAR)'})`;
 const SEEN_ROWS = (maxObjectBytes: number) => `

@@ -57,7 +57,10 @@ describe('re-sync with known lines', () => {
     expect(first.counters.inserted).toBe(2);
     // Proof that a known line is not parsed: a stored content hash that no longer matches its line would
     // be "updated" by the full path, but a skipped line leaves the row alone.
-    await query(warehouse, `UPDATE reports SET content_hash = 'tampered' WHERE id = 'A'`);
+    await query(
+      warehouse,
+      `UPDATE reports SET content_hash = 'tampered', csv_hash = 'tampered' WHERE id = 'A'`,
+    );
     const second = await sync();
     expect(second.status).toBe('succeeded');
     expect(second.counters).toMatchObject({ recordsRead: 2, recordsLoaded: 2, unchanged: 2, updated: 0 });
@@ -122,14 +125,14 @@ describe('re-sync with known CSV rows', () => {
         // After an NDJSON run, CSV rows are not "known" (other source, other key): all parsed, all unchanged.
         await query(
           w,
-          `UPDATE reports SET content_hash = 'tampered' WHERE id = (SELECT min(id) FROM reports)`,
+          `UPDATE reports SET content_hash = 'tampered', csv_hash = 'tampered' WHERE id = (SELECT min(id) FROM reports)`,
         );
         const [first] = await syncTargetOnce(w, config, 'csv');
         expect(first?.counters).toMatchObject({ updated: 1, inserted: 0 });
         // Now every row is known from its CSV text: a tampered hash is no longer looked at.
         await query(
           w,
-          `UPDATE reports SET content_hash = 'tampered' WHERE id = (SELECT min(id) FROM reports)`,
+          `UPDATE reports SET content_hash = 'tampered', csv_hash = 'tampered' WHERE id = (SELECT min(id) FROM reports)`,
         );
         const [second] = await syncTargetOnce(w, config, 'csv');
         expect(second?.status).toBe('succeeded');

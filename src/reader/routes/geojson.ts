@@ -1,5 +1,6 @@
 import type { RouteHandlerMethod } from 'fastify';
 import { PUBLIC_PATHS } from '../../schema/public-query.js';
+import { stringifyJson } from '../../schema/json-text.js';
 import { FEATURE_COLLECTION_CLOSE, FEATURE_COLLECTION_OPEN, toFeature } from '../../schema/to-feature.js';
 import { openExport, sendExport } from '../export-response.js';
 import { publicQuery } from '../public-query.js';
@@ -36,7 +37,7 @@ export function geojsonRoute(ctx: ReaderContext): RouteHandlerMethod {
         for await (const reports of streamReports(open.tx.connection, sql, where.params, timeoutMs, what)) {
           let text = '';
           for (const report of reports) {
-            text += `${first ? '' : ','}${JSON.stringify(toFeature(report))}`;
+            text += `${first ? '' : ','}${stringifyJson(toFeature(report))}`;
             first = false;
           }
           yield text;

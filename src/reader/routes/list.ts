@@ -1,6 +1,6 @@
 import type { RouteHandlerMethod } from 'fastify';
 import { PUBLIC_PATHS } from '../../schema/public-query.js';
-import { toWire } from '../../schema/report.js';
+import { canonicalJson } from '../../schema/report.js';
 import { publicQuery } from '../public-query.js';
 import { withQueryTimeout } from '../query-timeout.js';
 import type { ReaderContext } from '../reader-context.js';
@@ -43,7 +43,10 @@ export function listRoute(ctx: ReaderContext): RouteHandlerMethod {
         const rows = await withQueryTimeout(c, ctx.config.readerQueryTimeoutMs, what, () =>
           c.runAndReadAll(sql, params),
         );
-        return JSON.stringify(rows.getRows().map((row) => toWire(rowToReport(row))));
+        return `[${rows
+          .getRows()
+          .map((row) => canonicalJson(rowToReport(row)))
+          .join(',')}]`;
       }),
     );
     return reply

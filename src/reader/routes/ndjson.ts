@@ -1,6 +1,6 @@
 import type { RouteHandlerMethod } from 'fastify';
 import { PUBLIC_PATHS } from '../../schema/public-query.js';
-import { toWire } from '../../schema/report.js';
+import { canonicalJson } from '../../schema/report.js';
 import { openExport, sendExport } from '../export-response.js';
 import { publicQuery } from '../public-query.js';
 import type { ReaderContext } from '../reader-context.js';
@@ -30,7 +30,7 @@ export function ndjsonRoute(ctx: ReaderContext): RouteHandlerMethod {
       async function* () {
         for await (const reports of streamReports(open.tx.connection, sql, where.params, timeoutMs, what)) {
           let text = '';
-          for (const report of reports) text += `${JSON.stringify(toWire(report))}\n`;
+          for (const report of reports) text += `${canonicalJson(report)}\n`;
           yield text;
         }
       },

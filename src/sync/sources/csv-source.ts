@@ -40,7 +40,7 @@ const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
 export const csvSource: ExportSource = {
   name: 'csv',
   fullExport: true,
-  validate: (value, limits) => validateCsvReport(value as CsvRow, limits),
+  validate: (value, _raw, limits) => validateCsvReport(value as CsvRow, limits),
   paging: {
     pageSize: (config) => config.csvPageSize,
     probe: probeFirstPage,

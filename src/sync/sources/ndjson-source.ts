@@ -1,6 +1,6 @@
 import { extractNdjson } from '../../extract/ndjson.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
-import { validateWireReport } from '../../schema/report.js';
+import { validateWireLine } from '../../schema/wire-line.js';
 import { extraLimits, requireBaseUrl } from '../../config/config.js';
 import { startDecoders } from '../../extract/decoders.js';
 import { charsetOf, utf8Chunks } from '../../extract/charset.js';
@@ -15,7 +15,7 @@ import type { ExportSource, ReadContext } from '../export-source.js';
 export const ndjsonSource: ExportSource = {
   name: 'ndjson',
   fullExport: true,
-  validate: validateWireReport,
+  validate: (value, raw, limits) => validateWireLine(raw, value, limits),
   async *read(ctx: ReadContext) {
     const url = `${requireBaseUrl(ctx.config)}${ctx.config.ndjsonPath}`;
     const res = await openStream(url, {

@@ -1,0 +1,41 @@
+import { csvCell } from './report-csv-cells.js';
+import { contentHash, type Report } from './report.js';
+
+/**
+ * The report as the CSV export carries it and `validateCsvReport` reads it back: every unknown field as the
+ * text of its CSV cell ({@link csvCell}: `5` → `"5"`, `true` → `"true"`, `{"a":1}` → its JSON text), a
+ * NULL cell (`null`) left out and `""` kept (PostgreSQL's `COPY … CSV` rule: a quoted empty cell is text). The known fields are already canonical in a {@link Report} (numbers,
+ * UTC timestamps, string ids), so they are the same from either source. Must mirror `csvExtra` of
+ * report.ts: a report read from CSV is its own projection.
+ */
+export function csvProjection(report: Report): Report {
+  const extra = report.extra;
+  if (extra === null || allText(extra)) return report;
+  let projected: Record<string, unknown> | null = null;
+  for (const key of Object.keys(extra)) {
+    const cell = csvCell(extra[key]);
+    if (cell === null) continue;
+    projected ??= Object.create(null) as Record<string, unknown>;
+    projected[key] = cell;
+  }
+  return { ...report, extra: projected };
+}
+
+/**
+ * The content hash of {@link csvProjection}: equal for the NDJSON and the CSV reading of the same upstream
+ * report, so the merge can tell a representation difference (CSV cells are text) from a change.
+ *
+ * @param hash the report's own content hash, returned when the projection is the report itself
+ */
+export function csvProjectionHash(report: Report, hash: string): string {
+  const projected = csvProjection(report);
+  return projected === report ? hash : contentHash(projected);
+}
+
+function allText(extra: Record<string, unknown>): boolean {
+  for (const key of Object.keys(extra)) {
+    const v = extra[key];
+    if (typeof v !== 'string') return false;
+  }
+  return true;
+}
