@@ -20,27 +20,41 @@ export function countTextKeys(text: string): number {
   return keys;
 }
 
-/** The number of own keys of every object in a parsed JSON value, at any depth. */
+/**
+ * The number of own keys of every object in a parsed JSON value, at any depth. Iterative: a value nested
+ * 100,000 deep (which `JSON.parse` accepts) must not overflow the stack before the depth bound rejects it.
+ */
 export function countParsedKeys(value: unknown): number {
-  if (typeof value !== 'object' || value === null) return 0;
   let n = 0;
-  if (Array.isArray(value)) {
-    for (const v of value) if (typeof v === 'object' && v !== null) n += countParsedKeys(v);
-    return n;
-  }
-  for (const key in value) {
-    n++;
-    const v = (value as Record<string, unknown>)[key];
-    if (typeof v === 'object' && v !== null) n += countParsedKeys(v);
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) {
+      for (const item of v) if (typeof item === 'object' && item !== null) stack.push(item);
+      continue;
+    }
+    for (const key in v) {
+      n++;
+      const item = (v as Record<string, unknown>)[key];
+      if (typeof item === 'object' && item !== null) stack.push(item);
+    }
   }
   return n;
 }
 
-/** True when a parsed value holds a number at any depth (its text may say more than the double: `1.0`, `1e400`). */
+/**
+ * True when a parsed value holds a number at any depth (its text may say more than the double: `1.0`,
+ * `1e400`). Iterative, like {@link countParsedKeys}.
+ */
 export function holdsNumber(value: unknown): boolean {
-  if (typeof value === 'number') return true;
-  if (typeof value !== 'object' || value === null) return false;
-  if (Array.isArray(value)) return value.some(holdsNumber);
-  for (const key in value) if (holdsNumber((value as Record<string, unknown>)[key])) return true;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'number') return true;
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) for (const item of v) stack.push(item);
+    else for (const key in v) stack.push((v as Record<string, unknown>)[key]);
+  }
   return false;
 }
