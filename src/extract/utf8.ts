@@ -1,6 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import type { RecordLocation } from './record.js';
-import type { Reject } from '../warehouse/staging.js';
+import type { RecordLocation, UnreadableRecord } from './record.js';
 
 /**
  * Offset of the first byte of `bytes` that is not part of well-formed UTF-8 (RFC 3629: no overlong form, no
@@ -59,7 +58,7 @@ export function invalidUtf8Reject(
   offset: number,
   rawMaxBytes: number,
   recordId?: string,
-): Reject {
+): UnreadableRecord {
   const cut = bytes.length > rawMaxBytes;
   const kept = cut ? bytes.subarray(0, rawMaxBytes) : bytes;
   return {

@@ -1,10 +1,8 @@
-import type { ExtraLimits } from '../schema/value-rules.js';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
-import type { Extracted } from '../extract/record.js';
-import type { ValidationResult } from '../schema/report.js';
+import type { KnownLines } from '../normalize/known-lines.js';
+import type { DecodedBlock } from '../normalize/reject.js';
 import type { Logger } from '../util/logger.js';
-import type { KnownLines } from './known-lines.js';
 
 /** Marks the end of a unit the runner commits as one checkpoint (a CSV page). */
 export interface CheckpointMark {
@@ -13,6 +11,15 @@ export interface CheckpointMark {
   /** Where a resumed run continues, when known. */
   nextUrl?: string | undefined;
 }
+
+/** Records decoded together (an NDJSON block, a CSV page): the one form in which records reach the runner. */
+export interface BlockItem {
+  kind: 'block';
+  block: DecodedBlock;
+}
+
+/** What a source yields: blocks of records, and for a paged source the ends of its pages. */
+export type SourceItem = BlockItem | CheckpointMark;
 
 /** What a source reports about the export it reads. */
 export interface ExportInfo {
@@ -91,7 +98,7 @@ export interface PagedExport {
 
 /**
  * One upstream export declared as data (STYLE.md: a stream is a small declared unit): how to read it from
- * the start (called again on every retry), and how to validate one of its values into a Report.
+ * the start (called again on every retry), yielding its records as decoded blocks.
  */
 export interface ExportSource {
   /** `ndjson` | `csv`: stored in `sync_runs.source` and `reports.source`. */
@@ -100,10 +107,5 @@ export interface ExportSource {
   fullExport: boolean;
   /** Set for paged exports (see {@link PagedExport}). */
   paging?: PagedExport | undefined;
-  read(ctx: ReadContext): AsyncIterable<Extracted | CheckpointMark>;
-  /**
-   * Validates one value (a single record the source did not decode in a block) against its raw text, with
-   * unknown fields within `limits`.
-   */
-  validate(value: unknown, raw: string, limits: ExtraLimits): ValidationResult;
+  read(ctx: ReadContext): AsyncIterable<SourceItem>;
 }

@@ -2,8 +2,7 @@ import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Dispatcher } from 'undici';
-import { extraLimits, type Config } from '../config/config.js';
-import { canonicalJson, contentHash } from '../schema/report.js';
+import type { Config } from '../config/config.js';
 import { safeUrl } from '../upstream/safe-url.js';
 import { withRetry } from '../upstream/with-retry.js';
 import { errorMessage, isSyncError, SyncError } from '../util/errors.js';
@@ -12,11 +11,13 @@ import type { Logger } from '../util/logger.js';
 import { clearStaging, mergeStaging } from '../warehouse/merge.js';
 import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
 import { finishRun, newRunId, saveCounters, saveFacts, startRun, type RunStatus } from '../warehouse/runs.js';
-import { appendRejects, clearSpool, spoolDirFor, StagingWriter, type Reject } from '../warehouse/staging.js';
+import { clearSpool, spoolDirFor } from '../normalize/batch-files.js';
+import type { Reject } from '../normalize/reject.js';
+import { loadKnownLines } from '../warehouse/known-line-hashes.js';
+import { appendRejects } from '../warehouse/quarantine.js';
+import { StagingWriter } from '../warehouse/staging.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
-import { recordIdOf } from '../extract/record.js';
 import type { ExportInfo, ExportSource, ReadContext } from './export-source.js';
-import { KnownLines } from './known-lines.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { prepareResume } from './resume-run.js';
 
@@ -153,9 +154,8 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   const target = { runId, source: source.name, rawMaxBytes: config.rejectRawMaxBytes, spoolDir };
   let writer = new StagingWriter(connection, target);
   // Lines a current report came from are skipped before parsing (issue #7); loaded once per run.
-  const knownLines = await KnownLines.load(connection, source.name);
+  const knownLines = await loadKnownLines(connection, source.name);
   let page: number | undefined;
-  const limits = extraLimits(config);
   // Commits a batch; the export's validator goes to sync_runs before the first one, so an interrupted
   // run can be resumed only against the same export version.
   const flush = async (checkpoint: { page?: number | undefined; nextUrl?: string | undefined }) => {
@@ -229,7 +229,6 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         page = resume.page;
         writer = new StagingWriter(connection, {
           ...target,
-          startSeq: resume.nextSeq,
           startBatch: resume.batch,
         });
         exportInfoSaved = true;
@@ -263,35 +262,10 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         progress();
         continue;
       }
-      if (item.kind === 'block') {
-        // NDJSON lines or a CSV page decoded in a worker by the same rules as below (extract/ndjson-block.ts,
-        // extract/csv-page-decode.ts).
-        counters.recordsRead += item.block.read;
-        counters.recordsLoaded += item.block.loaded;
-        counters.recordsRejected += item.block.rejected;
-        writer.addBlock(item.block);
-      } else if (item.kind === 'malformed') {
-        counters.recordsRead++;
-        counters.recordsRejected++;
-        writer.reject(item);
-      } else {
-        counters.recordsRead++;
-        const result = source.validate(item.value, item.raw, limits);
-        if (result.ok) {
-          counters.recordsLoaded++;
-          const json = canonicalJson(result.report);
-          const hash = contentHash(result.report, json);
-          writer.add(result.report, json, hash, item.location, item.seq);
-        } else {
-          counters.recordsRejected++;
-          writer.reject({
-            location: item.location,
-            raw: item.raw,
-            recordId: recordIdOf(item.value),
-            issues: result.issues,
-          });
-        }
-      }
+      counters.recordsRead += item.block.read;
+      counters.recordsLoaded += item.block.loaded;
+      counters.recordsRejected += item.block.rejected;
+      writer.addBlock(item.block);
       // A paged source commits whole pages only: a page cut in two could not be resumed exactly.
       if (writer.pending >= config.batchSize && !source.paging) {
         await flush({ page });

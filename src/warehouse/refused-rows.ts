@@ -2,7 +2,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { RecordLocation } from '../extract/record.js';
 import { errorMessage } from '../util/errors.js';
-import type { Reject } from './staging.js';
+import type { Reject } from '../normalize/reject.js';
 
 /** Most single-row probes one batch may take before the refusal is taken for systematic (the run fails). */
 const MAX_PROBES = 2_000;

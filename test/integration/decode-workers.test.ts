@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startDecoders } from '../../src/extract/decoders.js';
+import { startDecoders } from '../../src/normalize/decoders.js';
 import { loadDataset } from '../../src/simulator/load-dataset.js';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/server.js';
 import { csvSource } from '../../src/sync/sources/csv-source.js';
-import { KnownLines } from '../../src/sync/known-lines.js';
+import { KnownLines } from '../../src/normalize/known-lines.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import { sampleDatasetPath } from '../../src/util/package-root.js';
 import { openTestWarehouse, query, syncOnce, tempDir, testConfig } from '../helpers/sync.js';

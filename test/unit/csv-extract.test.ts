@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseCsvPage, type CsvPage } from '../../src/extract/csv.js';
-import type { Extracted } from '../../src/extract/record.js';
+import type { ExtractedRecord as Extracted } from '../../src/extract/record.js';
 import { isSyncError } from '../../src/util/errors.js';
 
 const HEADER = 'id,status,description\r\n';

@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { extractNdjson } from '../../src/extract/ndjson.js';
-import type { Extracted } from '../../src/extract/record.js';
+import { startDecoders } from '../../src/normalize/decoders.js';
+import { KnownLines } from '../../src/normalize/known-lines.js';
+import { decodeNdjson } from '../../src/normalize/ndjson-decode.js';
+import type { DecodedBlock } from '../../src/normalize/reject.js';
 import { splitLines } from '../../src/extract/split-lines.js';
 import { SyncError } from '../../src/util/errors.js';
 
@@ -16,6 +18,21 @@ async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
 }
 
 const opts = { maxRecordBytes: 1024, rejectRawMaxBytes: 16, url: 'http://127.0.0.1/x' };
+
+/** The body decoded inline, as one list of its staged seqs and rejects (the blocks merged). */
+async function decodeAll(body: AsyncIterable<Uint8Array>): Promise<DecodedBlock[]> {
+  const decoders = startDecoders(0, await KnownLines.empty('ndjson'), opts.rejectRawMaxBytes);
+  return collect(decodeNdjson(body, { ...opts, decoders }));
+}
+
+/** Line numbers of the staged rows of `blocks` (their `s` field, see staged-line.ts). */
+function stagedLines(blocks: DecodedBlock[]): number[] {
+  const text = blocks.map((b) => Buffer.from(b.rows.bytes).toString('utf8')).join('');
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => (JSON.parse(l) as { s: number }).s);
+}
 
 describe('splitLines', () => {
   it('keeps physical line numbers across chunk borders, multi-byte characters and a BOM', async () => {
@@ -76,27 +93,27 @@ describe('splitLines', () => {
   });
 });
 
-describe('extractNdjson', () => {
+describe('decodeNdjson', () => {
   it('turns malformed and over-long lines into quarantine units with their line numbers, skips blanks', async () => {
     const body = chunks(`{"id":1}\n\n{"id":\n   \n${'{"x":"' + 'y'.repeat(2000) + '"}'}\n{"id":2}\n`);
-    const items: Extracted[] = await collect(extractNdjson(body, opts));
-    expect(items.map((i) => [i.kind, i.kind === 'block' ? undefined : i.location.line])).toEqual([
-      ['value', 1],
-      ['malformed', 3],
-      ['malformed', 5],
-      ['value', 6],
-    ]);
-    const long = items[2];
-    expect(long?.kind === 'malformed' && long.rawTruncated && long.rawBytes).toBe(2008);
+    const blocks = await decodeAll(body);
+    const rejects = blocks.flatMap((b) => b.rejects);
+    // Lines 1 and 6 parse (and fail validation here: the decoder goes on to the schema); 3 and 5 never parse.
+    const unreadable = rejects.filter((r) => !r.issues.some((i) => i.path !== ''));
+    expect(unreadable.map((r) => r.location.line)).toEqual([3, 5]);
+    expect([...stagedLines(blocks), ...rejects.map((r) => r.location.line)].sort()).toEqual([1, 3, 5, 6]);
+    expect(blocks.reduce((n, b) => n + b.read, 0)).toBe(4);
+    const long = unreadable[1];
+    expect(long?.rawTruncated && long.rawBytes).toBe(2008);
   });
 
   it('accepts a last line without newline when it parses', async () => {
-    const items = await collect(extractNdjson(chunks('{"id":1}\n{"id":2}'), opts));
-    expect(items).toHaveLength(2);
+    const blocks = await decodeAll(chunks('{"id":1}\n{"id":2}'));
+    expect(blocks.reduce((n, b) => n + b.read, 0)).toBe(2);
   });
 
   it('reports a body cut mid-line as a retryable truncation', async () => {
-    await expect(collect(extractNdjson(chunks('{"id":1}\n{"id":2,"sta'), opts))).rejects.toSatisfy(
+    await expect(decodeAll(chunks('{"id":1}\n{"id":2,"sta'))).rejects.toSatisfy(
       (e: unknown) => e instanceof SyncError && e.code === 'BODY_TRUNCATED' && e.retryable,
     );
   });

@@ -1,18 +1,16 @@
 import { requireBaseUrl, type Config } from '../../config/config.js';
-import type { DecodedCsvPage } from '../../extract/csv-page-decode.js';
-import { startDecoders, type BlockDecoders } from '../../extract/decoders.js';
+import type { DecodedCsvPage } from '../../normalize/csv-page-decode.js';
+import { startDecoders, type BlockDecoders } from '../../normalize/decoders.js';
 import { charsetOf, toUtf8 } from '../../extract/charset.js';
-import type { Extracted } from '../../extract/record.js';
-import { KnownLines } from '../known-lines.js';
+import { KnownLines } from '../../normalize/known-lines.js';
 import { decidePaging, mayBeEnd } from './csv-paging.js';
-import { validateCsvReport, type CsvRow } from '../../schema/report.js';
 import { extraLimits } from '../../config/config.js';
 import { nextLink } from '../../upstream/link-header.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
 import { safeUrl } from '../../upstream/safe-url.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../../util/errors.js';
-import type { CheckpointMark, ExportSource, ExportValidator, ReadContext } from '../export-source.js';
+import type { SourceItem, ExportSource, ExportValidator, ReadContext } from '../export-source.js';
 
 const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
 
@@ -40,7 +38,6 @@ const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
 export const csvSource: ExportSource = {
   name: 'csv',
   fullExport: true,
-  validate: (value, _raw, limits) => validateCsvReport(value as CsvRow, limits),
   paging: {
     pageSize: (config) => config.csvPageSize,
     probe: probeFirstPage,
@@ -59,7 +56,7 @@ export function csvPageUrl(config: Config, page: number): URL {
 /** Pages fetched ahead of the one being staged (downloaded and decoding in the workers meanwhile). */
 const PAGES_AHEAD = 3;
 
-async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | CheckpointMark> {
+async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem> {
   const { config, logger } = ctx;
   const pageSize = config.csvPageSize;
   const resume = ctx.resumeFrom;

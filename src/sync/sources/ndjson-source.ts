@@ -1,11 +1,10 @@
-import { extractNdjson } from '../../extract/ndjson.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
-import { validateWireLine } from '../../schema/wire-line.js';
 import { extraLimits, requireBaseUrl } from '../../config/config.js';
-import { startDecoders } from '../../extract/decoders.js';
+import { startDecoders } from '../../normalize/decoders.js';
+import { decodeNdjson } from '../../normalize/ndjson-decode.js';
+import { KnownLines } from '../../normalize/known-lines.js';
 import { charsetOf, utf8Chunks } from '../../extract/charset.js';
 import { countBytes } from '../count-bytes.js';
-import { KnownLines } from '../known-lines.js';
 import type { ExportSource, ReadContext } from '../export-source.js';
 
 /**
@@ -15,7 +14,6 @@ import type { ExportSource, ReadContext } from '../export-source.js';
 export const ndjsonSource: ExportSource = {
   name: 'ndjson',
   fullExport: true,
-  validate: (value, raw, limits) => validateWireLine(raw, value, limits),
   async *read(ctx: ReadContext) {
     const url = `${requireBaseUrl(ctx.config)}${ctx.config.ndjsonPath}`;
     const res = await openStream(url, {
@@ -52,12 +50,13 @@ export const ndjsonSource: ExportSource = {
       extraLimits(ctx.config),
     );
     try {
-      yield* extractNdjson(body, {
+      for await (const block of decodeNdjson(body, {
         maxRecordBytes: ctx.config.maxRecordBytes,
         rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
         url: res.url,
         decoders,
-      });
+      }))
+        yield { kind: 'block', block };
     } catch (err) {
       throw networkError(err, res.url);
     } finally {

@@ -2,11 +2,12 @@
 // NDJSON block or CSV page it is sent and posts the result back, transferring the encoded lines.
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ExtraLimits } from '../schema/value-rules.js';
-import { KnownLines, loadLineHasher, type KnownLinesState } from '../sync/known-lines.js';
+import { KnownLines, loadLineHasher, type KnownLinesState } from './known-lines.js';
 import { SyncError } from '../util/errors.js';
 import { decodeCsvPage } from './csv-page-decode.js';
 import type { DecodeJob, DecodeReply } from './decoders.js';
-import { decodeBlock, type DecodedBlock } from './ndjson-block.js';
+import { decodeBlock } from './ndjson-block.js';
+import type { DecodedBlock } from './reject.js';
 
 const { known, rawMaxBytes, limits } = workerData as {
   known: KnownLinesState;

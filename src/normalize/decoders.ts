@@ -3,12 +3,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from '../schema/value-rules.js';
-import type { KnownLines } from '../sync/known-lines.js';
+import type { NdjsonBlock } from '../extract/block-packer.js';
+import type { CsvPageOptions } from '../extract/csv.js';
 import { SyncError } from '../util/errors.js';
 import { packageRoot } from '../util/package-root.js';
-import type { CsvPageOptions } from './csv.js';
 import { decodeCsvPage, type DecodedCsvPage } from './csv-page-decode.js';
-import { decodeBlock, type DecodedBlock, type NdjsonBlock } from './ndjson-block.js';
+import type { KnownLines } from './known-lines.js';
+import { decodeBlock } from './ndjson-block.js';
+import type { DecodedBlock } from './reject.js';
 
 /** Decodes NDJSON blocks and CSV pages, in worker threads or inline; results may arrive out of order. */
 export interface BlockDecoders {
@@ -132,58 +134,7 @@ export function startDecoders(
 function workerScript(): string | undefined {
   const here = fileURLToPath(import.meta.url);
   const script = here.endsWith('.ts')
-    ? join(packageRoot(), 'dist', 'src', 'extract', 'decode-worker.js')
+    ? join(packageRoot(), 'dist', 'src', 'normalize', 'decode-worker.js')
     : join(here, '..', 'decode-worker.js');
   return existsSync(script) ? script : undefined;
-}
-
-/**
- * Packs whole lines into {@link NdjsonBlock}s of about `targetBytes` (a line's bytes are copied: the
- * splitter's views are only valid until the next line).
- */
-export class BlockPacker {
-  #bytes: Buffer;
-  #used = 0;
-  #offsets: number[] = [0];
-  #lines: number[] = [];
-
-  constructor(private readonly targetBytes = 1 << 20) {
-    this.#bytes = Buffer.allocUnsafeSlow(targetBytes);
-  }
-
-  get count(): number {
-    return this.#lines.length;
-  }
-
-  /** True once the block holds `targetBytes` or more. */
-  get full(): boolean {
-    return this.#used >= this.targetBytes;
-  }
-
-  add(raw: Uint8Array, lineNumber: number): void {
-    if (this.#used + raw.length > this.#bytes.length) {
-      const bigger = Buffer.allocUnsafeSlow(Math.max(this.#bytes.length * 2, this.#used + raw.length));
-      this.#bytes.copy(bigger, 0, 0, this.#used);
-      this.#bytes = bigger;
-    }
-    this.#bytes.set(raw, this.#used);
-    this.#used += raw.length;
-    this.#offsets.push(this.#used);
-    this.#lines.push(lineNumber);
-  }
-
-  /** The block so far; the packer starts a new one. */
-  take(): NdjsonBlock {
-    const block: NdjsonBlock = {
-      bytes: new Uint8Array(this.#bytes.buffer, this.#bytes.byteOffset, this.#used),
-      offsets: Uint32Array.from(this.#offsets),
-      lineNumbers: Float64Array.from(this.#lines),
-      count: this.#lines.length,
-    };
-    this.#bytes = Buffer.allocUnsafeSlow(this.targetBytes);
-    this.#used = 0;
-    this.#offsets = [0];
-    this.#lines = [];
-    return block;
-  }
 }

@@ -1,5 +1,4 @@
 import { hash } from 'node:crypto';
-import type { DuckDBConnection } from '@duckdb/node-api';
 import xxhash, { type XXHashAPI } from 'xxhash-wasm';
 
 // xxHash64 (WebAssembly, instantiated once per thread): ~0.3 µs for a 460-byte line where SHA-1 through
@@ -60,8 +59,7 @@ export class KnownLines {
   #seed = 0n;
   readonly #h64: XXHashAPI['h64'];
   readonly #h64Raw: XXHashAPI['h64Raw'];
-  /** Number of hashes held. */
-  readonly size: number;
+  #size: number;
 
   private constructor(source: string, capacity: number, shared?: KnownLinesState) {
     let slots = 16;
@@ -72,11 +70,16 @@ export class KnownLines {
     this.#used = new Uint8Array(shared?.used ?? new SharedArrayBuffer(slots));
     this.#mask = this.#used.length - 1;
     this.#source = source;
-    this.size = shared?.size ?? 0;
+    this.#size = shared?.size ?? 0;
     if (hasher === undefined) throw new Error('KnownLines: call loadLineHasher() first');
     this.#h64 = hasher.h64;
     this.#h64Raw = hasher.h64Raw;
     this.setContext('');
+  }
+
+  /** Number of hashes held. */
+  get size(): number {
+    return this.#size;
   }
 
   /** What a worker needs to rebuild this set with {@link fromState} (shared memory, not copied). */
@@ -106,34 +109,22 @@ export class KnownLines {
   }
 
   /**
-   * Loads the line hashes of current (not tombstoned) reports. Hashes staged by another source never
-   * match this one's lines (the key differs) and only take room. Call once at the start of a run.
+   * An empty set sized for `capacity` hashes, to be filled with {@link add} (the warehouse's current
+   * line hashes: warehouse/known-line-hashes.ts).
    */
-  static async load(connection: DuckDBConnection, source: string): Promise<KnownLines> {
+  static async withCapacity(source: string, capacity: number): Promise<KnownLines> {
     await loadLineHasher();
-    const where = `line_hash IS NOT NULL AND removed_at IS NULL`;
-    const count = Number(
-      (await connection.runAndReadAll(`SELECT count(*) FROM reports WHERE ${where}`)).getRowsJS()[0]?.[0] ??
-        0,
-    );
-    const set = new KnownLines(source, count);
-    const result = await connection.stream(
-      `SELECT (line_hash >> 32)::INTEGER AS hi,
-              ((line_hash & 4294967295) - CASE WHEN line_hash & 2147483648 <> 0 THEN 4294967296 ELSE 0 END)::INTEGER AS lo
-       FROM reports WHERE ${where}`,
-    );
-    let n = 0;
-    for (;;) {
-      const chunk = await result.fetchChunk();
-      if (!chunk || chunk.rowCount === 0) break;
-      const hi = chunk.getColumnVector(0);
-      const lo = chunk.getColumnVector(1);
-      for (let i = 0; i < chunk.rowCount; i++) {
-        if (set.#insert(hi.getItem(i) as number, lo.getItem(i) as number)) n++;
-      }
-    }
-    (set as { size: number }).size = n;
-    return set;
+    return new KnownLines(source, capacity);
+  }
+
+  /**
+   * Adds one hash, given as its high and low signed 32-bit halves; false when it was held already. Only
+   * before the set is shared with workers ({@link state} copies the size).
+   */
+  add(hi: number, lo: number): boolean {
+    if (!this.#insert(hi, lo)) return false;
+    this.#size++;
+    return true;
   }
 
   /**

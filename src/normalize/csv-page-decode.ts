@@ -1,12 +1,11 @@
 import { canonicalJson, contentHash, validateCsvReport, type CsvRow } from '../schema/report.js';
-import type { KnownLines } from '../sync/known-lines.js';
+import { scanCsvPage, type CsvPage, type CsvPageOptions } from '../extract/csv.js';
+import type { ExtractedRecord } from '../extract/record.js';
 import { SyncError } from '../util/errors.js';
 import { LineBuffer } from '../util/line-file.js';
-import type { Reject } from '../warehouse/staging.js';
-import { seenLine, stagedRowLine } from '../warehouse/staged-line.js';
-import { scanCsvPage, type CsvPage, type CsvPageOptions } from './csv.js';
-import type { DecodedBlock } from './ndjson-block.js';
-import { recordIdOf, type ExtractedRecord } from './record.js';
+import type { KnownLines } from './known-lines.js';
+import { recordIdOf, type DecodedBlock, type Reject } from './reject.js';
+import { seenLine, stagedRowLine } from './staged-line.js';
 
 /** Rows a page may hold: a record's `seq` is `page × 2^29 + row` (see {@link csvSeq}). */
 export const CSV_MAX_PAGE_ROWS = 2 ** 29 - 1;
@@ -31,7 +30,7 @@ export function csvSeq(page: number, row: number): number {
 
 /**
  * Parses one CSV page (`scanCsvPage` of csv.ts: the rules of `parseCsvPage`, a row at a time) and decodes
- * each row as it is read, exactly as the runner treats single records (run-sync.ts): a row the CSV parser
+ * each row as it is read, a row the CSV parser
  * quarantined → reject; a row whose raw text `known` holds (under the page's header, see
  * `KnownLines.setContext`) → a known line; else validated (`validateCsvReport`: invalid → reject with the
  * zod issues) and staged with its canonical JSON, content hash and line hash. Pure apart from `known`'s

@@ -1,5 +1,4 @@
-import type { RecordLocation } from '../extract/record.js';
-import { formatLocation } from '../extract/record.js';
+import { formatLocation, type RecordLocation } from '../extract/record.js';
 import type { Report } from '../schema/report.js';
 import { extraObjectJson } from '../schema/json-text.js';
 import { csvProjectionHash } from '../schema/csv-projection.js';

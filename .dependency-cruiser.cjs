@@ -1,0 +1,51 @@
+// Import rules of src/ (docs/architecture.md): no import circles, and the stages stack as the pipeline
+// reads them — extract → normalize → warehouse → sync — so a lower stage never imports a higher one.
+// The shared folders (schema, util, config, upstream) import no stage. Run by `npm run lint`.
+const stage = (folder) => `^src/${folder}/`;
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'No import circle: a type-only import may close one (it leaves no runtime edge).',
+      from: { path: '^src/' },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+    {
+      name: 'extract-imports-no-later-stage',
+      severity: 'error',
+      comment: 'extract/ turns bytes into raw lines and CSV rows; it knows nothing of what follows.',
+      from: { path: stage('extract') },
+      to: { path: [stage('normalize'), stage('warehouse'), stage('sync')] },
+    },
+    {
+      name: 'normalize-imports-no-later-stage',
+      severity: 'error',
+      comment: 'normalize/ turns raw lines and rows into staged rows and rejects, without the warehouse.',
+      from: { path: stage('normalize') },
+      to: { path: [stage('warehouse'), stage('sync')] },
+    },
+    {
+      name: 'warehouse-imports-no-runner',
+      severity: 'error',
+      comment: 'warehouse/ stages, merges and records runs; the runner (sync/) drives it, not the reverse.',
+      from: { path: stage('warehouse') },
+      to: { path: stage('sync') },
+    },
+    {
+      name: 'shared-folders-import-no-stage',
+      severity: 'error',
+      comment: 'schema/, util/, config/ and upstream/ serve every stage and import none.',
+      from: { path: ['^src/(schema|util|config|upstream)/'] },
+      to: { path: [stage('extract'), stage('normalize'), stage('warehouse'), stage('sync')] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};

@@ -1,0 +1,127 @@
+import type { NdjsonBlock, OverLongLine } from '../extract/block-packer.js';
+import { parseJsonLine } from '../extract/ndjson.js';
+import { firstInvalidUtf8, invalidUtf8Reject } from '../extract/utf8.js';
+import { canonicalJson, contentHash } from '../schema/report.js';
+import type { ExtraLimits } from '../schema/value-rules.js';
+import { validateWireLine } from '../schema/wire-line.js';
+import { SyncError } from '../util/errors.js';
+import { LineBuffer } from '../util/line-file.js';
+import type { KnownLines } from './known-lines.js';
+import { recordIdOf, type DecodedBlock, type Reject } from './reject.js';
+import { seenLine, stagedRowLine } from './staged-line.js';
+
+export type { NdjsonBlock };
+
+/**
+ * Decodes a block of NDJSON lines: blank lines skipped; an over-long line → reject (its kept text, flagged
+ * cut, with its full size); a line whose hash `known` holds → a known line; else checked to be UTF-8
+ * (invalid bytes → reject holding them in base64, extract/utf8.ts), parsed (stream-json's checked parse:
+ * malformed → reject), validated (`validateWireLine` within `limits`: invalid → reject with the zod
+ * issues), and staged with its canonical JSON, content hash and line hash. Staged records and known lines
+ * are numbered by their line (`seq`), which keeps arrival order whichever thread decodes the block. Rejects
+ * come in line order. Pure: runs in a worker thread or inline.
+ *
+ * @param rawMaxBytes raw text kept for a malformed line (bytes); longer text is cut and flagged
+ * @throws SyncError `BODY_TRUNCATED` (retryable) when the block's `unterminated` last line does not parse:
+ *   a close-delimited body was cut mid-line (DESIGN.md §4)
+ */
+export function decodeBlock(
+  block: NdjsonBlock,
+  known: KnownLines,
+  rawMaxBytes: number,
+  limits: ExtraLimits,
+): DecodedBlock {
+  const rows = new LineBuffer();
+  const seen = new LineBuffer();
+  const rejects: Reject[] = [];
+  let read = 0;
+  let loaded = 0;
+  let rejected = 0;
+  const { bytes, offsets, lineNumbers, overLong } = block;
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let o = 0; // next over-long line: merged in by line number, so rejects stay in line order
+  const overLongBefore = (line: number) => {
+    for (; o < overLong.length && overLong[o]!.lineNumber < line; o++) {
+      read++;
+      rejected++;
+      rejects.push(overLongReject(overLong[o]!));
+    }
+  };
+  for (let i = 0; i < block.count; i++) {
+    const raw = view.subarray(offsets[i], offsets[i + 1]);
+    const line = lineNumbers[i]!;
+    overLongBefore(line);
+    if (isBlank(raw)) continue;
+    read++;
+    const location = { line };
+    if (block.unterminated && i === block.count - 1) checkComplete(raw, line, block.unterminated.url);
+    const check = known.check(raw);
+    if (check.known) {
+      loaded++;
+      seen.write(seenLine(line, check.hash));
+      continue;
+    }
+    const invalid = firstInvalidUtf8(raw);
+    if (invalid !== -1) {
+      rejected++;
+      rejects.push(invalidUtf8Reject(location, raw, invalid, rawMaxBytes));
+      continue;
+    }
+    const text = raw.toString('utf8');
+    const parsed = parseJsonLine(text);
+    if ('error' in parsed) {
+      rejected++;
+      const cut = raw.length > rawMaxBytes;
+      rejects.push({
+        location,
+        raw: cut ? raw.subarray(0, rawMaxBytes).toString('utf8') : text,
+        ...(cut ? { rawTruncated: true, rawBytes: raw.length } : {}),
+        issues: [{ path: '', message: `malformed JSON: ${parsed.error}` }],
+      });
+      continue;
+    }
+    const result = validateWireLine(text, parsed.value, limits);
+    if (!result.ok) {
+      rejected++;
+      rejects.push({ location, raw: text, recordId: recordIdOf(parsed.value), issues: result.issues });
+      continue;
+    }
+    loaded++;
+    const json = canonicalJson(result.report);
+    const hash = contentHash(result.report, json);
+    rows.write(stagedRowLine(line, location, result.report, json, hash, check.hash));
+  }
+  overLongBefore(Infinity);
+  return { rows: rows.take(), seen: seen.take(), rejects, read, loaded, rejected };
+}
+
+function isBlank(raw: Buffer): boolean {
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i];
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;
+  }
+  return true;
+}
+
+/**
+ * A last line without a final `\n` is a record only when it parses: else the body was cut mid-line, and
+ * the export is read again (a cut line is never quarantined as if the upstream had sent it).
+ */
+function checkComplete(raw: Buffer, line: number, url: string): void {
+  if (!('error' in parseJsonLine(raw.toString('utf8')))) return;
+  throw new SyncError(
+    'BODY_TRUNCATED',
+    `The body of ${url} ended in the middle of line ${line} (connection closed early)`,
+    { context: { url, line }, retryable: true },
+  );
+}
+
+function overLongReject(line: OverLongLine): Reject {
+  return {
+    location: { line: line.lineNumber },
+    raw: line.text,
+    rawTruncated: true,
+    rawBytes: line.bytes,
+    issues: [{ path: '', message: `line of ${line.bytes} bytes exceeds the ${line.limit}-byte limit` }],
+  };
+}

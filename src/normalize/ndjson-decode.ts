@@ -1,0 +1,28 @@
+import { ndjsonBlocks, type NdjsonOptions } from '../extract/ndjson.js';
+import type { BlockDecoders } from './decoders.js';
+import type { DecodedBlock } from './reject.js';
+
+// Blocks decoding at once: enough to keep every worker busy, few enough to bound memory (~1 MiB each).
+const MAX_BLOCKS_IN_FLIGHT = 6;
+
+/**
+ * NDJSON body → {@link DecodedBlock}s in body order: the body's raw line blocks (extract/ndjson.ts) decoded
+ * by `decoders` (worker threads or inline, see ndjson-block.ts), at most a few blocks ahead. Every line,
+ * the over-long ones and an unterminated last one included, travels in a block.
+ *
+ * @throws SyncError `BODY_TRUNCATED` (retryable) when the body's last line has no final newline and does
+ *   not parse: a close-delimited body was cut mid-line (DESIGN.md §4)
+ */
+export async function* decodeNdjson(
+  body: AsyncIterable<Uint8Array>,
+  options: NdjsonOptions & { decoders: BlockDecoders },
+): AsyncGenerator<DecodedBlock> {
+  const queue: Promise<DecodedBlock>[] = [];
+  for await (const block of ndjsonBlocks(body, options)) {
+    const decoded = options.decoders.decode(block);
+    decoded.catch(() => undefined); // awaited in order below; unawaited only when reading stopped early
+    queue.push(decoded);
+    while (queue.length > MAX_BLOCKS_IN_FLIGHT) yield await queue.shift()!;
+  }
+  while (queue.length > 0) yield await queue.shift()!;
+}

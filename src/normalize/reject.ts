@@ -1,0 +1,44 @@
+import type { RecordLocation } from '../extract/record.js';
+import { isWellFormedText } from '../schema/value-rules.js';
+import type { RecordIssue } from '../schema/report.js';
+import type { EncodedLines } from '../util/line-file.js';
+
+/** A record that failed parsing or validation, as stored in `rejected_records` (the quarantine). */
+export interface Reject {
+  location: RecordLocation;
+  /** The record as received: its text, or its bytes in base64 when `rawEncoding` is `base64`. */
+  raw: string;
+  /** `base64` when the record's bytes are not valid UTF-8 (see extract/utf8.ts); text otherwise. */
+  rawEncoding?: 'base64' | undefined;
+  rawTruncated?: boolean | undefined;
+  /** Size of the full raw record in bytes (when `raw` was cut). */
+  rawBytes?: number | undefined;
+  recordId?: string | undefined;
+  issues: RecordIssue[];
+}
+
+/**
+ * Records decoded together (an NDJSON block or a CSV page), the one form in which records travel from the
+ * normalize stage to staging: batch-file lines of valid reports (`rows`, see staged-line.ts) and of known
+ * lines (`seen`), the block's rejects, and its counts (records: blank lines are not records). Invariant:
+ * `read === loaded + rejected`.
+ */
+export interface DecodedBlock {
+  rows: EncodedLines;
+  seen: EncodedLines;
+  rejects: Reject[];
+  read: number;
+  loaded: number;
+  rejected: number;
+}
+
+/** The `id` of a parsed record when it has a usable one (for `rejected_records.record_id`), else undefined. */
+export function recordIdOf(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const id = (value as Record<string, unknown>).id;
+  // A blank id is no id (and CSV cannot tell it from a missing one): NULL in rejected_records.record_id.
+  // An id with a lone surrogate has no UTF-8 form: stored rewritten it would name another record (the raw
+  // text keeps it, as its JSON escape).
+  if (typeof id === 'string') return id.trim() !== '' && isWellFormedText(id) ? id : undefined;
+  return typeof id === 'number' ? String(id) : undefined;
+}
