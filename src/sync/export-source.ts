@@ -18,8 +18,36 @@ export interface BlockItem {
   block: DecodedBlock;
 }
 
-/** What a source yields: blocks of records, and for a paged source the ends of its pages. */
-export type SourceItem = BlockItem | CheckpointMark;
+/** The export answered (after redirects): its URL and validator, for resume and the run log. */
+export interface ExportAnswered {
+  kind: 'export';
+  info: ExportInfo;
+}
+
+/**
+ * Body bytes read since the previous such event: `read` as decoded (what the extractor reads,
+ * `sync_runs.bytes_read`), `wire` as they came over the wire (compressed when the body was,
+ * `sync_runs.bytes_wire`).
+ */
+export interface BytesRead {
+  kind: 'bytes';
+  read: number;
+  wire?: number | undefined;
+}
+
+/** What a source yields while it reads: blocks of records, its answer, bytes, and a paged source's page ends. */
+export type SourceItem = BlockItem | ExportAnswered | BytesRead | CheckpointMark;
+
+/**
+ * How a source's read ended (what its generator returns; returning nothing means complete).
+ * - `complete: false`: the source stopped before the end of the export (e.g. the server ignored `page`):
+ *   what was read is still merged, but no tombstones are inferred (DESIGN.md §6); `reason` says why.
+ * - `complete: true` with `tombstonesBlocked`: read to its end, but it cannot be proven to be one version
+ *   (a paged export without a validator): merged and complete, no tombstones; the reason goes to
+ *   `sync_runs.tombstones_note`.
+ */
+export type ReadOutcome =
+  { complete: true; tombstonesBlocked?: string | undefined } | { complete: false; reason: string };
 
 /** What a source reports about the export it reads. */
 export interface ExportInfo {
@@ -30,34 +58,17 @@ export interface ExportInfo {
   lastModified?: string | undefined;
 }
 
-/** Hooks a source calls while reading; provided by the runner. */
+/** What a source reads with; provided by the runner. */
 export interface ReadContext {
   config: Config;
   dispatcher: Dispatcher;
   logger: Logger;
   signal?: AbortSignal | undefined;
-  /** Count body bytes as they arrive (decoded: what the extractor reads). */
-  addBytes(n: number): void;
-  /** Count body bytes as they came over the wire (compressed, when the body was; `sync_runs.bytes_wire`). */
-  addWireBytes(n: number): void;
-  /** Called once the export answered (after redirects). */
-  setExportInfo(info: ExportInfo): void;
   /**
    * Raw-line hashes of the current reports (issue #7): a source hashes each record's raw text with it and
    * yields lines it knows as `known` without parsing them. Absent: parse everything.
    */
   knownLines?: KnownLines | undefined;
-  /**
-   * Called when the source stops before the end of the export (e.g. the server ignored `page`): what was
-   * read is still merged, but the run is not complete, so no tombstones are inferred (DESIGN.md §6).
-   */
-  markIncomplete(reason: string): void;
-  /**
-   * Called when the export was read to its end but cannot be proven to be one version of it (a paged
-   * export without a validator, or pages without a common one): what was read is merged and the run is
-   * complete, but no tombstones are inferred; `reason` goes to `sync_runs.tombstones_note`.
-   */
-  blockTombstones(reason: string): void;
   /**
    * The upstream `/stats` total, fetched at most once per run (the same body the run's stats snapshot then
    * keeps); `undefined` when it failed or has no numeric `total`. Absent when the run takes no stats.
@@ -107,5 +118,11 @@ export interface ExportSource {
   fullExport: boolean;
   /** Set for paged exports (see {@link PagedExport}). */
   paging?: PagedExport | undefined;
-  read(ctx: ReadContext): AsyncIterable<SourceItem>;
+  /**
+   * Reads the export from its start (again on every retry of the export), yielding {@link SourceItem}s in
+   * body order and returning how the read ended.
+   *
+   * @throws SyncError for a failed read; a retryable one restarts the export (the runner's retries)
+   */
+  read(ctx: ReadContext): AsyncGenerator<SourceItem, ReadOutcome | void>;
 }

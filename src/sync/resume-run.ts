@@ -3,6 +3,7 @@ import type { Logger } from '../util/logger.js';
 import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
 import { saveCounters, saveFacts } from '../warehouse/runs.js';
 import type { ExportSource, ExportValidator, ReadContext } from './export-source.js';
+import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
 
 /** Where a run goes on from after adopting the committed pages of an interrupted run. */
 export interface ResumePoint {
@@ -121,8 +122,7 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
     bytesWire: Number(newest.bytes_wire ?? 0),
     pages: page,
   };
-  await c.run('BEGIN TRANSACTION');
-  try {
+  await withTransaction(c, async () => {
     for (const table of ['staging_reports', 'staging_seen', 'sync_checkpoints', 'rejected_records']) {
       await c.run(`UPDATE ${table} SET run_id = $new WHERE run_id = $old`, { new: runId, old: fromRunId });
     }
@@ -133,11 +133,7 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
       exportEtag: saved.etag ?? null,
       exportLastModified: saved.lastModified ?? null,
     });
-    await c.run('COMMIT');
-  } catch (err) {
-    await c.run('ROLLBACK').catch(() => undefined);
-    throw err;
-  }
+  });
   logger.info(
     { interruptedRun: fromRunId, page: page + 1, recordsRead: counters.recordsRead },
     'resuming an interrupted run: its committed pages are adopted',
@@ -165,11 +161,7 @@ export function sameExport(a: ExportValidator, b: ExportValidator): boolean {
 
 /** Drops what an interrupted run left in the working tables (its rejects stay, as evidence of that run). */
 async function dropLeftovers(c: DuckDBConnection, runId: string): Promise<void> {
-  await c.run('BEGIN TRANSACTION');
-  await c.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
-  await c.run('DELETE FROM staging_seen WHERE run_id = $run', { run: runId });
-  await c.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
-  await c.run('COMMIT');
+  await withTransaction(c, () => dropRunStaging(c, runId));
 }
 
 function optional(value: unknown): string | undefined {

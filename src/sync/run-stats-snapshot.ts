@@ -9,6 +9,7 @@ import { finishRun, newRunId, saveFacts, startRun } from '../warehouse/runs.js';
 import { recordStatsSnapshots } from '../warehouse/snapshots.js';
 import { totalsFacts, warnOnDiff } from './export-finisher.js';
 import type { RunSummary } from './run-sync.js';
+import { withTransaction } from '../warehouse/transaction.js';
 
 /** Options of {@link runStatsSnapshot}. */
 export interface RunStatsSnapshotOptions {
@@ -44,21 +45,14 @@ export async function runStatsSnapshot(options: RunStatsSnapshotOptions): Promis
   try {
     const stats = await fetchStats({ ...options, logger });
     const now = new Date();
-    await c.run('BEGIN TRANSACTION');
-    try {
+    const totals = await withTransaction(c, async () => {
       const totals = await recordStatsSnapshots(c, { runId, takenAt: now, upstream: stats.body });
       await saveFacts(c, runId, { ...totalsFacts(totals), complete: true, attempts: 1 });
       await finishRun(c, runId, 'succeeded');
-      await c.run('COMMIT');
-      warnOnDiff(totals, config.statsDiffWarn, logger);
-      logger.info(
-        { upstreamTotal: totals.upstream, warehouseTotal: totals.warehouse },
-        'stats snapshot taken',
-      );
-    } catch (err) {
-      await c.run('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
+      return totals;
+    });
+    warnOnDiff(totals, config.statsDiffWarn, logger);
+    logger.info({ upstreamTotal: totals.upstream, warehouseTotal: totals.warehouse }, 'stats snapshot taken');
     return {
       runId,
       source: 'stats',

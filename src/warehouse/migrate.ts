@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { withTransaction } from './transaction.js';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 
@@ -40,18 +41,10 @@ export async function migrate(connection: DuckDBConnection): Promise<number[]> {
   const applied: number[] = [];
   for (const m of listMigrations()) {
     if (done.has(m.version)) continue;
-    await connection.run('BEGIN TRANSACTION');
-    try {
-      await connection.run(m.sql);
-      await connection.run('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
-        m.version,
-        m.name,
-      ]);
-      await connection.run('COMMIT');
-    } catch (err) {
-      await connection.run('ROLLBACK');
-      throw err;
-    }
+    await withTransaction(connection, async (c) => {
+      await c.run(m.sql);
+      await c.run('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+    });
     applied.push(m.version);
   }
   return applied;

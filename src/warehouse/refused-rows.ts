@@ -3,6 +3,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { RecordLocation } from '../extract/record.js';
 import { errorMessage } from '../util/errors.js';
 import type { Reject } from '../normalize/reject.js';
+import { withRollback } from './transaction.js';
 
 /** Most single-row probes one batch may take before the refusal is taken for systematic (the run fails). */
 const MAX_PROBES = 2_000;
@@ -76,15 +77,14 @@ async function tryLoad(
   connection: DuckDBConnection,
   load: () => Promise<unknown>,
 ): Promise<string | undefined> {
-  await connection.run('BEGIN TRANSACTION');
-  try {
-    await load();
-    return undefined;
-  } catch (err) {
-    return errorMessage(err);
-  } finally {
-    await connection.run('ROLLBACK').catch(() => undefined);
-  }
+  return withRollback(connection, async () => {
+    try {
+      await load();
+      return undefined;
+    } catch (err) {
+      return errorMessage(err);
+    }
+  });
 }
 
 /** The quarantine entry of one refused batch line (`{"s","l","h","lh","x","r"}`, see staged-line.ts). */

@@ -2,6 +2,7 @@ import { redactSecrets } from '../util/redact.js';
 import { randomBytes } from 'node:crypto';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { RunCounters } from './run-counters.js';
+import { dropRunStaging, withTransaction } from './transaction.js';
 
 /** Outcome of a run as stored in `sync_runs.status`. */
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'aborted';
@@ -135,19 +136,15 @@ export async function closeStaleRuns(
     .map((r) => ({ runId: String(r.run_id), keep: r.paged === true }))
     .filter((r) => !keepRunIds.includes(r.runId));
   for (const { runId, keep } of stale) {
-    await connection.run('BEGIN TRANSACTION');
-    await connection.run(
-      `UPDATE sync_runs SET status = 'aborted', finished_at = now(),
-         error = '{"code":"RUN_INTERRUPTED","message":"the process ended before the run finished"}'::JSON
-       WHERE run_id = $run`,
-      { run: runId },
-    );
-    if (!keep) {
-      await connection.run('DELETE FROM staging_reports WHERE run_id = $run', { run: runId });
-      await connection.run('DELETE FROM staging_seen WHERE run_id = $run', { run: runId });
-      await connection.run('DELETE FROM sync_checkpoints WHERE run_id = $run', { run: runId });
-    }
-    await connection.run('COMMIT');
+    await withTransaction(connection, async (c) => {
+      await c.run(
+        `UPDATE sync_runs SET status = 'aborted', finished_at = now(),
+           error = '{"code":"RUN_INTERRUPTED","message":"the process ended before the run finished"}'::JSON
+         WHERE run_id = $run`,
+        { run: runId },
+      );
+      if (!keep) await dropRunStaging(c, runId);
+    });
   }
   return stale.map((s) => s.runId);
 }

@@ -1,26 +1,28 @@
 import { requireBaseUrl, type Config } from '../../config/config.js';
-import type { DecodedCsvPage } from '../../normalize/csv-page-decode.js';
-import { startDecoders, type BlockDecoders } from '../../normalize/decoders.js';
-import { charsetOf, toUtf8 } from '../../extract/charset.js';
+import { startDecoders } from '../../normalize/decoders.js';
 import { KnownLines } from '../../normalize/known-lines.js';
 import { decidePaging, mayBeEnd } from './csv-paging.js';
+import { ACCEPT, keyFor, pageDeadline, PagesAhead } from './csv-pages.js';
 import { extraLimits } from '../../config/config.js';
-import { nextLink } from '../../upstream/link-header.js';
-import { header, networkError, openStream } from '../../upstream/open-stream.js';
+import { header, openStream } from '../../upstream/open-stream.js';
 import { safeUrl } from '../../upstream/safe-url.js';
 import { withRetry } from '../../upstream/with-retry.js';
-import { isSyncError, SyncError } from '../../util/errors.js';
-import type { SourceItem, ExportSource, ExportValidator, ReadContext } from '../export-source.js';
-
-const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
+import { SyncError } from '../../util/errors.js';
+import type {
+  SourceItem,
+  ReadOutcome,
+  ExportSource,
+  ExportValidator,
+  ReadContext,
+} from '../export-source.js';
 
 /**
  * The paged CSV export (`REPORTS_CSV_PATH?pageSize=N&page=P`; seed rule 2, DESIGN.md §2/§4).
  *
  * Each page is fetched with its own retries (a broken body refetches that page from its start, never a
  * `Range` splice), following up to `REPORTS_MAX_REDIRECTS` redirects with the key dropped cross-origin
- * (openStream), parsed whole and decoded in a decode worker (`decodeCsvPage` of extract/csv-page-decode.ts;
- * up to {@link PAGES_AHEAD} pages ahead of the one being staged), then yielded as one block with a
+ * (openStream), parsed whole and decoded in a decode worker (`decodeCsvPage` of normalize/csv-page-decode.ts;
+ * up to `PAGES_AHEAD` (csv-pages.ts) pages ahead of the one being staged), then yielded as one block with a
  * {@link CheckpointMark}, so each page is committed as one checkpoint together with its staged rows and rejects.
  *
  * Paging (csv-paging.ts decides): the next page is the `Link: <…>; rel="next"` target when the server sends
@@ -33,7 +35,7 @@ const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
  * export changed while being read, so pages may overlap or miss rows; the export restarts from page 1
  * (`EXPORT_CHANGED`, retryable). Pages without a validator (or without one in common with page 1) cannot
  * prove they are one version of the export: the run completes but infers no tombstones
- * (`ReadContext.blockTombstones`; docs/guarantees.md, "Deletes and completeness").
+ * (`ReadOutcome.tombstonesBlocked`; docs/guarantees.md, "Deletes and completeness").
  */
 export const csvSource: ExportSource = {
   name: 'csv',
@@ -53,10 +55,7 @@ export function csvPageUrl(config: Config, page: number): URL {
   return url;
 }
 
-/** Pages fetched ahead of the one being staged (downloaded and decoding in the workers meanwhile). */
-const PAGES_AHEAD = 3;
-
-async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem> {
+async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, ReadOutcome> {
   const { config, logger } = ctx;
   const pageSize = config.csvPageSize;
   const resume = ctx.resumeFrom;
@@ -65,7 +64,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem> {
   let validator: ExportValidator | undefined;
   if (resume) {
     validator = { etag: resume.etag, lastModified: resume.lastModified };
-    ctx.setExportInfo({ url: safeUrl(csvPageUrl(config, 1)), ...validator });
+    yield { kind: 'export', info: { url: safeUrl(csvPageUrl(config, 1)), ...validator } };
     logger.info({ page, after: resume.page }, 'resuming the CSV export');
   }
   let previousKeys: string | undefined;
@@ -91,12 +90,11 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem> {
   try {
     for (;;) {
       const fetched = await ahead.take(url, page);
-      ctx.addBytes(fetched.bytes);
-      ctx.addWireBytes(fetched.wireBytes);
+      yield { kind: 'bytes', read: fetched.bytes, wire: fetched.wireBytes };
       const seen: ExportValidator = { etag: fetched.etag, lastModified: fetched.lastModified };
       if (validator === undefined) {
         validator = seen;
-        ctx.setExportInfo({ url: fetched.url, ...seen });
+        yield { kind: 'export', info: { url: fetched.url, ...seen } };
       } else if (compareValidators(validator, seen) === 'unknown') {
         consistency ??=
           `page ${page} carries no validator of the kind page 1 had (${describe(validator)}, now ` +
@@ -123,8 +121,10 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem> {
       }
       if (page > config.csvMaxPages) {
         if (rows === 0) {
-          markIncomplete(ctx, `page ${page} is past REPORTS_CSV_MAX_PAGES=${config.csvMaxPages} and empty`);
-          return;
+          return incomplete(
+            ctx,
+            `page ${page} is past REPORTS_CSV_MAX_PAGES=${config.csvMaxPages} and empty`,
+          );
         }
         throw new SyncError(
           'CSV_MAX_PAGES',
@@ -138,8 +138,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem> {
           `page ${page} repeats the keys of page ${page - 1}: the server ignores the ` +
           `\`${config.csvPageParam}\` parameter (REPORTS_CSV_PAGE_PARAM?); stopped, the export is incomplete`;
         logger.warn({ page, url: fetched.url }, reason);
-        ctx.markIncomplete(reason);
-        return;
+        return { complete: false, reason };
       }
       const link = fetched.next;
       rowsSoFar += rows;
@@ -160,12 +159,12 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem> {
       const decision = decidePaging({ ...facts, statsTotal });
       linkSeen ||= link !== undefined;
       if (decision.action === 'stop-incomplete') {
-        markIncomplete(ctx, decision.reason);
+        const outcome = incomplete(ctx, decision.reason);
         if (rows > 0) {
           yield { kind: 'block', block: fetched.decoded.block };
           yield { kind: 'checkpoint', page };
         }
-        return;
+        return outcome;
       }
       const next =
         decision.action === 'continue'
@@ -184,8 +183,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem> {
       if (rows > 0 || next !== undefined) yield { kind: 'checkpoint', page, nextUrl: next?.toString() };
       if (next === undefined) {
         logger.info({ page, rows, pageSize: size, rowsSoFar, statsTotal }, decision.reason);
-        if (consistency !== undefined) ctx.blockTombstones(consistency);
-        return;
+        return { complete: true, tombstonesBlocked: consistency };
       }
       previousKeys = rows > 0 ? csv.keysDigest : previousKeys;
       url = next;
@@ -196,211 +194,6 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem> {
     ahead.dropAll();
     await decoders.close();
   }
-}
-
-/** One page requested by {@link PagesAhead}. */
-interface PageFetch {
-  page: number;
-  url: string;
-  fetched: Promise<FetchedPage>;
-  /** Aborts this page's request and its retries (when it is dropped). */
-  abort: AbortController;
-  /** The page's `Link: rel="next"`, once its body is in. */
-  next?: URL | undefined;
-}
-
-/**
- * The pages fetched ahead, in page order (issue #7: a page is downloaded and parsed in a decode worker while
- * earlier ones are staged, and up to {@link PAGES_AHEAD} pages are in flight so both workers are busy).
- * A page's `Link: rel="next"` starts the next fetch as soon as the page is downloaded; without a `Link`, the
- * next page is only known once this one is decoded (its row count), so the reader starts it itself. A page
- * fetched ahead that the reader does not ask for is aborted, never left running.
- */
-class PagesAhead {
-  /** Pages started and not yet taken, in page order. */
-  readonly #queue: PageFetch[] = [];
-  /** The page started last (taken or not): its `Link` leads the window on. */
-  #tail: PageFetch | undefined;
-
-  constructor(
-    private readonly ctx: ReadContext,
-    private readonly decoders: BlockDecoders,
-  ) {}
-
-  /**
-   * Page `page` at `url`: the fetch started ahead when one is queued for it (pages queued before it are
-   * aborted), else a new fetch. Rejects with the page's error (see {@link fetchPage}).
-   */
-  async take(url: URL, page: number): Promise<FetchedPage> {
-    const at = this.#queue.findIndex((e) => e.page === page && e.url === url.toString());
-    if (at === -1) {
-      this.dropAll();
-      this.start(url, page);
-    } else {
-      for (const dropped of this.#queue.splice(0, at)) dropped.abort.abort();
-    }
-    const entry = this.#queue.shift()!;
-    this.#extend();
-    return entry.fetched;
-  }
-
-  /** Starts fetching page `page` at `url` unless it is already queued. */
-  start(url: URL, page: number): void {
-    if (this.#queue.some((e) => e.page === page && e.url === url.toString())) return;
-    const abort = new AbortController();
-    const signal = this.ctx.signal ? AbortSignal.any([this.ctx.signal, abort.signal]) : abort.signal;
-    const entry: Partial<PageFetch> & { page: number; url: string; abort: AbortController } = {
-      page,
-      url: url.toString(),
-      abort,
-    };
-    entry.fetched = fetchPage({ ...this.ctx, signal }, url, page, this.decoders, (next) => {
-      entry.next = next;
-      if (this.#tail === entry) this.#extend();
-    });
-    entry.fetched.catch(() => undefined); // surfaces when taken; unawaited if the export ends first
-    this.#queue.push(entry as PageFetch);
-    this.#tail = entry as PageFetch;
-  }
-
-  /** Aborts and forgets the pages fetched ahead. */
-  dropAll(): void {
-    for (const dropped of this.#queue) dropped.abort.abort();
-    this.#queue.length = 0;
-    this.#tail = undefined;
-  }
-
-  /** Starts the page the last started one links to, once that one is downloaded, while the window has room. */
-  #extend(): void {
-    const tail = this.#tail;
-    if (tail?.next === undefined || this.#queue.length >= PAGES_AHEAD) return;
-    this.start(tail.next, tail.page + 1);
-  }
-}
-
-interface FetchedPage {
-  decoded: DecodedCsvPage;
-  /** Body size in bytes, decoded. */
-  bytes: number;
-  /** Body size in bytes on the wire (compressed, when it was). */
-  wireBytes: number;
-  /** Safe URL that answered. */
-  url: string;
-  /** The `Link: rel="next"` target, resolved against the URL that answered. */
-  next: URL | undefined;
-  etag?: string | undefined;
-  lastModified?: string | undefined;
-}
-
-/**
- * GETs one page and decodes it in a decode worker, retrying it alone (429/5xx, resets, a body cut short) as
- * with-retry.ts says; `onDownloaded` is called with the page's `Link: rel="next"` once its body is in (before
- * decoding). Once its retries are spent the error is no longer retryable: the runner must not restart the
- * whole export for a page that keeps failing.
- */
-async function fetchPage(
-  ctx: ReadContext,
-  url: URL,
-  page: number,
-  decoders: BlockDecoders,
-  onDownloaded: (next: URL | undefined) => void,
-): Promise<FetchedPage> {
-  const { config } = ctx;
-  try {
-    return await withRetry(
-      `CSV page ${page}`,
-      config,
-      ctx.logger,
-      async () => {
-        const res = await openStream(url, {
-          dispatcher: ctx.dispatcher,
-          apiKey: keyFor(config, url),
-          maxRedirects: config.maxRedirects,
-          signal: ctx.signal,
-          headers: { accept: ACCEPT },
-          deadline: pageDeadline(config),
-        });
-        let body: Buffer;
-        let wireBytes = 0;
-        try {
-          body = await readBody(res.body);
-        } catch (err) {
-          throw networkError(err, res.url);
-        } finally {
-          wireBytes = res.wireBytes();
-          res.body.destroy();
-        }
-        // A declared charset is honoured (or the page refused), never read as UTF-8 with U+FFFD.
-        body = toUtf8(body, charsetOf(header(res.headers, 'content-type')), res.url);
-        const next = nextLink(res.headers.link, res.finalUrl);
-        onDownloaded(next);
-        const framing = {
-          delimited:
-            res.headers['content-length'] !== undefined || res.headers['transfer-encoding'] !== undefined,
-          unterminated: body.length > 0 && body[body.length - 1] !== 0x0a,
-          linked: res.headers.link !== undefined,
-        };
-        const bytes = body.length;
-        // The body's memory moves to the worker: `body` is unusable from here on.
-        const decoded = await decoders.decodePage(body, {
-          page,
-          maxRecordBytes: config.maxRecordBytes,
-          rejectRawMaxBytes: config.rejectRawMaxBytes,
-          url: res.url,
-          extraLimits: extraLimits(config),
-        });
-        checkCloseDelimited(framing, decoded.page.rows, { page, url: res.url, pageSize: config.csvPageSize });
-        return {
-          decoded,
-          bytes,
-          wireBytes,
-          url: res.url,
-          next,
-          etag: header(res.headers, 'etag'),
-          lastModified: header(res.headers, 'last-modified'),
-        };
-      },
-      ctx.signal,
-    );
-  } catch (err) {
-    if (isSyncError(err) && err.retryable) {
-      throw new SyncError(err.code, `${err.message} (page ${page}: retries spent)`, {
-        context: { ...err.context, page },
-        cause: err,
-        retryable: false,
-      });
-    }
-    throw err;
-  }
-}
-
-/**
- * A close-delimited body (neither `Content-Length` nor chunked framing: HTTP/1.1 ends it by closing the
- * connection) cannot tell a cut connection from its end, so undici cannot catch the cut. Such a page counts
- * as cut short when it does not end with a line break, or when it holds fewer rows than `pageSize` yet links
- * a next page: either way the rest of the page would be lost silently (issue #6, `csv:cut`).
- *
- * @param framing whether the response was length-delimited or chunked, ended without a line break, and
- *   sent a `Link` header
- * @param rows data rows of the page
- * @throws SyncError `BODY_TRUNCATED` (retryable: the page is fetched again)
- */
-function checkCloseDelimited(
-  framing: { delimited: boolean; unterminated: boolean; linked: boolean },
-  rows: number,
-  where: { page: number; url: string; pageSize: number },
-): void {
-  if (framing.delimited) return;
-  const shortWithNext = framing.linked && rows < where.pageSize && rows > 0;
-  if (!framing.unterminated && !shortWithNext) return;
-  throw new SyncError(
-    'BODY_TRUNCATED',
-    `CSV page ${where.page} from ${where.url} looks cut short: a close-delimited body ` +
-      (framing.unterminated
-        ? 'ending without a line break'
-        : `of ${rows} rows (pageSize ${where.pageSize}) that links a next page`),
-    { context: { url: where.url, page: where.page, rows }, retryable: true },
-  );
 }
 
 /** `probe` of {@link PagedExport}: the validator of page 1, its body left unread. */
@@ -428,18 +221,6 @@ async function probeFirstPage(ctx: ReadContext): Promise<ExportValidator> {
   );
 }
 
-function pageDeadline(config: Config): { ms: number; setting: string } {
-  return { ms: config.pageDeadlineMs, setting: 'REPORTS_PAGE_DEADLINE_MS' };
-}
-
-/**
- * The API key for a request to `url`: only when `url` is on the configured upstream's origin. A `Link` (or a
- * resume URL) may point at the origin a redirect led to; the key must not follow it there (DESIGN.md §2).
- */
-function keyFor(config: Config, url: URL): string | undefined {
-  return new URL(requireBaseUrl(config)).origin === url.origin ? config.apiKey : undefined;
-}
-
 /**
  * Whether two validators tell the same version of the export: ETags when both have one, else Last-Modified
  * when both have one; `unknown` without a common validator (nothing can be told).
@@ -456,10 +237,10 @@ function hasValidator(v: ExportValidator): boolean {
   return v.etag !== undefined || v.lastModified !== undefined;
 }
 
-/** Marks the export incomplete with a warning that carries the numbers (no tombstones follow). */
-function markIncomplete(ctx: ReadContext, reason: string): void {
+/** An incomplete read, with a warning that carries the numbers (no tombstones follow). */
+function incomplete(ctx: ReadContext, reason: string): ReadOutcome {
   ctx.logger.warn({ reason }, 'the CSV export stopped incomplete: no tombstones');
-  ctx.markIncomplete(reason);
+  return { complete: false, reason };
 }
 
 /**
@@ -476,23 +257,4 @@ function describe(v: ExportValidator): string {
   if (v.etag !== undefined) return `ETag ${v.etag}`;
   if (v.lastModified !== undefined) return `Last-Modified ${v.lastModified}`;
   return '(none)';
-}
-
-/** The whole body in a buffer of its own (not Node's shared pool: it is transferred to a decode worker). */
-async function readBody(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    // Copy: undici may hand out views on pooled memory.
-    const buf = Buffer.from(chunk);
-    chunks.push(buf);
-    size += buf.length;
-  }
-  const whole = Buffer.allocUnsafeSlow(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    chunk.copy(whole, at);
-    at += chunk.length;
-  }
-  return whole;
 }

@@ -24,17 +24,24 @@ export const ndjsonSource: ExportSource = {
       headers: { accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1' },
       deadline: { ms: ctx.config.exportDeadlineMs, setting: 'REPORTS_EXPORT_DEADLINE_MS' },
     });
-    ctx.setExportInfo({
-      url: res.url,
-      etag: header(res.headers, 'etag'),
-      lastModified: header(res.headers, 'last-modified'),
-    });
+    yield {
+      kind: 'export',
+      info: {
+        url: res.url,
+        etag: header(res.headers, 'etag'),
+        lastModified: header(res.headers, 'last-modified'),
+      },
+    };
+    let read = 0; // body bytes since the last `bytes` item
+    let wire = 0;
     // JSON is UTF-8 (RFC 8259 §8.1), but a declared charset is honoured (or the export refused before
     // reading), never read as UTF-8 with U+FFFD.
     let body: AsyncIterable<Uint8Array>;
     try {
       body = utf8Chunks(
-        countBytes(res.body, (n) => ctx.addBytes(n)),
+        countBytes(res.body, (n) => {
+          read += n;
+        }),
         charsetOf(header(res.headers, 'content-type')),
         res.url,
       );
@@ -55,14 +62,18 @@ export const ndjsonSource: ExportSource = {
         rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
         url: res.url,
         decoders,
-      }))
+      })) {
+        yield { kind: 'bytes', read };
+        read = 0;
         yield { kind: 'block', block };
+      }
     } catch (err) {
       throw networkError(err, res.url);
     } finally {
-      ctx.addWireBytes(res.wireBytes());
+      wire = res.wireBytes();
       res.body.destroy();
       await decoders.close();
     }
+    yield { kind: 'bytes', read, wire };
   },
 };

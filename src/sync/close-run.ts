@@ -1,0 +1,109 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Reject } from '../normalize/reject.js';
+import { failpoint } from '../util/failpoint.js';
+import type { SyncError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { clearStaging, mergeStaging } from '../warehouse/merge.js';
+import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
+import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
+import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
+import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
+import type { AfterMergeContext } from './run-types.js';
+import { checkStaged } from './run-errors.js';
+import type { RunState } from './run-state.js';
+
+/**
+ * The final transaction of a run read to its end: merges its staging (merge.ts) at the merge time of
+ * `clock`, runs `afterMerge` (tombstones, stats snapshot), saves counters and facts, clears staging and
+ * marks the run `succeeded`, all or nothing.
+ *
+ * @throws SyncError `COUNT_MISMATCH` when staging does not hold the records counted as loaded; whatever
+ *   `afterMerge` or DuckDB throws (the transaction is rolled back)
+ */
+export async function mergeRun(
+  connection: DuckDBConnection,
+  run: { runId: string; source: string; state: RunState; logger: Logger; clock?: Clock | undefined },
+  afterMerge: ((ctx: AfterMergeContext) => Promise<void>) | undefined,
+): Promise<void> {
+  const { runId, state } = run;
+  const counters = state.counters;
+  await withTransaction(connection, async () => {
+    const now = await mergeTime(connection, (run.clock ?? systemClock)(), run.logger);
+    const merged = await mergeStaging(connection, { runId, source: run.source, now });
+    checkStaged(merged.staged, counters);
+    Object.assign(counters, {
+      duplicates: merged.duplicates,
+      inserted: merged.inserted,
+      updated: merged.updated,
+      unchanged: merged.unchanged,
+      revived: merged.revived,
+    });
+    await afterMerge?.({
+      connection,
+      runId,
+      now,
+      counters,
+      exportInfo: state.exportInfo,
+      complete: state.complete,
+      incompleteReason: state.incompleteReason,
+      tombstonesBlocked: state.tombstonesBlocked,
+    });
+    await saveCounters(connection, runId, counters);
+    await saveFacts(connection, runId, {
+      attempts: state.attempts,
+      complete: state.complete,
+      exportEtag: state.exportInfo?.etag ?? null,
+      exportLastModified: state.exportInfo?.lastModified ?? null,
+    });
+    await clearStaging(connection, runId);
+    await finishRun(connection, runId, 'succeeded');
+    await failpoint('in-merge');
+  });
+}
+
+/**
+ * Records a failed or aborted run: drops its staging, saves its counters and facts, finishes its run row
+ * with `error`, and stores the rejects that were counted but never committed, in one transaction. When
+ * even those rejects cannot be written (disk full?), the run log alone is written, counting only the
+ * rejects that are stored.
+ *
+ * @throws what DuckDB throws when not even the run log can be written
+ */
+export async function recordFailure(
+  connection: DuckDBConnection,
+  status: 'failed' | 'aborted',
+  error: SyncError,
+  state: RunState,
+  uncommitted: QuarantineTarget & { rejects: Reject[] },
+): Promise<void> {
+  try {
+    await writeFailure(connection, status, error, state, uncommitted, uncommitted.rejects);
+  } catch (err) {
+    if (uncommitted.rejects.length === 0) throw err;
+    state.counters.recordsRejected -= uncommitted.rejects.length;
+    await writeFailure(connection, status, error, state, uncommitted, []);
+  }
+}
+
+async function writeFailure(
+  connection: DuckDBConnection,
+  status: 'failed' | 'aborted',
+  error: SyncError,
+  state: RunState,
+  target: QuarantineTarget,
+  rejects: Reject[],
+): Promise<void> {
+  const runId = target.runId;
+  await withTransaction(connection, async () => {
+    await dropRunStaging(connection, runId);
+    await saveCounters(connection, runId, state.counters);
+    await saveFacts(connection, runId, {
+      attempts: state.attempts,
+      complete: false,
+      exportEtag: state.exportInfo?.etag ?? null,
+      exportLastModified: state.exportInfo?.lastModified ?? null,
+    });
+    await finishRun(connection, runId, status, error.toJSON());
+    await appendRejects(connection, target, rejects);
+  });
+}

@@ -1,0 +1,80 @@
+import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
+import type { CheckpointInfo } from '../warehouse/staging.js';
+import type { ExportInfo, ReadOutcome, SourceItem } from './export-source.js';
+import type { ResumePoint } from './resume-run.js';
+
+/**
+ * The state of one run, owned here and nowhere else: its counters, the export it read (and whether that
+ * was saved to `sync_runs`), how the read ended, the last checkpoint (page end) and the attempt number.
+ * The runner feeds it the source's items ({@link apply}) and starts it over when the export is read again.
+ */
+export class RunState {
+  counters: RunCounters = emptyCounters();
+  exportInfo: ExportInfo | undefined;
+  /** The export's validator is in `sync_runs` (saved before the first batch, so a resume can check it). */
+  exportInfoSaved = false;
+  outcome: ReadOutcome = { complete: true };
+  attempts = 0;
+  /** Current page of a paged export. */
+  page: number | undefined;
+  /** The last page end seen: where the next batch's checkpoint says a resumed run goes on. */
+  lastMark: (CheckpointInfo & { page: number }) | undefined;
+
+  /** Starts attempt `attempt`; from the second on, everything read before is forgotten (DESIGN.md §4). */
+  startAttempt(attempt: number): void {
+    this.attempts = attempt;
+    this.outcome = { complete: true };
+    this.page = undefined;
+    this.lastMark = undefined;
+    if (attempt === 1) return;
+    this.counters = emptyCounters();
+    this.exportInfo = undefined;
+    this.exportInfoSaved = false;
+  }
+
+  /** Adopts an interrupted run's committed pages: its counters and page; its validator is already saved. */
+  resume(point: ResumePoint): void {
+    this.counters = { ...point.counters };
+    this.page = point.page;
+    this.exportInfoSaved = true;
+  }
+
+  /** Counts one item of the source (blocks, bytes, the export's answer, page ends). */
+  apply(item: SourceItem): void {
+    const c = this.counters;
+    switch (item.kind) {
+      case 'block':
+        c.recordsRead += item.block.read;
+        c.recordsLoaded += item.block.loaded;
+        c.recordsRejected += item.block.rejected;
+        return;
+      case 'bytes':
+        c.bytesRead += item.read;
+        c.bytesWire += item.wire ?? 0;
+        return;
+      case 'export':
+        this.exportInfo = item.info;
+        return;
+      case 'checkpoint':
+        this.page = item.page;
+        c.pages = item.page;
+        this.lastMark = { page: item.page, nextUrl: item.nextUrl };
+        return;
+    }
+  }
+
+  /** The export was read to its end. */
+  get complete(): boolean {
+    return this.outcome.complete;
+  }
+
+  /** Why the export is incomplete, when it is. */
+  get incompleteReason(): string | undefined {
+    return this.outcome.complete ? undefined : this.outcome.reason;
+  }
+
+  /** Why the export, though complete, cannot be proven consistent. */
+  get tombstonesBlocked(): string | undefined {
+    return this.outcome.complete ? this.outcome.tombstonesBlocked : undefined;
+  }
+}
