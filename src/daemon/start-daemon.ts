@@ -66,7 +66,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const publishedDir = options.publishedDir ?? publishedDirFor(config.warehouse);
   const warehouse = await openMigratedWarehouse(config);
   const dispatcher = createHttpAgent(config);
-  const progress = createProgressReporter({ logger, tty: false, intervalMs: config.progressIntervalMs });
+  const progress = createProgressReporter({ logger, intervalMs: config.progressIntervalMs });
 
   const publish = async (log: Logger): Promise<void> => {
     try {

@@ -220,6 +220,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     }
     let lastMark: { page: number; nextUrl?: string | undefined } | undefined;
     await writer.open();
+    progress(); // the run is under way: a display can start before the first batch
     let sinceYield = 0;
     for await (const item of source.read(ctx)) {
       // Records of a buffered page (or a fast body) arrive as microtasks only: let the event loop run now

@@ -1,11 +1,17 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { prettyFactory } from 'pino-pretty';
+import { statusLineFor, useColor } from './status-line.js';
 
 export type { Logger } from 'pino';
 
 /**
- * Creates the process logger. JSON lines on stderr by default (stdout is kept for command output such as
- * `sql` tables); pretty when stderr is a TTY and `pretty` is not forced off. The API key is redacted
- * wherever it could appear (headers, config).
+ * Creates the process logger, on stderr (stdout is kept for command output such as `sql` tables).
+ * - Pretty (on a terminal unless `pretty` is false): pino-pretty formats each line synchronously in this
+ *   thread and writes it through the terminal's status line, so the progress line is erased before a log
+ *   line and drawn again after it; colours follow `NO_COLOR`/`FORCE_COLOR`.
+ * - Otherwise JSON lines: ISO `time`, the level as a label (`"level":"info"`), errors with their `code`,
+ *   message and cause.
+ * The API key is redacted wherever it could appear (headers, config).
  *
  * @param level pino level name (`info`, `debug`, …)
  * @param pretty `true`/`false` forces the format; `undefined` means "pretty on a TTY"
@@ -15,21 +21,38 @@ export function createLogger(level: string, pretty?: boolean): Logger {
   const options: LoggerOptions = {
     level,
     base: { pid: process.pid },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    serializers: { err: serializeError },
     redact: {
       paths: ['apiKey', '*.apiKey', 'headers["x-api-key"]', '*.headers["x-api-key"]', 'config.apiKey'],
       censor: '[redacted]',
     },
   };
   if (usePretty) {
-    return pino({
-      ...options,
-      transport: {
-        target: 'pino-pretty',
-        options: { destination: 2, colorize: true, ignore: 'pid,hostname' },
-      },
+    const line = statusLineFor(process.stderr);
+    const pretty = prettyFactory({
+      colorize: useColor(process.stderr),
+      ignore: 'pid,hostname',
+      singleLine: true,
+      translateTime: 'SYS:HH:MM:ss.l',
     });
+    // Formatted in this thread as each line is logged (no transport thread racing stdout), and written
+    // through the status line. The pretty format reads numeric levels; JSON keeps labels.
+    return pino({ ...options, formatters: {} }, { write: (json: string) => line.log(pretty(json)) });
   }
   return pino(options, pino.destination({ dest: 2, sync: true }));
+}
+
+/**
+ * pino's `err` serializer: an Error with its type, `code`, message, stack and cause chain; a plain object
+ * (`SyncError.toJSON()`: code, message, context, cause) as it is.
+ */
+export function serializeError(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const json = pino.stdSerializers.errWithCause(err) as unknown as Record<string, unknown>;
+  const code = (err as { code?: unknown }).code;
+  return code === undefined ? json : { ...json, code };
 }
 
 /** A logger that drops everything: for tests and library use without output. */
