@@ -2,7 +2,7 @@
 export interface TableOptions {
   /** How a `null`/`undefined` cell is shown (default: empty; `sql` shows `NULL`). */
   nullAs?: string;
-  /** Columns aligned right (numbers); besides these, a column whose values are all JS numbers is too. */
+  /** Columns aligned right (numbers); besides these, a column of JS numbers (and nulls) is too. */
   rightAlign?: ReadonlySet<string>;
 }
 
@@ -22,7 +22,8 @@ export function formatTable(rows: Record<string, unknown>[], options: TableOptio
   const right = columns.map(
     (c) =>
       options.rightAlign?.has(c) === true ||
-      rows.every((r) => typeof r[c] === 'number' || r[c] === null || r[c] === undefined),
+      (rows.some((r) => typeof r[c] === 'number') &&
+        rows.every((r) => typeof r[c] === 'number' || r[c] === null || r[c] === undefined)),
   );
   const cells = rows.map((r) => columns.map((c) => cell(r[c])));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
