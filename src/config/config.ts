@@ -86,7 +86,7 @@ export function effectiveSettings(config: Config, env: NodeJS.ProcessEnv = proce
   });
 }
 
-/** Markdown table of every setting, for the README (`reports-sync config --markdown`). */
+/** Markdown table of every setting, for docs/configuration.md (`reports-sync config --markdown`). */
 export function settingsMarkdown(): string {
   const defaults = schema.parse({});
   const rows = Object.entries(SETTINGS).map(([key, def]) => {
