@@ -43,7 +43,7 @@ export interface Daemon {
 }
 
 /**
- * Starts `reports-sync run` (DESIGN.md §7, issue 5): one process that owns the warehouse (one
+ * Starts `reports-sync run` (DESIGN.md §7): one process that owns the warehouse (one
  * `DuckDBInstance`, DESIGN.md §6) and runs
  * - the jobs of `jobs/` on their node-cron schedules (`noOverlap`, time zone `REPORTS_TZ`), one at a time
  *   through a single queue (the warehouse has one writer);
