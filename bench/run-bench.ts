@@ -1,4 +1,4 @@
-// `npm run bench`: the speed and memory benchmark of issue #7 (a script, not a test).
+// `npm run bench`: the speed and memory benchmark (a script, not a test).
 // Generates N reports, serves them from the simulator (a child process on 127.0.0.1), and runs one after
 // another, each in its own process so wall time and peak RSS are its own: DuckDB's read_json of the same
 // NDJSON into a keyed table (the reference), our NDJSON full sync, a no-change re-sync, and our CSV paged
@@ -291,7 +291,7 @@ process.stdout.write(
     '\n\n',
 );
 
-/** Each goal of issue #7 with its figure and whether it is met. */
+/** Each performance goal with its figure and whether it is met. */
 const goals: { goal: string; figure: string; met: boolean }[] = [];
 if (ref && nd) {
   const x = nd.recordsPerSecond / ref.recordsPerSecond;

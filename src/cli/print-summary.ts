@@ -44,7 +44,15 @@ export async function printRunSummaries(
     ).getRowObjectsJson();
     if (reasons.length > 0) {
       out.write('  rejected records (quarantined in rejected_records):\n');
-      out.write(indent(formatTable(reasons.map((r) => ({ ...r, where: clip(String(r.where), 60) }))), 4));
+      out.write(
+        indent(
+          formatTable(
+            reasons.map((r) => ({ ...r, where: clip(String(r.where), 60) })),
+            { rightAlign: new Set(['records']) },
+          ),
+          4,
+        ),
+      );
     }
   }
   const byDestination = (
@@ -57,7 +65,9 @@ export async function printRunSummaries(
     await connection.runAndReadAll(`SELECT count(*) AS n FROM reports WHERE removed_at IS NULL`)
   ).getRowObjectsJson()[0]?.n;
   out.write(`\nWarehouse: ${String(total)} current reports, by destination and status:\n`);
-  out.write(indent(formatTable(byDestination), 2));
+  // Every column but the destination is a count.
+  const counts = new Set(Object.keys(byDestination[0] ?? {}).filter((c) => c !== 'destination'));
+  out.write(indent(formatTable(byDestination, { rightAlign: counts }), 2));
 }
 
 /** Resume, tombstone and stats lines of a run, from `sync_runs` (only the facts the run recorded). */

@@ -1,7 +1,4 @@
 import type { Command } from 'commander';
-import { buildReader } from '../reader/server.js';
-import { SyncError } from '../util/errors.js';
-import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 
 interface ServeFlags extends CommonFlags {
@@ -30,7 +27,13 @@ export function registerServe(program: Command): void {
       .option('--host <host>', 'interface to bind (env REPORTS_HOST, default 127.0.0.1)'),
     { upstream: false },
   ).action(async (flags: ServeFlags) => {
-    const { config, logger } = configFromFlags(flags, { port: flags.port, host: flags.host });
+    const { config, logger } = await configFromFlags(flags, { port: flags.port, host: flags.host });
+    // Loaded here, not at the top: --help and the other commands do not pay for fastify and DuckDB.
+    const [{ buildReader }, { SyncError }, { openMigratedWarehouse }] = await Promise.all([
+      import('../reader/server.js'),
+      import('../util/errors.js'),
+      import('../warehouse/open-migrated.js'),
+    ]);
     const warehouse = await openMigratedWarehouse(config);
     let app;
     try {

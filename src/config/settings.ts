@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * One configurable setting: its config key, environment variable, zod schema (which also coerces the
- * env string), default and the sentence the README's configuration table shows. The table in README.md
+ * env string), default and the sentence the configuration table of docs/configuration.md shows. That table
  * is generated from this list (`reports-sync config --markdown`), so the two cannot drift.
  */
 export interface SettingDef<S extends z.ZodType = z.ZodType> {
@@ -146,7 +146,7 @@ export const SETTINGS = {
     env: 'REPORTS_DECODE_WORKERS',
     schema: int(0, 64).default(2),
     allowed: 'an integer from 0 to 64',
-    doc: 'Worker threads that parse, validate and serialise records: NDJSON in blocks of ~1 MiB, CSV a page at a time (0: on the main thread). On 2 cores: 1M-record NDJSON sync ~24 s with 0, ~20 s with 1 or 2; CSV ~50 s on the main thread, ~27–31 s with 2 (measured, issue #7).',
+    doc: 'Worker threads that parse, validate and serialise records: NDJSON in blocks of ~1 MiB, CSV a page at a time (0: on the main thread). On 2 cores: 1M-record NDJSON sync ~24 s with 0, ~20 s with 1 or 2; CSV ~50 s on the main thread, ~27–31 s with 2 (measured).',
   },
   maxRejectRatio: {
     env: 'REPORTS_MAX_REJECT_RATIO',

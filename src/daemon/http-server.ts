@@ -28,7 +28,7 @@ export interface HttpServerOptions {
 }
 
 /**
- * The HTTP side of `reports-sync run`: the reader (issue 4, `buildReader`) on the daemon's one DuckDB
+ * The HTTP side of `reports-sync run`: the reader (`buildReader`) on the daemon's one DuckDB
  * instance (DESIGN.md §6–§7) — the public endpoints under `/api/v1/public`, `GET /healthz` (200 while the
  * warehouse answers a query, 503 otherwise) and `GET /metrics`, where the daemon's job gauges
  * (`registerDaemonMetrics`) join the reader's run-log metrics and the process metrics in one registry.

@@ -43,7 +43,7 @@ export interface Daemon {
 }
 
 /**
- * Starts `reports-sync run` (DESIGN.md §7, issue 5): one process that owns the warehouse (one
+ * Starts `reports-sync run` (DESIGN.md §7): one process that owns the warehouse (one
  * `DuckDBInstance`, DESIGN.md §6) and runs
  * - the jobs of `jobs/` on their node-cron schedules (`noOverlap`, time zone `REPORTS_TZ`), one at a time
  *   through a single queue (the warehouse has one writer);
@@ -66,7 +66,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const publishedDir = options.publishedDir ?? publishedDirFor(config.warehouse);
   const warehouse = await openMigratedWarehouse(config);
   const dispatcher = createHttpAgent(config);
-  const progress = createProgressReporter({ logger, tty: false, intervalMs: config.progressIntervalMs });
+  const progress = createProgressReporter({ logger, intervalMs: config.progressIntervalMs });
 
   const publish = async (log: Logger): Promise<void> => {
     try {

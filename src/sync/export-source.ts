@@ -36,7 +36,7 @@ export interface ReadContext {
   /** Called once the export answered (after redirects). */
   setExportInfo(info: ExportInfo): void;
   /**
-   * Raw-line hashes of the current reports (issue #7): a source hashes each record's raw text with it and
+   * Raw-line hashes of the current reports: a source hashes each record's raw text with it and
    * yields lines it knows as `known` without parsing them. Absent: parse everything.
    */
   knownLines?: KnownLines | undefined;

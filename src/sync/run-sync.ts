@@ -152,7 +152,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   clearSpool(spoolDir);
   const target = { runId, source: source.name, rawMaxBytes: config.rejectRawMaxBytes, spoolDir };
   let writer = new StagingWriter(connection, target);
-  // Lines a current report came from are skipped before parsing (issue #7); loaded once per run.
+  // Lines a current report came from are skipped before parsing; loaded once per run.
   const knownLines = await KnownLines.load(connection, source.name);
   let page: number | undefined;
   const limits = extraLimits(config);
@@ -243,6 +243,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     }
     let lastMark: { page: number; nextUrl?: string | undefined } | undefined;
     await writer.open();
+    progress(); // the run is under way: a display can start before the first batch
     let sinceYield = 0;
     for await (const item of source.read(ctx)) {
       // Records of a buffered page (or a fast body) arrive as microtasks only: let the event loop run now
@@ -258,7 +259,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         counters.pages = item.page;
         lastMark = { page: item.page, nextUrl: item.nextUrl };
         // Whole pages per commit, at least a batch of records each: a commit per page of 5,000 rows cost
-        // ~110 ms of WAL write and sync (measured, issue #7); resume loses at most one batch of pages.
+        // ~110 ms of WAL write and sync (measured); resume loses at most one batch of pages.
         if (writer.pending >= config.batchSize) await flush(lastMark);
         progress();
         continue;
@@ -480,7 +481,7 @@ async function writeFailureRows(
 }
 
 /**
- * No silent loss (issue 6): every record read is either loaded or rejected. A mismatch is a bug in an
+ * No silent loss: every record read is either loaded or rejected. A mismatch is a bug in an
  * extract stage, and merging would hide it, so the run fails instead.
  */
 function checkAccounting(c: RunCounters): void {

@@ -9,17 +9,10 @@ import { exportFinisher } from './export-finisher.js';
 import { runStatsSnapshot } from './run-stats-snapshot.js';
 import { runSync, type Progress, type RunSummary } from './run-sync.js';
 import { csvSource } from './sources/csv-source.js';
+import type { SyncTarget } from './sync-targets.js';
 import { ndjsonSource } from './sources/ndjson-source.js';
 
-/**
- * What `reports-sync sync --source` accepts:
- * - `default`: the NDJSON export, then the `/stats` snapshot (taken in the export run's finishing transaction);
- * - `ndjson`, `csv`: that export (each also snapshots `/stats` and infers tombstones when it is safe);
- * - `stats`: only a `/stats` snapshot run;
- * - `all`: NDJSON, then CSV, each with its snapshot.
- */
-export const SYNC_TARGETS = ['default', 'ndjson', 'csv', 'stats', 'all'] as const;
-export type SyncTarget = (typeof SYNC_TARGETS)[number];
+export { SYNC_TARGETS, type SyncTarget } from './sync-targets.js';
 
 const EXPORTS: Record<string, ExportSource> = { ndjson: ndjsonSource, csv: csvSource };
 
@@ -36,6 +29,8 @@ export interface SyncTargetOptions {
   onProgress?: (p: Progress) => void;
   /** The clock of the export runs' merge time (default: the system clock). */
   clock?: Clock | undefined;
+  /** Called when an export run has read its export and its merge starts (`records` loaded records). */
+  onMerge?: (runId: string, records: number) => void;
 }
 
 /**
@@ -54,6 +49,7 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
       } else {
         const source = EXPORTS[step];
         if (!source) throw new SyncError('SOURCE_UNKNOWN', `Unknown source ${step}`, { exitCode: 2 });
+        const finisher = exportFinisher({ config, dispatcher, logger, source, signal });
         summary = await runSync({
           connection,
           config,
@@ -64,7 +60,11 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
           signal,
           onProgress: options.onProgress,
           clock: options.clock,
-          ...exportFinisher({ config, dispatcher, logger, source, signal }),
+          ...finisher,
+          beforeMerge: async (ctx) => {
+            await finisher.beforeMerge(ctx);
+            options.onMerge?.(ctx.runId, ctx.counters.recordsLoaded);
+          },
         });
       }
       summaries.push(summary);

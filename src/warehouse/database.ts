@@ -49,7 +49,7 @@ export async function openWarehouse(path: string, options: WarehouseOptions = {}
     throw new SyncError(
       'WAREHOUSE_MISSING',
       `No warehouse at ${absolute} yet: run \`reports-sync sync\` (or \`npm start\`) first, or pass --warehouse PATH`,
-      { context: { path: absolute } },
+      { exitCode: 2, context: { path: absolute } },
     );
   }
   let instance: DuckDBInstance;

@@ -76,7 +76,7 @@ interface BatchFile {
  *
  * The commit runs in the background (DuckDB's threads) while the caller reads the next batch: at most one
  * batch commits at a time, the next {@link flush} waits for it, and {@link finish} waits for the last one
- * and reports any failure (issue #7: through the Appender, the main thread spent ~17 s of a 1M-record sync
+ * and reports any failure (through the Appender, the main thread spent ~17 s of a 1M-record sync
  * converting values and flushing). Every valid record gets a sequence number (`seq`, arrival order: "last
  * seen wins" on ties), staged or known: the source's own (NDJSON: its line number; CSV: page × 2^29 + row)
  * or the writer's next.
@@ -403,7 +403,7 @@ export async function appendRejects(
 }
 
 // A batch line: seq, location, content hash, line hash, `extra` as JSON text, and the canonical report.
-// Timestamps and `extra` travel as text and are cast by DuckDB, as the Appender did (issue #7: faster than
+// Timestamps and `extra` travel as text and are cast by DuckDB, as the Appender did (faster than
 // typed values).
 const STAGED_ROWS = (maxObjectBytes: number) => `
   INSERT INTO staging_reports (run_id, seq, location, id, status, destination, category, description, lat, lng,

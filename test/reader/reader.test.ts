@@ -56,12 +56,31 @@ describe('reader over a synced warehouse (fixture small.ndjson)', () => {
       `reports_sync_last_run_records{job="sync-ndjson",kind="rejected"} ${c.recordsRejected}`,
     );
     expect(text).toContain(`reports_sync_last_run_records{job="sync-ndjson",kind="read"} ${c.recordsRead}`);
-    expect(text).toMatch(/^reports_sync_last_run_duration_seconds\{job="sync-ndjson",status="succeeded"\} /m);
+    expect(text).toMatch(/^reports_sync_last_run_duration_seconds\{job="sync-ndjson"\} \d/m);
+    expect(text).toContain('reports_sync_last_run_success{job="sync-ndjson"} 1');
+    expect(text).toContain('reports_sync_runs_total{job="sync-ndjson",status="succeeded"} 1');
+    expect(text).toMatch(
+      /^reports_sync_build_info\{version="\d+\.\d+\.\d+[^"]*",node="[^"]+",duckdb="[^"]+"\} 1$/m,
+    );
     expect(text).toContain(`reports_sync_reports{state="current"} ${c.inserted}`);
     expect(text).toContain(`reports_sync_rejected_records ${c.recordsRejected}`);
     expect(text).toMatch(
       /reports_sync_http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/public\/reports",status_code="200"\} [1-9]/,
     );
+  });
+
+  it('names /metrics by the Prometheus conventions: counters end in _total, no outcome label on a gauge', async () => {
+    const text = await (await fetch(`${s.reader.url}/metrics`)).text();
+    const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+    expect(types.size).toBeGreaterThan(5);
+    for (const [name, type] of types) {
+      if (type === 'counter') expect(name).toMatch(/_total$/);
+      if (!name.startsWith('reports_sync_')) continue; // prom-client's own process metrics
+      if (type !== 'counter') expect(name).not.toMatch(/_total$/);
+      if (type !== 'gauge') continue;
+      const labelled = [...text.matchAll(new RegExp(`^${name}\\{([^}]*)\\}`, 'gm'))].map((m) => m[1]!);
+      for (const labels of labelled) expect(labels).not.toMatch(/\bstatus=/);
+    }
   });
 
   it('applies its own lower pageSize maximum with the shared 400 body', async () => {
