@@ -155,6 +155,8 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
   // static files, far too slow per request).
   await app.register(compress, {
     encodings: ['br', 'gzip'],
+    // mime-db does not list NDJSON as compressible.
+    customTypes: /^(text\/|application\/(json|x-ndjson|geo\+json)\b)/,
     brotliOptions: { params: { [zlib.BROTLI_PARAM_QUALITY]: 4 } },
   });
 

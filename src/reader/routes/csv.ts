@@ -1,8 +1,8 @@
 import type { RouteHandlerMethod } from 'fastify';
 import { PUBLIC_PATHS } from '../../schema/public-query.js';
 import { CSV_COLUMNS } from '../../schema/report.js';
-import { reportCsvCells } from '../../schema/report-csv-cells.js';
 import { toCsvRecords } from '../../schema/to-csv-records.js';
+import { CsvRows } from '../csv-rows.js';
 import { openExport, sendExport } from '../export-response.js';
 import { readExportShape } from '../export-shape.js';
 import { publicLink } from '../public-link.js';
@@ -49,6 +49,7 @@ export function csvRoute(ctx: ReaderContext): RouteHandlerMethod {
       ORDER BY ${EXPORT_ORDER_SQL} LIMIT $limit OFFSET $offset`;
     const params = { ...where.params, limit: BigInt(pageSize), offset: BigInt((page - 1) * pageSize) };
     const { extraColumns } = shape;
+    const rows = new CsvRows(extraColumns);
     const key = JSON.stringify(['csv', pageSize, page]);
     return sendExport(ctx, request, reply, open, headers, key, async function* () {
       yield toCsvRecords([[...CSV_COLUMNS, ...extraColumns]]);
@@ -57,7 +58,7 @@ export function csvRoute(ctx: ReaderContext): RouteHandlerMethod {
         // whole chunk of such rows as one string would scale with columns × rows.
         let text = '';
         for (const report of reports) {
-          text += toCsvRecords([reportCsvCells(report, extraColumns)]);
+          text += rows.row(report);
           if (text.length >= 65_536) {
             yield text;
             text = '';
