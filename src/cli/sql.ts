@@ -5,6 +5,7 @@ import { formatAge } from '../util/format-age.js';
 import { SyncError, errorMessage } from '../util/errors.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 import { formatTable } from './format-table.js';
+import { jsonRows } from './json-rows.js';
 
 /** `reports-sync sql "<query>"`: read-only SQL on the warehouse, printed as a table, CSV or JSON. */
 export function registerSql(program: Command): void {
@@ -20,7 +21,9 @@ export function registerSql(program: Command): void {
   )
     .addHelpText(
       'after',
-      '\nTables: reports, report_versions, sync_runs, rejected_records, stats_snapshots, stats_values.\n' +
+      '\nViews to query: current_reports (current, not removed), report_history (every version, SCD2).\n' +
+        'Tables: reports, report_versions, sync_runs, rejected_records, stats_snapshots, stats_values.\n' +
+        'With --format json, JSON columns are JSON values and timestamps ISO 8601.\n' +
         'The warehouse is opened read-only; statements that write are refused. While reports-sync run holds\n' +
         'the warehouse, the published copy (published/warehouse.duckdb next to it) is read, and stderr says so.',
     )
@@ -39,7 +42,8 @@ export function registerSql(program: Command): void {
         const connection = await warehouse.connect();
         let rows: Record<string, unknown>[];
         try {
-          rows = (await connection.runAndReadAll(query)).getRowObjectsJson();
+          const result = await connection.runAndReadAll(query);
+          rows = flags.format === 'json' ? jsonRows(result) : result.getRowObjectsJson();
         } catch (err) {
           throw new SyncError('SQL_ERROR', errorMessage(err), { exitCode: 1 });
         } finally {
