@@ -26,6 +26,7 @@ import { listRoute } from './routes/list.js';
 import { metricsRoute } from './routes/metrics.js';
 import { ndjsonRoute } from './routes/ndjson.js';
 import { statsRoute } from './routes/stats.js';
+import { statusRoute } from './routes/status.js';
 import { ResponseCache } from './response-cache.js';
 import { sendError } from './send-api-error.js';
 import { SpoolCache } from './spool-cache.js';
@@ -41,18 +42,20 @@ export interface ReaderOptions {
   logger: Logger;
   /** Where `/metrics` registers; default: the reader's own registry with process metrics. */
   registry?: Registry;
+  /** Schedule period per job (ms) for the status page's freshness (the daemon knows them; `serve` does not). */
+  jobPeriods?: ReadonlyMap<string, number>;
 }
 
 /** Operational paths (not part of the public API). */
-export const OPS_PATHS = { healthz: '/healthz', metrics: '/metrics' } as const;
+export const OPS_PATHS = { status: '/', healthz: '/healthz', metrics: '/metrics' } as const;
 
 const ALLOWED = 'GET, HEAD';
 
 /**
  * Builds the embedded reader (DESIGN.md §7): a fastify instance that serves the public query shape of the
  * seed from the warehouse, read-only: `/api/v1/public/reports` (JSON list), `/reports.geojson`,
- * `/reports.csv` (paged, `Link` rel="next"), `/reports.ndjson`, `/reports/stats`, plus `/healthz` and
- * `/metrics`. Answers match the simulator's byte for byte on the same data (shared validation, `toWire`,
+ * `/reports.csv` (paged, `Link` rel="next"), `/reports.ndjson`, `/reports/stats`, plus `/healthz`,
+ * `/metrics` and the status page at `/`. Answers match the simulator's byte for byte on the same data (shared validation, `toWire`,
  * `toFeature`, `reportCsvCells`, `computeStats`), removed reports excluded.
  *
  * Order of work per request, as the simulator's: route (404 `NOT_FOUND`) → method (405
@@ -165,6 +168,7 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
   app.get(PUBLIC_PATHS.csv, csvRoute(ctx));
   app.get(PUBLIC_PATHS.ndjson, ndjsonRoute(ctx));
   app.get(PUBLIC_PATHS.stats, statsRoute(ctx));
+  app.get(OPS_PATHS.status, statusRoute(ctx, options.jobPeriods ?? new Map()));
   app.get(OPS_PATHS.healthz, healthzRoute(ctx));
   app.get(OPS_PATHS.metrics, metricsRoute(ctx));
 
