@@ -6,9 +6,9 @@
 // while a sync of a changed upstream (the simulator advanced one day) commits in the same process.
 // Prints req/s, p99, the /healthz p99 and the failed answers against the goals, and writes bench/reader-results.json.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -29,6 +29,7 @@ const { values } = parseArgs({
     records: { type: 'string', default: '1000000' },
     seconds: { type: 'string', default: '20' },
     connections: { type: 'string', default: '64' },
+    'no-sync': { type: 'boolean', default: false },
     out: { type: 'string', default: join(root, 'bench', 'reader-results.json') },
     help: { type: 'boolean', default: false },
   },
@@ -40,6 +41,7 @@ if (values.help) {
   --records N       reports in the warehouse (default 1000000; building it takes minutes)
   --seconds S       length of the wrk run (default 20)
   --connections C   wrk connections on the list (default 64)
+  --no-sync         no sync during the run (isolates the cost of a sync committing meanwhile)
   --out FILE        JSON results (default bench/reader-results.json)
 
 Needs wrk (apt-get install wrk). Goals on 2 cores: >= 2000 req/s, p99 <= 50 ms, /healthz p99 <= 10 ms, no 5xx.
@@ -68,6 +70,7 @@ end
 
 const work = mkdtempSync(join(tmpdir(), 'reports-sync-reader-bench-'));
 const dataset = generateDataset(records, 1);
+mkdirSync(join(work, 'exports'));
 const simulator = await startSimulator({ dataset, exportCacheDir: join(work, 'exports') });
 const config = loadConfig(
   { ...process.env, REPORTS_LOG_LEVEL: 'warn' },
@@ -78,10 +81,12 @@ const dispatcher = createHttpAgent(config);
 const logger = silentLogger();
 
 try {
+  const loadAverage = loadavg();
   log(`building a warehouse of ${records} reports by a sync from the simulator …`);
   let started = Date.now();
   const initial = await syncTarget({ warehouse, config, dispatcher, logger, target: 'ndjson' });
-  if (initial.some((r) => r.status !== 'succeeded')) throw new Error('the initial sync failed');
+  const failed = initial.find((r) => r.status !== 'succeeded');
+  if (failed) throw new Error(`the initial sync failed: ${failed.error?.message ?? failed.status}`);
   const buildMs = Date.now() - started;
   log(`built in ${(buildMs / 1000).toFixed(1)} s`);
 
@@ -98,6 +103,7 @@ try {
   // A sync that changes data commits during the run.
   simulator.advanceDays(1);
   const syncDone = (async () => {
+    if (values['no-sync']) return { ms: 0, status: 'none', finishedInRun: 0 };
     await sleep(2000);
     const t = Date.now();
     const runs = await syncTarget({ warehouse, config, dispatcher, logger, target: 'ndjson' });
@@ -117,6 +123,13 @@ try {
   ]);
   const sync = await syncDone;
   for (const s of slow) s.close();
+  const compression: Record<string, Record<string, number>> = {};
+  for (const path of ['/reports.ndjson', '/reports.geojson', '/reports?pageSize=1000']) {
+    compression[path] = {};
+    for (const encoding of ['identity', 'gzip', 'br']) {
+      compression[path][encoding] = await bodyBytes(`${base}/api/v1/public${path}`, encoding);
+    }
+  }
   await app.close();
 
   const results = {
@@ -125,6 +138,8 @@ try {
     wrkSeconds: seconds,
     list: list,
     healthz: health,
+    loadAverageAtStart: loadAverage,
+    compressionBytes: compression,
     slowReaders: slow.map((s) => ({ bytesRead: s.bytes() })),
     syncDuringRun: {
       seconds: sync.ms / 1000,
@@ -141,9 +156,13 @@ try {
   writeFileSync(values.out, `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(
     [
-      `reader bench: ${records} reports, wrk ${seconds} s, ${connections} connections, 4 slow export readers, one sync`,
+      `reader bench: ${records} reports, wrk ${seconds} s, ${connections} connections, 4 slow export readers, ${values['no-sync'] ? 'no sync' : 'one sync'}`,
       `  list      ${list.requestsPerSecond.toFixed(0)} req/s, p50 ${list.p50Ms} ms, p99 ${list.p99Ms} ms, not 2xx/3xx ${list.failed}, socket errors ${list.socketErrors}`,
       `  /healthz  ${health.requestsPerSecond.toFixed(0)} req/s, p50 ${health.p50Ms} ms, p99 ${health.p99Ms} ms, not 2xx/3xx ${health.failed}`,
+      ...Object.entries(compression).map(
+        ([path, b]) => `  ${path}: ${mb(b.identity!)} MB, gzip ${mb(b.gzip!)} MB, br ${mb(b.br!)} MB`,
+      ),
+      `  load average at start ${loadAverage.map((l) => l.toFixed(1)).join(' ')} (other processes share the cores)`,
       `  sync      ${sync.status} in ${(sync.ms / 1000).toFixed(1)} s (started 2 s into the run)`,
       `  goals     ${Object.entries(results.goals)
         .map(([k, ok]) => `${k} ${ok ? 'met' : 'MISSED'}`)
@@ -228,6 +247,24 @@ function slowReader(url: string) {
       req.destroy();
     },
   };
+}
+
+/** Bytes on the wire of one answer asked with `Accept-Encoding: encoding` (not decoded). */
+function bodyBytes(url: string, encoding: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { headers: { 'Accept-Encoding': encoding } }, (res) => {
+      let n = 0;
+      res.on('data', (d: Buffer) => (n += d.length));
+      res.on('end', () => resolve(n));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+function mb(bytes: number): string {
+  return (bytes / 1e6).toFixed(2);
 }
 
 function sleep(ms: number) {
