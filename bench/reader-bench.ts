@@ -4,7 +4,7 @@
 //   wrk -t2 -c64 --latency  on filtered list pages (status × destination × page, chosen at random),
 //   wrk -t1 -c1  --latency  on /healthz (the probe an orchestrator would send),
 // while a sync of a changed upstream (the simulator advanced one day) commits in the same process.
-// Prints req/s, p99, the /healthz p99 and the failed answers against the goals, and writes bench/reader-results.json.
+// Prints req/s, p99, the /healthz p99 and the failed answers against the goals, and writes bench/results-reader.json.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -30,7 +30,7 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '20' },
     connections: { type: 'string', default: '64' },
     'no-sync': { type: 'boolean', default: false },
-    out: { type: 'string', default: join(root, 'bench', 'reader-results.json') },
+    out: { type: 'string', default: join(root, 'bench', 'results-reader.json') },
     help: { type: 'boolean', default: false },
   },
 });
@@ -42,7 +42,7 @@ if (values.help) {
   --seconds S       length of the wrk run (default 20)
   --connections C   wrk connections on the list (default 64)
   --no-sync         no sync during the run (isolates the cost of a sync committing meanwhile)
-  --out FILE        JSON results (default bench/reader-results.json)
+  --out FILE        JSON results (default bench/results-reader.json)
 
 Needs wrk (apt-get install wrk). Goals on 2 cores: >= 2000 req/s, p99 <= 50 ms, /healthz p99 <= 10 ms, no 5xx.
 `);
