@@ -1,4 +1,5 @@
 import { DuckDBTypeId, type DuckDBConnection } from '@duckdb/node-api';
+import { jsonRows } from './json-rows.js';
 
 /** The result of one statement of a `sql` query. */
 export interface StatementResult {
@@ -27,8 +28,13 @@ const NUMERIC = new Set<DuckDBTypeId>([
 /**
  * Runs every statement of `query` in order (DuckDB splits it, so `;` inside strings is safe) and returns
  * each one's result. A failing statement throws its DuckDB error; earlier results are dropped with it.
+ * With `json`, rows are {@link jsonRows} (JSON columns as JSON values, timestamps ISO 8601).
  */
-export async function runStatements(connection: DuckDBConnection, query: string): Promise<StatementResult[]> {
+export async function runStatements(
+  connection: DuckDBConnection,
+  query: string,
+  options: { json?: boolean } = {},
+): Promise<StatementResult[]> {
   const statements = await connection.extractStatements(query);
   const results: StatementResult[] = [];
   for (let i = 0; i < statements.count; i++) {
@@ -36,7 +42,7 @@ export async function runStatements(connection: DuckDBConnection, query: string)
     const names = reader.columnNames();
     const types = reader.columnTypes();
     const numeric = new Set(names.filter((_, c) => NUMERIC.has(types[c]!.typeId)));
-    results.push({ rows: reader.getRowObjectsJson(), numeric });
+    results.push({ rows: options.json ? jsonRows(reader) : reader.getRowObjectsJson(), numeric });
   }
   return results;
 }

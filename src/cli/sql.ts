@@ -22,7 +22,9 @@ export function registerSql(program: Command): void {
   )
     .addHelpText(
       'after',
-      '\nTables: reports, report_versions, sync_runs, rejected_records, stats_snapshots, stats_values.\n' +
+      '\nViews to query: current_reports (current, not removed), report_history (every version, SCD2).\n' +
+        'Tables: reports, report_versions, sync_runs, rejected_records, stats_snapshots, stats_values.\n' +
+        'With --format json, JSON columns are JSON values and timestamps ISO 8601.\n' +
         'The warehouse is opened read-only; statements that write are refused. While reports-sync run holds\n' +
         'the warehouse, the published copy (published/warehouse.duckdb next to it) is read, and stderr says so.',
     )
@@ -48,7 +50,7 @@ export function registerSql(program: Command): void {
         const connection = await warehouse.connect();
         let results: StatementResult[];
         try {
-          results = await runStatements(connection, query);
+          results = await runStatements(connection, query, { json: flags.format === 'json' });
         } catch (err) {
           throw new SyncError('SQL_ERROR', errorMessage(err), { exitCode: 1 });
         } finally {

@@ -280,6 +280,45 @@ export const SETTINGS = {
     allowed: 'an integer from 1 to 64',
     doc: 'DuckDB connections the reader uses at once; further requests wait for one.',
   },
+  readerAcquireTimeoutMs: {
+    env: 'REPORTS_READER_ACQUIRE_TIMEOUT_MS',
+    schema: int(1, 600_000).default(2000),
+    allowed: 'milliseconds from 1 to 600000',
+    doc: 'A request that waits this long for a free DuckDB connection is answered 503 with `Retry-After` (ms).',
+  },
+  publicUrl: {
+    env: 'REPORTS_PUBLIC_URL',
+    schema: z
+      .url({ protocol: /^https?$/ })
+      .transform((u) => u.replace(/\/+$/, ''))
+      .optional(),
+    allowed: 'an http(s) URL such as https://reports.example.org',
+    doc: 'Public base URL of the reader (behind a proxy): absolute `Link` headers start with it. Unset: links are relative.',
+  },
+  readerTrustProxy: {
+    env: 'REPORTS_READER_TRUST_PROXY',
+    schema: boolish.default(false),
+    allowed: 'true or false',
+    doc: 'Trust `X-Forwarded-Proto`/`X-Forwarded-Host`/`X-Forwarded-For` (a reverse proxy in front); absolute links then follow them.',
+  },
+  readerCorsOrigins: {
+    env: 'REPORTS_READER_CORS_ORIGINS',
+    schema: z.string().min(1).default('*'),
+    allowed: '* or a comma-separated list of origins such as https://dash.example.org',
+    doc: 'Origins allowed to read the reader from a browser (CORS); `*` = any (a public read API).',
+  },
+  readerSpoolBytes: {
+    env: 'REPORTS_READER_SPOOL_BYTES',
+    schema: int(0, 1_099_511_627_776).default(1024 * 1024 * 1024),
+    allowed: 'bytes from 0 to 1099511627776',
+    doc: 'Disk for export bodies (NDJSON, GeoJSON, CSV pages) of the current data state, reused by later requests (bytes; 0 = none kept). A new data state removes them.',
+  },
+  readerMaxAgeSeconds: {
+    env: 'REPORTS_READER_MAX_AGE_S',
+    schema: int(0, 86_400).default(0),
+    allowed: 'seconds from 0 to 86400',
+    doc: 'Freshness of public answers for caches: 0 = `Cache-Control: no-cache` (revalidate with `ETag`), else `max-age`.',
+  },
   logLevel: {
     env: 'REPORTS_LOG_LEVEL',
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
