@@ -1,3 +1,4 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
 import { SyncError } from '../util/errors.js';
@@ -9,15 +10,18 @@ import { runStatsSnapshot } from './run-stats-snapshot.js';
 import { runSync, type Progress, type RunSummary } from './run-sync.js';
 import { csvSource } from './sources/csv-source.js';
 import { ndjsonSource } from './sources/ndjson-source.js';
+import { recentSource } from './sources/recent-source.js';
 
 /**
  * What `reports-sync sync --source` accepts:
  * - `default`: the NDJSON export, then the `/stats` snapshot (taken in the export run's finishing transaction);
  * - `ndjson`, `csv`: that export (each also snapshots `/stats` and infers tombstones when it is safe);
  * - `stats`: only a `/stats` snapshot run;
- * - `all`: NDJSON, then CSV, each with its snapshot.
+ * - `all`: NDJSON, then CSV, each with its snapshot;
+ * - `recent`: the newest reports of the list endpoint, up to where the warehouse is current (no snapshot,
+ *   no tombstones: see sources/recent-source.ts).
  */
-export const SYNC_TARGETS = ['default', 'ndjson', 'csv', 'stats', 'all'] as const;
+export const SYNC_TARGETS = ['default', 'ndjson', 'csv', 'stats', 'all', 'recent'] as const;
 export type SyncTarget = (typeof SYNC_TARGETS)[number];
 
 const EXPORTS: Record<string, ExportSource> = { ndjson: ndjsonSource, csv: csvSource };
@@ -48,6 +52,8 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
       let summary: RunSummary;
       if (step === 'stats') {
         summary = await runStatsSnapshot({ connection, config, dispatcher, logger, signal });
+      } else if (step === 'recent') {
+        summary = await runRecent({ ...options, connection });
       } else {
         const source = EXPORTS[step];
         if (!source) throw new SyncError('SOURCE_UNKNOWN', `Unknown source ${step}`, { exitCode: 2 });
@@ -72,6 +78,25 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
   return summaries;
 }
 
+/** A `recent` run: its page lookups use a connection of their own (the run's is busy staging). */
+async function runRecent(options: SyncTargetOptions & { connection: DuckDBConnection }): Promise<RunSummary> {
+  const lookup = await options.warehouse.connect();
+  try {
+    return await runSync({
+      connection: options.connection,
+      config: options.config,
+      dispatcher: options.dispatcher,
+      logger: options.logger,
+      source: recentSource(lookup),
+      job: options.job,
+      signal: options.signal,
+      onProgress: options.onProgress,
+    });
+  } finally {
+    lookup.closeSync();
+  }
+}
+
 function stepsFor(target: SyncTarget): string[] {
   switch (target) {
     case 'default':
@@ -83,5 +108,7 @@ function stepsFor(target: SyncTarget): string[] {
       return ['stats'];
     case 'all':
       return ['ndjson', 'csv'];
+    case 'recent':
+      return ['recent'];
   }
 }

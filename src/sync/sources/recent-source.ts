@@ -1,0 +1,156 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { requireBaseUrl } from '../../config/config.js';
+import { recordIdOf, type Extracted } from '../../extract/record.js';
+import { canonicalJson, contentHash, validateWireReport } from '../../schema/report.js';
+import { header, networkError, openStream } from '../../upstream/open-stream.js';
+import { SyncError } from '../../util/errors.js';
+import { currentHashes } from '../../warehouse/current-hashes.js';
+import type { ExportSource, ReadContext } from '../export-source.js';
+import { decidePage, type PageRecord } from './recent-paging.js';
+
+// A list page is held whole to parse it as one JSON array: bounded so a runaway body cannot exhaust memory.
+const MAX_PAGE_BYTES = 256 * 1024 * 1024;
+// Records are numbered page × 2^29 + row, as the CSV export's (arrival order for "last seen wins").
+const PAGE_SEQ = 2 ** 29;
+
+/**
+ * The `recent` source: an incremental sync from the list endpoint (`REPORTS_LIST_PATH`, seed rule 3: "the
+ * latest published reports when no filter is given", newest first). It reads `?pageSize=N&page=K` from
+ * page 1 and stops where {@link decidePage} says: at the first page whose reports are all already current
+ * in the warehouse with the same content hash (looked up through `lookup`, a connection of its own), at the
+ * end of the list, on a repeated page (incomplete), or after `REPORTS_RECENT_MAX_PAGES` pages (incomplete,
+ * with a warning). Each array element goes through the same validation, quarantine and merge as an NDJSON
+ * line (its raw text is the element re-serialised: the list body is one JSON document, not lines).
+ *
+ * `fullExport` is false: it sees a window of the list, never the whole, so no run of it infers a delete.
+ * Locations are `page K, row R` (`line` repeats the row: the body has no meaningful lines).
+ *
+ * @throws SyncError `LIST_INVALID` (retryable: a cut body) when a page is not a JSON array or is over 256 MiB,
+ *   or what `openStream` throws
+ */
+export function recentSource(lookup: DuckDBConnection): ExportSource {
+  return {
+    name: 'recent',
+    fullExport: false,
+    validate: validateWireReport,
+    read: (ctx) => readRecent(ctx, lookup),
+  };
+}
+
+async function* readRecent(ctx: ReadContext, lookup: DuckDBConnection): AsyncGenerator<Extracted> {
+  const { config } = ctx;
+  const pageSize = config.recentPageSize;
+  let previousIds: (string | undefined)[] | undefined;
+  for (let page = 1; ; page++) {
+    const url = new URL(`${requireBaseUrl(config)}${config.listPath}`);
+    url.searchParams.set('pageSize', String(pageSize));
+    url.searchParams.set('page', String(page));
+    const { values, safeUrl, etag, lastModified } = await fetchPage(ctx, url);
+    if (page === 1) ctx.setExportInfo({ url: safeUrl, etag, lastModified });
+    const records = await pageRecords(values, lookup);
+    const decision = decidePage({ page, pageSize, maxPages: config.recentMaxPages, records, previousIds });
+    if (decision.next || decision.use) {
+      for (let i = 0; i < values.length; i++) {
+        const value = values[i];
+        const location = { page, row: i + 1, line: i + 1 };
+        yield {
+          kind: 'value',
+          location,
+          raw: JSON.stringify(value) ?? 'undefined',
+          value,
+          seq: page * PAGE_SEQ + i,
+        };
+      }
+    }
+    if (decision.next) {
+      previousIds = records.map((r) => r.id);
+      continue;
+    }
+    if (decision.reason === 'repeated') {
+      ctx.markIncomplete(`list page ${page} repeats page ${page - 1} (the server ignored \`page\`?)`);
+    } else if (decision.reason === 'max-pages') {
+      ctx.logger.warn(
+        { pages: page, pageSize },
+        'recent: REPORTS_RECENT_MAX_PAGES pages read without reaching known reports: the gap is left to the next full export',
+      );
+      ctx.markIncomplete(`stopped after ${page} list pages (REPORTS_RECENT_MAX_PAGES)`);
+    }
+    ctx.logger.info({ pages: page, stop: decision.reason }, 'recent: list read');
+    return;
+  }
+}
+
+/** GETs one list page and parses it as a JSON array. */
+async function fetchPage(
+  ctx: ReadContext,
+  url: URL,
+): Promise<{
+  values: unknown[];
+  safeUrl: string;
+  etag?: string | undefined;
+  lastModified?: string | undefined;
+}> {
+  const res = await openStream(url, {
+    dispatcher: ctx.dispatcher,
+    apiKey: ctx.config.apiKey,
+    maxRedirects: ctx.config.maxRedirects,
+    signal: ctx.signal,
+    headers: { accept: 'application/json' },
+  });
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      ctx.addBytes(chunk.length);
+      if (size > MAX_PAGE_BYTES) {
+        throw new SyncError('LIST_INVALID', `The list page ${res.url} is over ${MAX_PAGE_BYTES} bytes`, {
+          context: { url: res.url, limit: MAX_PAGE_BYTES },
+        });
+      }
+      chunks.push(Buffer.from(chunk));
+    }
+  } catch (err) {
+    throw networkError(err, res.url);
+  } finally {
+    res.body.destroy();
+  }
+  const text = Buffer.concat(chunks, size).toString('utf8');
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    throw new SyncError('LIST_INVALID', `The list page ${res.url} is not JSON (${(err as Error).message})`, {
+      context: { url: res.url, excerpt: text.slice(0, 200) },
+      retryable: true,
+      cause: err,
+    });
+  }
+  if (!Array.isArray(body)) {
+    throw new SyncError('LIST_INVALID', `The list page ${res.url} is not a JSON array of reports`, {
+      context: { url: res.url, excerpt: text.slice(0, 200) },
+    });
+  }
+  return {
+    values: body as unknown[],
+    safeUrl: res.url,
+    etag: header(res.headers, 'etag'),
+    lastModified: header(res.headers, 'last-modified'),
+  };
+}
+
+/** The page's records as the stop rules see them: validated and compared with the warehouse's hashes. */
+async function pageRecords(values: readonly unknown[], lookup: DuckDBConnection): Promise<PageRecord[]> {
+  const hashed = values.map((value) => {
+    const result = validateWireReport(value);
+    if (!result.ok) return { id: recordIdOf(value), hash: undefined };
+    return { id: result.report.id, hash: contentHash(result.report, canonicalJson(result.report)) };
+  });
+  const ids = [...new Set(hashed.flatMap((h) => (h.hash === undefined || h.id === undefined ? [] : [h.id])))];
+  const current = await currentHashes(lookup, ids);
+  return hashed.map((h) => ({
+    id: h.id,
+    valid: h.hash !== undefined,
+    known: h.hash !== undefined && h.id !== undefined && current.get(h.id) === h.hash,
+  }));
+}
