@@ -18,6 +18,7 @@ import { recordIdOf } from '../extract/record.js';
 import type { ExportInfo, ExportSource, ReadContext } from './export-source.js';
 import { KnownLines } from './known-lines.js';
 import { prepareResume } from './resume-run.js';
+import { conditionalHeaders, finishNotModified, lastCompleteValidators } from './conditional.js';
 
 /** Figures a long run reports while it goes (see `onProgress`). */
 export interface Progress {
@@ -88,6 +89,13 @@ export interface RunSummary {
   attempts: number;
   exportInfo?: ExportInfo | undefined;
   error?: SyncError | undefined;
+  /** The export answered 304 to the run's conditional request: nothing was read or merged. */
+  notModified?: boolean | undefined;
+}
+
+/** True when a run inserted, updated, revived or removed a report (what makes a publish worth it). */
+export function changedAny(c: RunCounters): boolean {
+  return c.inserted + c.updated + c.revived + c.removed > 0;
 }
 
 /**
@@ -135,7 +143,13 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   let exportInfo: ExportInfo | undefined;
   let exportInfoSaved = false;
   let incompleteReason: string | undefined;
+  let notModified = false;
   let attempts = 0;
+  // A full export asks conditionally with the validators of the last complete run of it (a 304 ends the run).
+  const validators =
+    config.conditionalExports && source.fullExport
+      ? await lastCompleteValidators(connection, source.name, upstreamUrl)
+      : undefined;
   const spoolDir = spoolDirFor(
     config.warehouse === ':memory:' ? ':memory:' : resolve(config.warehouse),
     tmpdir(),
@@ -171,6 +185,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   const readAll = async (attempt: number) => {
     attempts = attempt;
     incompleteReason = undefined;
+    notModified = false;
     page = undefined;
     if (attempt > 1) {
       // A broken body restarts the export from its start: never splice attempts together (DESIGN.md §4).
@@ -195,6 +210,11 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       markIncomplete: (reason: string) => {
         incompleteReason = reason;
       },
+      conditional: validators ? conditionalHeaders(validators) : undefined,
+      markNotModified: (url: string) => {
+        notModified = true;
+        exportInfo = { url, ...validators };
+      },
       knownLines,
     };
     if (attempt === 1 && source.paging) {
@@ -216,6 +236,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         });
         exportInfoSaved = true;
         ctx.resumeFrom = { page: resume.page, nextUrl: resume.nextUrl, ...resume.validator };
+        ctx.conditional = undefined;
       }
     }
     let lastMark: { page: number; nextUrl?: string | undefined } | undefined;
@@ -283,6 +304,21 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
 
   try {
     await withRetry(`${source.name} export`, config, logger, readAll, options.signal);
+    if (notModified) {
+      await finishNotModified(connection, { runId, now: new Date(), counters, attempts, exportInfo });
+      const durationMs = Date.now() - started.getTime();
+      logger.info({ durationMs, ...validators }, 'run succeeded: the export is not modified (304)');
+      return {
+        runId,
+        source: source.name,
+        status: 'succeeded',
+        counters,
+        durationMs,
+        attempts,
+        exportInfo,
+        notModified,
+      };
+    }
     checkAccounting(counters);
     checkRejectRatio(counters, config.maxRejectRatio);
     const complete = incompleteReason === undefined;
@@ -312,6 +348,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       await saveFacts(connection, runId, {
         attempts,
         complete,
+        outcome: changedAny(counters) ? 'changed' : 'unchanged',
         exportEtag: exportInfo?.etag ?? null,
         exportLastModified: exportInfo?.lastModified ?? null,
       });

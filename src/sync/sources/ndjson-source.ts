@@ -6,10 +6,13 @@ import { startDecoders } from '../../extract/decoders.js';
 import { countBytes } from '../count-bytes.js';
 import { KnownLines } from '../known-lines.js';
 import type { ExportSource, ReadContext } from '../export-source.js';
+import { safeUrl } from '../../upstream/safe-url.js';
+import { isNotModified } from '../conditional.js';
 
 /**
  * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the seed does not
- * show the path, DESIGN.md §2): one streamed GET, one report per line.
+ * show the path, DESIGN.md §2): one streamed GET, one report per line. A conditional GET answered 304 yields
+ * nothing and marks the run not modified.
  */
 export const ndjsonSource: ExportSource = {
   name: 'ndjson',
@@ -17,13 +20,20 @@ export const ndjsonSource: ExportSource = {
   validate: validateWireReport,
   async *read(ctx: ReadContext) {
     const url = `${requireBaseUrl(ctx.config)}${ctx.config.ndjsonPath}`;
-    const res = await openStream(url, {
-      dispatcher: ctx.dispatcher,
-      apiKey: ctx.config.apiKey,
-      maxRedirects: ctx.config.maxRedirects,
-      signal: ctx.signal,
-      headers: { accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1' },
-    });
+    let res;
+    try {
+      res = await openStream(url, {
+        dispatcher: ctx.dispatcher,
+        apiKey: ctx.config.apiKey,
+        maxRedirects: ctx.config.maxRedirects,
+        signal: ctx.signal,
+        headers: { accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1', ...ctx.conditional },
+      });
+    } catch (err) {
+      if (!ctx.conditional || !isNotModified(err)) throw err;
+      ctx.markNotModified(safeUrl(url));
+      return;
+    }
     ctx.setExportInfo({
       url: res.url,
       etag: header(res.headers, 'etag'),
