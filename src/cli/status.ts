@@ -60,6 +60,17 @@ export function registerStatus(program: Command): void {
             )
           ).getRowObjectsJson();
           out.write(`\nLast runs:\n${formatTable(runs)}`);
+          const drift = (
+            await c.runAndReadAll(
+              `SELECT strftime(first_seen, '%Y-%m-%d %H:%M:%S') AS seen, run_id, source, kind, field, value, count
+               FROM drift_events ORDER BY first_seen DESC, kind, field LIMIT 20`,
+            )
+          ).getRowObjectsJson();
+          out.write(
+            drift.length === 0
+              ? '\nSchema drift: none seen\n'
+              : `\nSchema drift of the last runs (newest first, REPORTS_SCHEMA_CONTRACT=${config.schemaContract}):\n${formatTable(drift)}`,
+          );
           const counts = (
             await c.runAndReadAll(
               `SELECT destination, status, count(*) AS reports FROM reports WHERE removed_at IS NULL

@@ -18,6 +18,7 @@ import { recordIdOf } from '../extract/record.js';
 import type { ExportInfo, ExportSource, ReadContext } from './export-source.js';
 import { KnownLines } from './known-lines.js';
 import { prepareResume } from './resume-run.js';
+import type { DriftEvent } from '../warehouse/drift.js';
 import { conditionalHeaders, finishNotModified, lastCompleteValidators } from './conditional.js';
 
 /** Figures a long run reports while it goes (see `onProgress`). */
@@ -91,6 +92,8 @@ export interface RunSummary {
   error?: SyncError | undefined;
   /** The export answered 304 to the run's conditional request: nothing was read or merged. */
   notModified?: boolean | undefined;
+  /** Schema drift the run saw (warehouse/drift.ts), when its source checks for it. */
+  drift?: readonly DriftEvent[] | undefined;
 }
 
 /** True when a run inserted, updated, revived or removed a report (what makes a publish worth it). */

@@ -5,6 +5,7 @@ import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import type { ExportSource } from './export-source.js';
+import { chainHooks, driftHooks } from './drift-hooks.js';
 import { exportFinisher } from './export-finisher.js';
 import { runStatsSnapshot } from './run-stats-snapshot.js';
 import { runSync, type Progress, type RunSummary } from './run-sync.js';
@@ -57,6 +58,7 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
       } else {
         const source = EXPORTS[step];
         if (!source) throw new SyncError('SOURCE_UNKNOWN', `Unknown source ${step}`, { exitCode: 2 });
+        const drift = driftHooks({ connection, config, logger, source: source.name });
         summary = await runSync({
           connection,
           config,
@@ -66,8 +68,9 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
           job: options.job,
           signal,
           onProgress: options.onProgress,
-          ...exportFinisher({ config, dispatcher, logger, source, signal }),
+          ...chainHooks(drift, exportFinisher({ config, dispatcher, logger, source, signal })),
         });
+        summary.drift = drift.events();
       }
       summaries.push(summary);
       if (summary.status !== 'succeeded') break;
@@ -81,8 +84,10 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
 /** A `recent` run: its page lookups use a connection of their own (the run's is busy staging). */
 async function runRecent(options: SyncTargetOptions & { connection: DuckDBConnection }): Promise<RunSummary> {
   const lookup = await options.warehouse.connect();
+  const { connection, config, logger } = options;
+  const drift = driftHooks({ connection, config, logger, source: 'recent' });
   try {
-    return await runSync({
+    const summary = await runSync({
       connection: options.connection,
       config: options.config,
       dispatcher: options.dispatcher,
@@ -91,7 +96,11 @@ async function runRecent(options: SyncTargetOptions & { connection: DuckDBConnec
       job: options.job,
       signal: options.signal,
       onProgress: options.onProgress,
+      beforeMerge: drift.beforeMerge,
+      afterMerge: drift.afterMerge,
     });
+    summary.drift = drift.events();
+    return summary;
   } finally {
     lookup.closeSync();
   }
