@@ -114,9 +114,9 @@ export const SETTINGS = {
   },
   publishMinIntervalMs: {
     env: 'REPORTS_PUBLISH_MIN_INTERVAL',
-    schema: int(0, 86_400_000).default(0),
+    schema: int(0, 86_400_000).default(3_600_000),
     allowed: 'milliseconds from 0 to 86400000',
-    doc: 'The daemon publishes a changed warehouse at most this often (ms); a run that changed nothing never republishes.',
+    doc: 'The daemon republishes its snapshot at most this often (ms; 0: after every job that changed something); a job that changed nothing never republishes. The daemon’s reader serves the live warehouse meanwhile.',
   },
   connectTimeoutMs: {
     env: 'REPORTS_CONNECT_TIMEOUT_MS',
