@@ -1,6 +1,4 @@
-import { isDeepStrictEqual } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
-import { toWire } from '../../src/schema/report.js';
 import type { DatasetSnapshot } from '../../src/simulator/dataset.js';
 import { startRawServer } from '../helpers/raw-server.js';
 import { startTestSimulator, type TestSimulator } from '../helpers/simulator.js';
@@ -24,17 +22,13 @@ function listRequests(sim: TestSimulator): string[] {
 
 /**
  * How many list pages a `recent` run must read after `before` became `after`: up to and including the first
- * page whose reports all exist unchanged in `before` (or the end of the list).
+ * page whose reports were all published in `before` (or the end of the list).
  */
 function pagesToCatchUp(before: DatasetSnapshot, after: DatasetSnapshot, pageSize: number): number {
   for (let page = 1; ; page++) {
     const rows = after.query({}, (page - 1) * pageSize, pageSize);
     if (rows.length < pageSize) return page;
-    const known = rows.every((r) => {
-      const old = before.getReport(r.id);
-      return old !== undefined && isDeepStrictEqual(toWire(old), toWire(r));
-    });
-    if (known) return page;
+    if (rows.every((r) => before.getReport(r.id) !== undefined)) return page;
   }
 }
 
@@ -45,7 +39,7 @@ async function current(warehouse: Parameters<typeof query>[0]) {
 
 describe('sync --source recent', () => {
   it('after a simulated day picks up every new report with ceil(new / pageSize) + 1 list requests, infers no delete, and the next full export reconciles the rest', async () => {
-    const sim = await startTestSimulator({ generate: { n: 7300, seed: 7 } });
+    const sim = await startTestSimulator({ generate: { n: 7300, seed: 3 } });
     const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, { recentPageSize: PAGE_SIZE });
     const warehouse = await openTestWarehouse(config);
     try {
@@ -62,13 +56,13 @@ describe('sync --source recent', () => {
       expect(run?.source).toBe('recent');
       const expectedPages = pagesToCatchUp(before, after, PAGE_SIZE);
       expect(listRequests(sim)).toHaveLength(expectedPages);
-      // This seed's day moves no report on the page after the new ones: the issue's figure holds exactly.
       expect(expectedPages).toBe(Math.ceil(day.added / PAGE_SIZE) + 1);
+      expect(day.moved).toBeGreaterThan(0);
       expect(run?.counters.inserted).toBe(day.added);
 
       const mirror = await current(warehouse);
-      const newest = after.query({}, 0, day.added);
-      for (const r of newest) expect(mirror.get(r.id)).toBe(r.status);
+      // Every report on the pages read is current: the new ones, and the status moves among them.
+      for (const r of after.query({}, 0, expectedPages * PAGE_SIZE)) expect(mirror.get(r.id)).toBe(r.status);
       const removed = await query(
         warehouse,
         `SELECT count(*)::INTEGER AS n FROM reports WHERE removed_at IS NOT NULL`,

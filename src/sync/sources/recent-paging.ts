@@ -9,13 +9,13 @@ export interface PageRecord {
   id: string | undefined;
   /** The record validates as a report. */
   valid: boolean;
-  /** Valid, current in the warehouse (not tombstoned) and with the same content hash there. */
+  /** Valid, and its id is a current report of the warehouse (not tombstoned), whatever its content now. */
   known: boolean;
 }
 
 /** Why a `recent` run stops reading pages. */
 export type StopReason =
-  /** Every valid record of the page is already in the warehouse, unchanged: older pages are too. */
+  /** Every valid record of the page is already in the warehouse: older pages are too (newest first). */
   | 'caught-up'
   /** The page was empty or shorter than the page size: the list has no more pages. */
   | 'end'
@@ -48,8 +48,12 @@ export interface PageInput {
  *    are dropped: they were all just read). A window that merely shifted (reports published between two
  *    reads) overlaps the previous page only in part and is read normally: the merge dedupes by id;
  * 3. a page with at least one valid record and every valid record known is where the run has caught up
- *    (`caught-up`, complete). Records that fail validation neither stop nor extend the run: they are
- *    quarantined whichever page they are on; a page of only invalid records is read past;
+ *    (`caught-up`, complete). Known means the id, not the content: the list is ordered by `createdAt`, so a
+ *    status move of an older report says nothing about where the new reports end, and status moves are
+ *    spread over the whole list (measured: a simulated day moved a report on every page of 1,000, so a
+ *    content rule read the whole list). Changed reports on the pages read are merged as updates anyway; the
+ *    others wait for the next full export. Records that fail validation neither stop nor extend the run:
+ *    they are quarantined whichever page they are on; a page of only invalid records is read past;
  * 4. a page shorter than `pageSize` is the last one (`end`, complete);
  * 5. page `maxPages` is the last one read (`max-pages`, incomplete);
  * 6. otherwise the next page is read.

@@ -1,7 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { requireBaseUrl } from '../../config/config.js';
 import { recordIdOf, type Extracted } from '../../extract/record.js';
-import { canonicalJson, contentHash, validateWireReport } from '../../schema/report.js';
+import { validateWireReport } from '../../schema/report.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
 import { SyncError } from '../../util/errors.js';
 import { currentHashes } from '../../warehouse/current-hashes.js';
@@ -17,7 +17,8 @@ const PAGE_SEQ = 2 ** 29;
  * The `recent` source: an incremental sync from the list endpoint (`REPORTS_LIST_PATH`, seed rule 3: "the
  * latest published reports when no filter is given", newest first). It reads `?pageSize=N&page=K` from
  * page 1 and stops where {@link decidePage} says: at the first page whose reports are all already current
- * in the warehouse with the same content hash (looked up through `lookup`, a connection of its own), at the
+ * in the warehouse (by id, looked up through `lookup`, a connection of its own; changed ones on the pages
+ * read are merged as updates), at the
  * end of the list, on a repeated page (incomplete), or after `REPORTS_RECENT_MAX_PAGES` pages (incomplete,
  * with a warning). Each array element goes through the same validation, quarantine and merge as an NDJSON
  * line (its raw text is the element re-serialised: the list body is one JSON document, not lines).
@@ -139,18 +140,13 @@ async function fetchPage(
   };
 }
 
-/** The page's records as the stop rules see them: validated and compared with the warehouse's hashes. */
+/** The page's records as the stop rules see them: validated, and looked up among the current reports. */
 async function pageRecords(values: readonly unknown[], lookup: DuckDBConnection): Promise<PageRecord[]> {
-  const hashed = values.map((value) => {
+  const checked = values.map((value) => {
     const result = validateWireReport(value);
-    if (!result.ok) return { id: recordIdOf(value), hash: undefined };
-    return { id: result.report.id, hash: contentHash(result.report, canonicalJson(result.report)) };
+    return result.ok ? { id: result.report.id, valid: true } : { id: recordIdOf(value), valid: false };
   });
-  const ids = [...new Set(hashed.flatMap((h) => (h.hash === undefined || h.id === undefined ? [] : [h.id])))];
+  const ids = [...new Set(checked.flatMap((c) => (c.valid && c.id !== undefined ? [c.id] : [])))];
   const current = await currentHashes(lookup, ids);
-  return hashed.map((h) => ({
-    id: h.id,
-    valid: h.hash !== undefined,
-    known: h.hash !== undefined && h.id !== undefined && current.get(h.id) === h.hash,
-  }));
+  return checked.map((c) => ({ ...c, known: c.valid && c.id !== undefined && current.has(c.id) }));
 }
