@@ -161,7 +161,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   const target = { runId, source: source.name, rawMaxBytes: config.rejectRawMaxBytes, spoolDir };
   let writer = new StagingWriter(connection, target);
   // Lines a current report came from are skipped before parsing (issue #7); loaded once per run.
-  const knownLines = await KnownLines.load(connection, source.name);
+  const knownLines = source.lineHashes === false ? undefined : await KnownLines.load(connection, source.name);
   let page: number | undefined;
   // Commits a batch; the export's validator goes to sync_runs before the first one, so an interrupted
   // run can be resumed only against the same export version.

@@ -33,6 +33,7 @@ export function recentSource(lookup: DuckDBConnection): ExportSource {
   return {
     name: 'recent',
     fullExport: false,
+    lineHashes: false,
     validate: validateWireReport,
     read: (ctx) => readRecent(ctx, lookup),
   };
