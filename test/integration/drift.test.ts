@@ -4,7 +4,14 @@ import { ReaderMetrics } from '../../src/reader/reader-metrics.js';
 import { startRawServer } from '../helpers/raw-server.js';
 import { runCli } from '../helpers/cli.js';
 import { startTestSimulator } from '../helpers/simulator.js';
-import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
+import {
+  capturingLogger,
+  openTestWarehouse,
+  query,
+  syncTargetOnce,
+  tempDir,
+  testConfig,
+} from '../helpers/sync.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
@@ -64,13 +71,20 @@ describe('schema drift', () => {
       let next = edited(up.reports, 0, (r) => ({ ...r, status: 'ON_HOLD' }));
       next = edited(next, 1, (r) => ({ ...r, priority: 3 }));
       up.serve(next);
-      const [second] = await syncTargetOnce(warehouse, config, 'ndjson');
+      const { logger, lines } = await capturingLogger();
+      const [second] = await syncTargetOnce(warehouse, config, 'ndjson', logger);
       expect(second?.status).toBe('succeeded');
       expect(await query(warehouse, EVENTS, { run: second!.runId })).toEqual([
         { kind: 'new_field', field: 'priority', value: 'number', count: 1 },
         { kind: 'new_value', field: 'status', value: 'ON_HOLD', count: 1 },
       ]);
       expect(second?.drift).toHaveLength(2);
+      // Logged at warn, one line per event.
+      const warned = lines.filter((l) => l.level === 40 && String(l.msg).startsWith('schema drift'));
+      expect(warned.map((l) => l.msg)).toEqual([
+        'schema drift: new status value "ON_HOLD" (1 records)',
+        'schema drift: new field "priority" of type number (1 records)',
+      ]);
 
       // Seen before: no event again.
       const [same] = await syncTargetOnce(warehouse, config, 'ndjson');
