@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { describe as describeDrift } from '../sync/drift-hooks.js';
 import type { RunSummary } from '../sync/run-sync.js';
 import { formatTable } from './format-table.js';
 
@@ -20,6 +21,9 @@ export async function printRunSummaries(
     out.write(`\nRun ${s.runId} (${s.source}): ${s.status.toUpperCase()} in ${seconds.toFixed(2)} s`);
     out.write(s.attempts > 1 ? ` after ${s.attempts} attempts\n` : '\n');
     if (s.error) out.write(`  error: ${s.error.message}\n`);
+    if (s.notModified)
+      out.write('  export not modified (304): nothing read or merged, every current report seen\n');
+    for (const d of s.drift ?? []) out.write(`  schema drift: ${describeDrift(d)}\n`);
     // A stats snapshot run reads no records: only its /stats line says something.
     if (s.source !== 'stats') {
       out.write(

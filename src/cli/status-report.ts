@@ -35,6 +35,8 @@ export interface StatusReport {
   }[];
   published: { path: string; parquet: string; writtenAt: string } | null;
   runs: Row[];
+  /** Drift events of the last runs, newest first (at most 20; warehouse/drift.ts). */
+  drift: Row[];
   reportsByDestinationAndStatus: Row[];
   totals: Row;
 }
@@ -42,7 +44,7 @@ export interface StatusReport {
 /**
  * Reads the status of the warehouse (the published copy while another process holds the live file):
  * the job schedule with each job's last run and last success, the published snapshot, the last `runs`
- * runs, current reports by destination and status, and totals. Times are ISO 8601 (UTC).
+ * runs, the schema drift of the last runs, current reports by destination and status, and totals. Times are ISO 8601 (UTC).
  *
  * @throws SyncError `WAREHOUSE_MISSING` (exit 2), `WAREHOUSE_LOCKED`, `WAREHOUSE_OPEN` (see openForReading)
  */
@@ -72,6 +74,10 @@ export async function readStatus(config: Config, jobs: readonly Job[], runs: num
                   inserted, updated, unchanged, removed, error->>'message' AS error
            FROM sync_runs ORDER BY started_at DESC LIMIT $n`,
           { n: Math.max(1, runs) },
+        ),
+        drift: await read(
+          `SELECT first_seen AS seen, run_id, source, kind, field, value, count
+           FROM drift_events ORDER BY first_seen DESC, kind, field LIMIT 20`,
         ),
         reportsByDestinationAndStatus: await read(
           `SELECT destination, status, count(*) AS reports FROM reports WHERE removed_at IS NULL
@@ -168,6 +174,15 @@ export function renderStatus(s: StatusReport, config: Config): string {
     started: typeof r.started === 'string' ? r.started.slice(0, 19).replace('T', ' ') : r.started,
   }));
   out.push(`\nLast runs:\n${formatTable(runs)}`);
+  const drift = s.drift.map((d) => ({
+    ...d,
+    seen: typeof d.seen === 'string' ? d.seen.slice(0, 19).replace('T', ' ') : d.seen,
+  }));
+  out.push(
+    drift.length === 0
+      ? '\nSchema drift: none seen\n'
+      : `\nSchema drift of the last runs (newest first, REPORTS_SCHEMA_CONTRACT=${config.schemaContract}):\n${formatTable(drift)}`,
+  );
   out.push(`\nCurrent reports by destination and status:\n${formatTable(s.reportsByDestinationAndStatus)}`);
   out.push(`\nTotals:\n${formatTable([s.totals])}`);
   return out.join('');

@@ -17,7 +17,8 @@ export function registerSync(program: Command): void {
         new Option(
           '--source <source>',
           'what to sync: default = NDJSON export then /stats snapshot; csv = the paged CSV export; ' +
-            'stats = only a /stats snapshot; all = NDJSON, then CSV (each export also snapshots /stats)',
+            'stats = only a /stats snapshot; all = NDJSON, then CSV (each export also snapshots /stats); ' +
+            'recent = the newest reports of the list endpoint, up to the first page the warehouse already holds',
         )
           .choices([...SYNC_TARGETS])
           .default('default'),

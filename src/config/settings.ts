@@ -82,6 +82,42 @@ export const SETTINGS = {
     allowed: 'an integer from 1 to 10000000',
     doc: 'A CSV export with more pages than this fails (runaway paging guard).',
   },
+  listPath: {
+    env: 'REPORTS_LIST_PATH',
+    schema: urlPath.default('/api/v1/public/reports'),
+    allowed: 'a path starting with /',
+    doc: 'Path of the list endpoint the `recent` source reads (newest reports first, seed rule 3).',
+  },
+  recentPageSize: {
+    env: 'REPORTS_RECENT_PAGE_SIZE',
+    schema: int(1, 1_000_000).default(1000),
+    allowed: 'an integer from 1 to 1000000',
+    doc: 'Reports per list page (`pageSize`) of the `recent` source; default the largest the simulator accepts.',
+  },
+  recentMaxPages: {
+    env: 'REPORTS_RECENT_MAX_PAGES',
+    schema: int(1, 1_000_000).default(100),
+    allowed: 'an integer from 1 to 1000000',
+    doc: 'A `recent` run reads at most this many list pages, then warns and leaves the gap to the next full export.',
+  },
+  conditionalExports: {
+    env: 'REPORTS_CONDITIONAL_EXPORTS',
+    schema: boolish.default(true),
+    allowed: 'true or false',
+    doc: 'Full exports send `If-None-Match`/`If-Modified-Since` with the validators of the last complete run; a 304 ends the run as unchanged.',
+  },
+  schemaContract: {
+    env: 'REPORTS_SCHEMA_CONTRACT',
+    schema: z.enum(['evolve', 'freeze']).default('evolve'),
+    allowed: 'evolve or freeze',
+    doc: 'On schema drift (a new `status`/`destination` value, a new field, a changed JSON type): `evolve` records it and merges; `freeze` fails the run before merging.',
+  },
+  publishMinIntervalMs: {
+    env: 'REPORTS_PUBLISH_MIN_INTERVAL',
+    schema: int(0, 86_400_000).default(3_600_000),
+    allowed: 'milliseconds from 0 to 86400000',
+    doc: 'The daemon republishes its snapshot at most this often (ms; 0: after every job that changed something); a job that changed nothing never republishes. The daemon’s reader serves the live warehouse meanwhile.',
+  },
   connectTimeoutMs: {
     env: 'REPORTS_CONNECT_TIMEOUT_MS',
     schema: int(1, 600_000).default(10_000),

@@ -1,6 +1,7 @@
 import { version as duckdbVersion, type DuckDBConnection } from '@duckdb/node-api';
 import { Counter, Gauge, Histogram, collectDefaultMetrics, Registry } from 'prom-client';
 import { packageVersion } from '../util/version.js';
+import type { DriftKind } from '../warehouse/drift.js';
 import { withQueryTimeout } from './query-timeout.js';
 
 /** Record kinds of a run exported by `reports_sync_last_run_records` (columns of `sync_runs`). */
@@ -16,6 +17,9 @@ const RECORD_KINDS = {
   revived: 'revived',
 } as const;
 
+/** Every drift kind, exported at 0 until one happens (so a rate() over it starts from a sample). */
+const DRIFT_KINDS: readonly DriftKind[] = ['new_value', 'new_field', 'type_changed', 'field_gone'];
+
 /**
  * The reader's Prometheus metrics (DESIGN.md §7; prom-client), named by the Prometheus conventions (base
  * units in the name, counters ending in `_total`, no label whose value changes with an outcome on a
@@ -30,6 +34,8 @@ const RECORD_KINDS = {
  * - `reports_sync_runs_total{job,status}`: runs in the run log (a counter: the run log only grows);
  * - `reports_sync_reports{state}`: rows of `reports`, `current` or `removed` (tombstoned);
  * - `reports_sync_rejected_records`: rows of `rejected_records` (quarantined records of every run);
+ * - `reports_sync_drift_events_total{kind}`: schema drift events in `drift_events` by kind (a counter: the
+ *   table only grows);
  * - `reports_sync_http_request_duration_seconds{method,route,status_code}`: reader requests (histogram);
  * - prom-client's default process metrics when the registry is the reader's own.
  */
@@ -42,6 +48,7 @@ export class ReaderMetrics {
   readonly #runs: Counter<'job' | 'status'>;
   readonly #reports: Gauge<'state'>;
   readonly #rejected: Gauge;
+  readonly #drift: Counter<'kind'>;
   readonly #http: Histogram<'method' | 'route' | 'status_code'>;
 
   /** @param registry where to register (the daemon passes its own); default: a new one with process metrics */
@@ -96,6 +103,12 @@ export class ReaderMetrics {
       help: 'Quarantined records kept in rejected_records, over all runs.',
       registers,
     });
+    this.#drift = new Counter({
+      name: 'reports_sync_drift_events_total',
+      help: 'Schema drift events recorded (drift_events) by kind: new_value, new_field, type_changed, field_gone.',
+      labelNames: ['kind'],
+      registers,
+    });
     this.#http = new Histogram({
       name: 'reports_sync_http_request_duration_seconds',
       help: 'Duration (s) of reader HTTP requests until the response finished.',
@@ -139,6 +152,7 @@ export class ReaderMetrics {
               count(*) FILTER (WHERE removed_at IS NOT NULL)::DOUBLE AS removed FROM reports`,
     );
     const [rejected] = await read(`SELECT count(*)::DOUBLE AS n FROM rejected_records`);
+    const drift = await read(`SELECT kind, count(*)::DOUBLE AS n FROM drift_events GROUP BY kind`);
 
     this.#lastSuccess.reset();
     for (const r of lastSuccess) this.#lastSuccess.set({ job: String(r.job) }, Number(r.ts));
@@ -156,5 +170,9 @@ export class ReaderMetrics {
     this.#reports.set({ state: 'current' }, Number(reports?.current ?? 0));
     this.#reports.set({ state: 'removed' }, Number(reports?.removed ?? 0));
     this.#rejected.set(Number(rejected?.n ?? 0));
+    // Read from the table at each scrape: reset, then the total (a counter whose source of truth is the table).
+    this.#drift.reset();
+    for (const kind of DRIFT_KINDS) this.#drift.inc({ kind }, 0);
+    for (const r of drift) this.#drift.inc({ kind: String(r.kind) }, Number(r.n));
   }
 }

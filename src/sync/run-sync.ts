@@ -19,6 +19,8 @@ import type { ExportInfo, ExportSource, ReadContext } from './export-source.js';
 import { KnownLines } from './known-lines.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { prepareResume } from './resume-run.js';
+import type { DriftEvent } from '../warehouse/drift.js';
+import { conditionalHeaders, finishNotModified, lastCompleteValidators } from './conditional.js';
 
 /** Figures a long run reports while it goes (see `onProgress`). */
 export interface Progress {
@@ -96,6 +98,15 @@ export interface RunSummary {
   attempts: number;
   exportInfo?: ExportInfo | undefined;
   error?: SyncError | undefined;
+  /** The export answered 304 to the run's conditional request: nothing was read or merged. */
+  notModified?: boolean | undefined;
+  /** Schema drift the run saw (warehouse/drift.ts), when its source checks for it. */
+  drift?: readonly DriftEvent[] | undefined;
+}
+
+/** True when a run inserted, updated, revived or removed a report (what makes a publish worth it). */
+export function changedAny(c: RunCounters): boolean {
+  return c.inserted + c.updated + c.revived + c.removed > 0;
 }
 
 /**
@@ -144,7 +155,13 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   let exportInfoSaved = false;
   let incompleteReason: string | undefined;
   let tombstonesBlocked: string | undefined;
+  let notModified = false;
   let attempts = 0;
+  // A full export asks conditionally with the validators of the last complete run of it (a 304 ends the run).
+  const validators =
+    config.conditionalExports && source.fullExport
+      ? await lastCompleteValidators(connection, source.name, upstreamUrl)
+      : undefined;
   const spoolDir = spoolDirFor(
     config.warehouse === ':memory:' ? ':memory:' : resolve(config.warehouse),
     tmpdir(),
@@ -153,7 +170,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   const target = { runId, source: source.name, rawMaxBytes: config.rejectRawMaxBytes, spoolDir };
   let writer = new StagingWriter(connection, target);
   // Lines a current report came from are skipped before parsing; loaded once per run.
-  const knownLines = await KnownLines.load(connection, source.name);
+  const knownLines = source.lineHashes === false ? undefined : await KnownLines.load(connection, source.name);
   let page: number | undefined;
   const limits = extraLimits(config);
   // Commits a batch; the export's validator goes to sync_runs before the first one, so an interrupted
@@ -182,6 +199,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     attempts = attempt;
     incompleteReason = undefined;
     tombstonesBlocked = undefined;
+    notModified = false;
     page = undefined;
     if (attempt > 1) {
       // A broken body restarts the export from its start: never splice attempts together (DESIGN.md §4).
@@ -213,6 +231,11 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         tombstonesBlocked = reason;
       },
       upstreamTotal: options.upstreamTotal,
+      conditional: validators ? conditionalHeaders(validators) : undefined,
+      markNotModified: (url: string) => {
+        notModified = true;
+        exportInfo = { url, ...validators };
+      },
       knownLines,
     };
     if (attempt === 1 && source.paging) {
@@ -239,6 +262,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
           rowsRead: resume.counters.recordsRead,
           ...resume.validator,
         };
+        ctx.conditional = undefined;
       }
     }
     let lastMark: { page: number; nextUrl?: string | undefined } | undefined;
@@ -307,6 +331,21 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
 
   try {
     await withRetry(`${source.name} export`, config, logger, readAll, options.signal);
+    if (notModified) {
+      await finishNotModified(connection, { runId, now: new Date(), counters, attempts, exportInfo });
+      const durationMs = Date.now() - started.getTime();
+      logger.info({ durationMs, ...validators }, 'run succeeded: the export is not modified (304)');
+      return {
+        runId,
+        source: source.name,
+        status: 'succeeded',
+        counters,
+        durationMs,
+        attempts,
+        exportInfo,
+        notModified,
+      };
+    }
     checkAccounting(counters);
     checkRejectRatio(counters, config.maxRejectRatio);
     const complete = incompleteReason === undefined;
@@ -344,6 +383,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       await saveFacts(connection, runId, {
         attempts,
         complete,
+        outcome: changedAny(counters) ? 'changed' : 'unchanged',
         exportEtag: exportInfo?.etag ?? null,
         exportLastModified: exportInfo?.lastModified ?? null,
       });

@@ -9,6 +9,7 @@ import { validateCsvReport, type CsvRow } from '../../schema/report.js';
 import { extraLimits } from '../../config/config.js';
 import { nextLink } from '../../upstream/link-header.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
+import { isNotModified } from '../conditional.js';
 import { safeUrl } from '../../upstream/safe-url.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../../util/errors.js';
@@ -93,7 +94,15 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<Extracted | Chec
   const ahead = new PagesAhead({ ...ctx, signal }, decoders);
   try {
     for (;;) {
-      const fetched = await ahead.take(url, page);
+      let fetched;
+      try {
+        fetched = await ahead.take(url, page);
+      } catch (err) {
+        // Page 1 answered 304 to the conditional request: the whole export is the one last read.
+        if (page !== 1 || !ctx.conditional || !isNotModified(err)) throw err;
+        ctx.markNotModified(safeUrl(url));
+        return;
+      }
       ctx.addBytes(fetched.bytes);
       ctx.addWireBytes(fetched.wireBytes);
       const seen: ExportValidator = { etag: fetched.etag, lastModified: fetched.lastModified };
@@ -320,7 +329,7 @@ async function fetchPage(
           apiKey: keyFor(config, url),
           maxRedirects: config.maxRedirects,
           signal: ctx.signal,
-          headers: { accept: ACCEPT },
+          headers: { accept: ACCEPT, ...(page === 1 ? ctx.conditional : undefined) },
           deadline: pageDeadline(config),
         });
         let body: Buffer;
