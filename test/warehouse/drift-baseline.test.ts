@@ -9,20 +9,20 @@ beforeEach(() => {
 });
 afterEach(() => tmp.cleanup());
 
-describe('drift baseline of an upgraded warehouse (migration 005)', () => {
+describe('drift baseline of an upgraded warehouse (the freshness migration)', () => {
   it('starts from the values and fields the warehouse holds, so the next run reports no drift', async () => {
     const sim = await startTestSimulator({ generate: { n: 200, seed: 6 } });
     const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, { conditionalExports: false });
     const warehouse = await openTestWarehouse(config);
     try {
       expect((await syncTargetOnce(warehouse, config, 'ndjson'))[0]?.status).toBe('succeeded');
-      // Back to the schema before 005, as a warehouse of the previous version is.
+      // Back to the schema before the freshness migration, as a warehouse of the previous version is.
       const c = await warehouse.connect();
       try {
         await c.run(`DROP TABLE drift_catalog; DROP TABLE drift_events;
           ALTER TABLE sync_runs DROP COLUMN not_modified; ALTER TABLE sync_runs DROP COLUMN outcome;
-          DELETE FROM schema_migrations WHERE version = 5`);
-        expect(await migrate(c)).toEqual([5]);
+          DELETE FROM schema_migrations WHERE version = 9`);
+        expect(await migrate(c)).toEqual([9]);
       } finally {
         c.closeSync();
       }
