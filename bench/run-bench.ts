@@ -333,30 +333,30 @@ process.stdout.write(
     '\n\n',
 );
 
-/** Each performance goal with its figure and whether it is met. */
+/** Each goal of the load-path redesign with its figure and whether it is met (docs/performance.md). */
 const goals: { goal: string; figure: string; met: boolean }[] = [];
 if (ref && nd) {
   const x = nd.recordsPerSecond / ref.recordsPerSecond;
   goals.push({
-    goal: 'NDJSON sync >= 0.5 x reference records/s',
+    goal: 'NDJSON sync >= 0.35 x reference records/s',
     figure: `${x.toFixed(2)} x`,
-    met: x >= 0.5,
+    met: x >= 0.35,
   });
 }
 if (nd) {
   goals.push({
-    goal: 'NDJSON sync peak RSS <= 300 MiB',
+    goal: 'NDJSON sync peak RSS <= 400 MiB',
     figure: `${mib(nd.peakRssBytes)} MiB`,
-    met: nd.peakRssBytes <= 300 * 1024 * 1024,
+    met: nd.peakRssBytes <= 400 * 1024 * 1024,
   });
 }
 const re = by('resync');
 if (re && nd) {
   const x = re.wallMs / nd.wallMs;
   goals.push({
-    goal: 'no-change re-sync <= 0.33 x first sync time',
+    goal: 'no-change re-sync <= 0.25 x first sync time',
     figure: `${x.toFixed(2)} x`,
-    met: x <= 0.33,
+    met: x <= 0.25,
   });
 }
 const csv = by('csv');
@@ -396,8 +396,18 @@ if (big && nd) {
     met: growth < 0.1,
   });
 }
+// Goals whose steps did not run are listed too, so the output always names all of them.
+const unmeasured = [
+  ['NDJSON sync >= 0.35 x reference records/s', 'steps reference,ndjson'],
+  ['NDJSON sync peak RSS <= 400 MiB', 'step ndjson'],
+  ['no-change re-sync <= 0.25 x first sync time', 'steps ndjson,resync'],
+  ['CSV sync >= 0.7 x NDJSON records/s', 'steps ndjson,csv'],
+  ['peak RSS growth 1x -> 4x records < 10%', 'step ndjson with --memory-check'],
+].filter(([goal]) => !goals.some((g) => g.goal === goal));
 for (const g of goals)
   process.stdout.write(`${g.met ? 'met    ' : 'NOT met'}  ${g.goal.padEnd(46)} ${g.figure}\n`);
+for (const [goal, needs] of unmeasured)
+  process.stdout.write(`not run  ${goal!.padEnd(46)} (needs ${needs})\n`);
 
 const machine = {
   node: process.version,
