@@ -1,4 +1,4 @@
-// Measures `publishSnapshot` (issue 5): sync a dataset once into a fresh warehouse, then publish twice and
+// Measures `publishSnapshot`: sync a dataset once into a fresh warehouse, then publish twice and
 // print the time of the DuckDB copy and of the Parquet export, with the sizes written.
 //
 //   npm run build && node dist/bench/measure-publish.js                     # the real sample

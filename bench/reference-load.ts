@@ -1,4 +1,4 @@
-// The reference of the benchmark (issue #7): DuckDB's own `read_json` of the NDJSON file into a keyed, typed
+// The reference of the benchmark: DuckDB's own `read_json` of the NDJSON file into a keyed, typed
 // table, in a process of its own so its wall time and peak RSS are measured like ours.
 // Usage: node dist/bench/reference-load.js <file.ndjson> <warehouse.duckdb> [memory_limit] [threads]
 import { DuckDBInstance } from '@duckdb/node-api';

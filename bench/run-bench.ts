@@ -1,8 +1,11 @@
-// `npm run bench`: the speed and memory benchmark of issue #7 (a script, not a test).
+// `npm run bench`: the speed and memory benchmark (a script, not a test).
 // Generates N reports, serves them from the simulator (a child process on 127.0.0.1), and runs one after
 // another, each in its own process so wall time and peak RSS are its own: DuckDB's read_json of the same
 // NDJSON into a keyed table (the reference), our NDJSON full sync, a no-change re-sync, and our CSV paged
 // sync. With --repeat R every step runs R times (fresh warehouses each time) and the table shows medians.
+// Freshness steps on the warehouse the NDJSON sync filled: `not-modified` (the same export asked
+// conditionally: a 304), `recent` (after the simulator advanced a day: the list endpoint's new reports) and
+// `publish` (the snapshot after that small change).
 // Prints a table and the goals, and writes bench/results.json.
 import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,8 +21,9 @@ const root = join(here, '..', '..');
 const CLI = join(root, 'dist', 'src', 'cli', 'main.js');
 const PROBE = pathToFileURL(join(here, 'rss-probe.js')).href;
 const REFERENCE = join(here, 'reference-load.js');
+const PUBLISH = join(here, 'publish-once.js');
 
-const STEPS = ['reference', 'ndjson', 'resync', 'csv'] as const;
+const STEPS = ['reference', 'ndjson', 'resync', 'not-modified', 'recent', 'publish', 'csv'] as const;
 type Step = (typeof STEPS)[number];
 
 /** One measured step. Times in ms, RSS in bytes. */
@@ -30,6 +34,28 @@ interface StepResult {
   recordsPerSecond: number;
   peakRssBytes: number;
   exitCode: number | null;
+  /** `recent`: new reports of the simulated day before it. */
+  added?: number;
+  /** `not-modified`, `recent`: the run's own duration in the run log (the daemon's cost: no process start). */
+  runMs?: number;
+}
+
+/** Duration (ms) of the latest run in a warehouse's run log. */
+async function lastRunMs(path: string): Promise<number | undefined> {
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const db = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+  const c = await db.connect();
+  try {
+    const rows = (
+      await c.runAndReadAll(
+        `SELECT (epoch_ms(finished_at) - epoch_ms(started_at))::DOUBLE AS ms FROM sync_runs ORDER BY started_at DESC LIMIT 1`,
+      )
+    ).getRowsJS();
+    return rows[0] ? Number(rows[0][0]) : undefined;
+  } finally {
+    c.closeSync();
+    db.closeSync();
+  }
 }
 
 const { values } = parseArgs({
@@ -228,8 +254,24 @@ async function runSteps(n: number, which: Step[], reps: number): Promise<StepRes
           out.push(result(step, n, await measure(step, [REFERENCE, file, join(dir, 'reference.duckdb')])));
           rmSync(file, { force: true });
         } else if (step === 'ndjson' || step === 'resync') {
-          // The re-sync reads the same export into the warehouse the full sync just filled.
-          out.push(result(step, n, await measure(step, syncArgs(join(dir, 'ndjson.duckdb'), 'ndjson'))));
+          // The re-sync reads the same export into the warehouse the full sync just filled (unconditionally:
+          // it measures re-reading an unchanged export, not the 304 of the not-modified step).
+          const env: Record<string, string> =
+            step === 'resync' ? { REPORTS_CONDITIONAL_EXPORTS: 'false' } : {};
+          out.push(result(step, n, await measure(step, syncArgs(join(dir, 'ndjson.duckdb'), 'ndjson'), env)));
+        } else if (step === 'not-modified') {
+          const r = result(step, n, await measure(step, syncArgs(join(dir, 'ndjson.duckdb'), 'ndjson')));
+          out.push({ ...r, runMs: await lastRunMs(join(dir, 'ndjson.duckdb')) });
+        } else if (step === 'recent') {
+          const res = await request(`${sim.url}/__admin/advance?days=1`, { method: 'POST' });
+          const day = (await res.body.json()) as { added: number; moved: number; unpublished: number };
+          log(`advanced a day: ${day.added} new reports, ${day.moved} moved, ${day.unpublished} unpublished`);
+          const r = result(step, n, await measure(step, syncArgs(join(dir, 'ndjson.duckdb'), 'recent')));
+          out.push({ ...r, added: day.added, runMs: await lastRunMs(join(dir, 'ndjson.duckdb')) });
+          ndjsonWarm = false; // the exports changed
+          csvWarm = false;
+        } else if (step === 'publish') {
+          out.push(result(step, n, await measure(step, [PUBLISH, join(dir, 'ndjson.duckdb')])));
         } else {
           const r = await measure(step, syncArgs(join(dir, 'csv.duckdb'), 'csv'), {
             REPORTS_CSV_PAGE_SIZE: values['page-size'],
@@ -291,36 +333,59 @@ process.stdout.write(
     '\n\n',
 );
 
-/** Each goal of issue #7 with its figure and whether it is met. */
+/** Each goal of the load-path redesign with its figure and whether it is met (docs/performance.md). */
 const goals: { goal: string; figure: string; met: boolean }[] = [];
 if (ref && nd) {
   const x = nd.recordsPerSecond / ref.recordsPerSecond;
   goals.push({
-    goal: 'NDJSON sync >= 0.5 x reference records/s',
+    goal: 'NDJSON sync >= 0.35 x reference records/s',
     figure: `${x.toFixed(2)} x`,
-    met: x >= 0.5,
+    met: x >= 0.35,
   });
 }
 if (nd) {
   goals.push({
-    goal: 'NDJSON sync peak RSS <= 300 MiB',
+    goal: 'NDJSON sync peak RSS <= 400 MiB',
     figure: `${mib(nd.peakRssBytes)} MiB`,
-    met: nd.peakRssBytes <= 300 * 1024 * 1024,
+    met: nd.peakRssBytes <= 400 * 1024 * 1024,
   });
 }
 const re = by('resync');
 if (re && nd) {
   const x = re.wallMs / nd.wallMs;
   goals.push({
-    goal: 'no-change re-sync <= 0.33 x first sync time',
+    goal: 'no-change re-sync <= 0.25 x first sync time',
     figure: `${x.toFixed(2)} x`,
-    met: x <= 0.33,
+    met: x <= 0.25,
   });
 }
 const csv = by('csv');
 if (csv && nd) {
   const x = csv.recordsPerSecond / nd.recordsPerSecond;
   goals.push({ goal: 'CSV sync >= 0.7 x NDJSON records/s', figure: `${x.toFixed(2)} x`, met: x >= 0.7 });
+}
+const notModified = by('not-modified');
+// The freshness goals are about the run as the daemon runs it: its own duration in the run log, without
+// the process start, migration check and summary of a one-shot CLI (shown beside it).
+const runFigure = (r: StepResult) =>
+  `${((r.runMs ?? r.wallMs) / 1000).toFixed(2)} s run (${(r.wallMs / 1000).toFixed(2)} s process)`;
+if (notModified) {
+  const s = (notModified.runMs ?? notModified.wallMs) / 1000;
+  goals.push({ goal: 'no-change full run with a 304 <= 1 s', figure: runFigure(notModified), met: s <= 1 });
+}
+const recent = by('recent');
+if (recent) {
+  const s = (recent.runMs ?? recent.wallMs) / 1000;
+  goals.push({
+    goal: 'recent run after a simulated day <= 2 s',
+    figure: `${runFigure(recent)}, ${recent.added ?? '?'} new reports`,
+    met: s <= 2,
+  });
+}
+const pub = by('publish');
+if (pub) {
+  const s = pub.wallMs / 1000;
+  goals.push({ goal: 'publish after the recent run <= 5 s', figure: `${s.toFixed(2)} s`, met: s <= 5 });
 }
 const big = by('ndjson-4x');
 if (big && nd) {
@@ -331,8 +396,18 @@ if (big && nd) {
     met: growth < 0.1,
   });
 }
+// Goals whose steps did not run are listed too, so the output always names all of them.
+const unmeasured = [
+  ['NDJSON sync >= 0.35 x reference records/s', 'steps reference,ndjson'],
+  ['NDJSON sync peak RSS <= 400 MiB', 'step ndjson'],
+  ['no-change re-sync <= 0.25 x first sync time', 'steps ndjson,resync'],
+  ['CSV sync >= 0.7 x NDJSON records/s', 'steps ndjson,csv'],
+  ['peak RSS growth 1x -> 4x records < 10%', 'step ndjson with --memory-check'],
+].filter(([goal]) => !goals.some((g) => g.goal === goal));
 for (const g of goals)
   process.stdout.write(`${g.met ? 'met    ' : 'NOT met'}  ${g.goal.padEnd(46)} ${g.figure}\n`);
+for (const [goal, needs] of unmeasured)
+  process.stdout.write(`not run  ${goal!.padEnd(46)} (needs ${needs})\n`);
 
 const machine = {
   node: process.version,

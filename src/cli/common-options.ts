@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
-import { loadConfig, type Config, type ConfigOverrides } from '../config/config.js';
-import { createLogger, type Logger } from '../util/logger.js';
+import type { Config, ConfigOverrides } from '../config/config.js';
+import type { Logger } from '../util/logger.js';
 
 /** Flags shared by the commands that talk to the upstream and/or the warehouse. */
 export interface CommonFlags {
@@ -37,17 +37,28 @@ export function withCommonOptions(
 
 /**
  * Parses the configuration for a command (flags over environment over defaults) and creates the logger.
+ * Loaded on demand, like every heavy module of the CLI, so `--help` and `--version` stay fast.
+ * With `interactive` (the one-shot `sync` and `demo`), a terminal shows warnings and errors only unless a
+ * level is given (`--log-level`, `REPORTS_LOG_LEVEL`): the progress line and the summary tell the rest.
  * @throws SyncError `CONFIG_INVALID` (exit 2) before any work starts
  */
-export function configFromFlags(
+export async function configFromFlags(
   flags: CommonFlags,
   extra: ConfigOverrides = {},
-): { config: Config; logger: Logger } {
+  options: { interactive?: boolean } = {},
+): Promise<{ config: Config; logger: Logger }> {
+  const [{ loadConfig }, { createLogger }] = await Promise.all([
+    import('../config/config.js'),
+    import('../util/logger.js'),
+  ]);
   const config = loadConfig(process.env, {
     baseUrl: flags.baseUrl,
     warehouse: flags.warehouse,
     logLevel: flags.logLevel,
     ...extra,
   });
-  return { config, logger: createLogger(config.logLevel, config.logPretty) };
+  const onTerminal = Boolean(process.stderr.isTTY) && config.logPretty !== false;
+  const levelGiven = flags.logLevel !== undefined || Boolean(process.env.REPORTS_LOG_LEVEL);
+  const level = options.interactive && onTerminal && !levelGiven ? 'warn' : config.logLevel;
+  return { config, logger: createLogger(level, config.logPretty) };
 }

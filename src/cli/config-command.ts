@@ -1,20 +1,35 @@
 import type { Command } from 'commander';
-import { loadConfig, settingsMarkdown } from '../config/config.js';
 
-/** `reports-sync config`: print the effective configuration (key redacted), or the README table. */
+/**
+ * `reports-sync config`: print the effective configuration as `VARIABLE=value` lines, the names users
+ * set (secrets redacted: the API key, credentials in URLs), or `--json`, or the Markdown table of
+ * every setting for docs/configuration.md.
+ */
 export function registerConfig(program: Command): void {
   program
     .command('config')
-    .description('Print the effective configuration (validated; the API key is redacted)')
-    .option('--markdown', 'print the table of every setting for the README instead')
-    .action((flags: { markdown?: boolean }) => {
+    .description('Print the effective configuration as environment variables (validated; secrets redacted)')
+    .option('--json', 'print one JSON object keyed by variable name')
+    .option('--markdown', 'print the table of every setting (docs/configuration.md) instead')
+    .action(async (flags: { markdown?: boolean; json?: boolean }) => {
+      const { loadConfig, settingsMarkdown, effectiveSettings } = await import('../config/config.js');
       if (flags.markdown) {
         process.stdout.write(`${settingsMarkdown()}\n`);
         return;
       }
-      const config = loadConfig();
-      process.stdout.write(
-        `${JSON.stringify({ ...config, apiKey: config.apiKey ? '[redacted]' : undefined }, null, 2)}\n`,
-      );
+      const settings = effectiveSettings(loadConfig());
+      if (flags.json) {
+        process.stdout.write(
+          `${JSON.stringify(Object.fromEntries(settings.map((s) => [s.env, s.value])), null, 2)}\n`,
+        );
+        return;
+      }
+      const width = Math.max(...settings.map((s) => s.env.length));
+      for (const s of settings) {
+        const shown = s.value === undefined ? '(unset)' : String(s.value);
+        process.stdout.write(
+          `${s.env.padEnd(width)}  ${shown}${s.source === 'default' ? '' : `  (${s.source})`}\n`,
+        );
+      }
     });
 }

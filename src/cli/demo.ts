@@ -1,15 +1,10 @@
 import type { Command } from 'commander';
-import { loadDataset } from '../simulator/load-dataset.js';
-import { startSimulator } from '../simulator/server.js';
-import { withOverrides } from '../config/config.js';
-import { sampleDatasetPath } from '../util/package-root.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
-import { syncAndPrint } from './sync-and-print.js';
 
 /**
  * `reports-sync demo` (what `npm start` runs): with no upstream configured, serve the bundled real sample
  * from the simulator on a free loopback port and sync it; with `REPORTS_BASE_URL` set, sync that upstream.
- * Prints a readable summary. Exit 0 when every run succeeded, 1 otherwise.
+ * Prints a readable summary. Exit 0 when every run succeeded, 1 otherwise, 130/143 on SIGINT/SIGTERM.
  */
 export function registerDemo(program: Command): void {
   withCommonOptions(
@@ -20,7 +15,15 @@ export function registerDemo(program: Command): void {
           '(data/sample) on 127.0.0.1 and sync from it (offline)',
       ),
   ).action(async (flags: CommonFlags) => {
-    const parsed = configFromFlags(flags);
+    const parsed = await configFromFlags(flags, {}, { interactive: true });
+    const [{ loadDataset }, { startSimulator }, { withOverrides }, { sampleDatasetPath }, { syncAndPrint }] =
+      await Promise.all([
+        import('../simulator/load-dataset.js'),
+        import('../simulator/server.js'),
+        import('../config/config.js'),
+        import('../util/package-root.js'),
+        import('./sync-and-print.js'),
+      ]);
     const logger = parsed.logger;
     let config = parsed.config;
     let stopSimulator: (() => Promise<void>) | undefined;
@@ -38,9 +41,9 @@ export function registerDemo(program: Command): void {
       );
     }
     try {
-      await syncAndPrint(config, logger, 'default', (path) =>
-        process.stdout.write(`Syncing ${config.baseUrl} into ${path} …\n`),
-      );
+      await syncAndPrint(config, logger, 'default', {
+        beforeSync: (path) => process.stdout.write(`Syncing ${config.baseUrl} into ${path} …\n`),
+      });
       process.stdout.write(
         `\nQuery it: npx reports-sync sql "select destination, status, count(*) from reports group by all"\n` +
           `      or: duckdb -readonly ${config.warehouse}\n` +

@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { describe as describeDrift } from '../sync/drift-hooks.js';
 import type { RunSummary } from '../sync/run-sync.js';
 import { formatTable } from './format-table.js';
 
@@ -20,6 +21,9 @@ export async function printRunSummaries(
     out.write(`\nRun ${s.runId} (${s.source}): ${s.status.toUpperCase()} in ${seconds.toFixed(2)} s`);
     out.write(s.attempts > 1 ? ` after ${s.attempts} attempts\n` : '\n');
     if (s.error) out.write(`  error: ${s.error.message}\n`);
+    if (s.notModified)
+      out.write('  export not modified (304): nothing read or merged, every current report seen\n');
+    for (const d of s.drift ?? []) out.write(`  schema drift: ${describeDrift(d)}\n`);
     // A stats snapshot run reads no records: only its /stats line says something.
     if (s.source !== 'stats') {
       out.write(
@@ -44,7 +48,15 @@ export async function printRunSummaries(
     ).getRowObjectsJson();
     if (reasons.length > 0) {
       out.write('  rejected records (quarantined in rejected_records):\n');
-      out.write(indent(formatTable(reasons.map((r) => ({ ...r, where: clip(String(r.where), 60) }))), 4));
+      out.write(
+        indent(
+          formatTable(
+            reasons.map((r) => ({ ...r, where: clip(String(r.where), 60) })),
+            { rightAlign: new Set(['records']) },
+          ),
+          4,
+        ),
+      );
     }
   }
   const byDestination = (
@@ -57,7 +69,9 @@ export async function printRunSummaries(
     await connection.runAndReadAll(`SELECT count(*) AS n FROM reports WHERE removed_at IS NULL`)
   ).getRowObjectsJson()[0]?.n;
   out.write(`\nWarehouse: ${String(total)} current reports, by destination and status:\n`);
-  out.write(indent(formatTable(byDestination), 2));
+  // Every column but the destination is a count.
+  const counts = new Set(Object.keys(byDestination[0] ?? {}).filter((c) => c !== 'destination'));
+  out.write(indent(formatTable(byDestination, { rightAlign: counts }), 2));
 }
 
 /** Resume, tombstone and stats lines of a run, from `sync_runs` (only the facts the run recorded). */

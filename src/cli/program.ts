@@ -7,10 +7,12 @@ import { registerSql } from './sql.js';
 import { registerStatus } from './status.js';
 import { registerSync } from './sync.js';
 import { registerRun } from './run.js';
+import { packageVersion } from '../util/version.js';
 
 /**
  * The `reports-sync` command line. Each command lives in its own file (`src/cli/<command>.ts`) and
- * registers itself here. Exit codes: 0 success, 1 the run failed, 2 usage or configuration error
+ * registers itself here; a command loads its heavy modules (DuckDB, fastify, the pipeline) only when it
+ * runs, so `--help` and `--version` answer at once. Exit codes: 0 success, 1 the run failed, 2 usage or configuration error
  * (also: warehouse locked by another process).
  */
 export function buildProgram(): Command {
@@ -19,6 +21,7 @@ export function buildProgram(): Command {
       'Mirror the public citizen-reports API (NDJSON + paged CSV exports, /stats) into a DuckDB warehouse,\n' +
         'and serve the same public query shape from it.',
     )
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   registerSync(program);

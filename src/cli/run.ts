@@ -1,11 +1,8 @@
 import type { Command } from 'commander';
-import { loadJobs } from '../daemon/load-jobs.js';
-import { startDaemon } from '../daemon/start-daemon.js';
-import { errorMessage } from '../util/errors.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 
 /**
- * `reports-sync run`: the long-lived service (DESIGN.md §7, issue 5). One process owns the warehouse and
+ * `reports-sync run`: the long-lived service (DESIGN.md §7). One process owns the warehouse and
  * runs the jobs of `jobs/` on their schedules plus the HTTP server; the first stdout line is
  * `listening on <url>`. SIGTERM/SIGINT stop it gracefully (exit 0); a second signal aborts the running
  * sync at once. Exit 2 when the warehouse is held by another process or the port cannot be bound.
@@ -28,7 +25,12 @@ export function registerRun(program: Command): void {
         'finish within REPORTS_SHUTDOWN_GRACE_MS, then it is aborted and recorded as aborted.',
     )
     .action(async (flags: CommonFlags & { port?: string; host?: string }) => {
-      const { config, logger } = configFromFlags(flags, { port: flags.port, host: flags.host });
+      const { config, logger } = await configFromFlags(flags, { port: flags.port, host: flags.host });
+      const [{ loadJobs }, { startDaemon }, { errorMessage }] = await Promise.all([
+        import('../daemon/load-jobs.js'),
+        import('../daemon/start-daemon.js'),
+        import('../util/errors.js'),
+      ]);
       const jobs = await loadJobs();
       const daemon = await startDaemon({ config, logger, jobs });
       process.stdout.write(`listening on ${daemon.url}\n`);

@@ -1,7 +1,6 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { buildReader } from '../reader/server.js';
-import { SyncError } from '../util/errors.js';
-import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 
 interface ServeFlags extends CommonFlags {
@@ -15,8 +14,9 @@ interface ServeFlags extends CommonFlags {
  * to stderr (pino). The warehouse is opened (and migrated) by this process, which then holds it: DuckDB
  * allows one process per file, so run syncs inside the daemon (`reports-sync run`) or stop the reader first.
  *
- * Exit 2 for a bad `--port`/`--host` (`CONFIG_INVALID`), a locked warehouse (`WAREHOUSE_LOCKED`) or a port
- * that cannot be bound (`READER_LISTEN`).
+ * Exit 2 for a bad `--port`/`--host` (`CONFIG_INVALID`), a missing warehouse file (`WAREHOUSE_MISSING`: it
+ * is never created here), a locked warehouse (`WAREHOUSE_LOCKED`) or a port that cannot be bound
+ * (`READER_LISTEN`).
  */
 export function registerServe(program: Command): void {
   withCommonOptions(
@@ -30,7 +30,22 @@ export function registerServe(program: Command): void {
       .option('--host <host>', 'interface to bind (env REPORTS_HOST, default 127.0.0.1)'),
     { upstream: false },
   ).action(async (flags: ServeFlags) => {
-    const { config, logger } = configFromFlags(flags, { port: flags.port, host: flags.host });
+    const { config, logger } = await configFromFlags(flags, { port: flags.port, host: flags.host });
+    // Loaded here, not at the top: --help and the other commands do not pay for fastify and DuckDB.
+    const [{ buildReader }, { SyncError }, { openMigratedWarehouse }] = await Promise.all([
+      import('../reader/server.js'),
+      import('../util/errors.js'),
+      import('../warehouse/open-migrated.js'),
+    ]);
+    const path = resolve(config.warehouse);
+    if (!existsSync(path)) {
+      // Opening would create an empty warehouse that answers healthy with no data: a typo would go unseen.
+      throw new SyncError(
+        'WAREHOUSE_MISSING',
+        `No warehouse at ${path}: serve reads an existing one and never creates it. Run \`reports-sync sync\` first, or pass --warehouse PATH (REPORTS_WAREHOUSE).`,
+        { exitCode: 2, context: { path } },
+      );
+    }
     const warehouse = await openMigratedWarehouse(config);
     let app;
     try {

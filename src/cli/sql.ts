@@ -1,12 +1,14 @@
 import { Option, type Command } from 'commander';
 import { stringify } from 'csv-stringify/sync';
-import { openForReading } from '../warehouse/open-for-reading.js';
-import { formatAge } from '../util/format-age.js';
-import { SyncError, errorMessage } from '../util/errors.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 import { formatTable } from './format-table.js';
+import type { StatementResult } from './sql-statements.js';
 
-/** `reports-sync sql "<query>"`: read-only SQL on the warehouse, printed as a table, CSV or JSON. */
+/**
+ * `reports-sync sql "<query>"`: read-only SQL on the warehouse, printed as a table (every statement's result,
+ * NULL shown as `NULL`, numbers right-aligned), CSV or JSON (one statement only). Exit 2 when the warehouse
+ * does not exist.
+ */
 export function registerSql(program: Command): void {
   withCommonOptions(
     program
@@ -20,12 +22,21 @@ export function registerSql(program: Command): void {
   )
     .addHelpText(
       'after',
-      '\nTables: reports, report_versions, sync_runs, rejected_records, stats_snapshots, stats_values.\n' +
+      '\nViews to query: current_reports (current, not removed), report_history (every version, SCD2).\n' +
+        'Tables: reports, report_versions, sync_runs, rejected_records, stats_snapshots, stats_values.\n' +
+        'With --format json, JSON columns are JSON values and timestamps ISO 8601.\n' +
         'The warehouse is opened read-only; statements that write are refused. While reports-sync run holds\n' +
         'the warehouse, the published copy (published/warehouse.duckdb next to it) is read, and stderr says so.',
     )
     .action(async (query: string, flags: CommonFlags & { format: 'table' | 'csv' | 'json' }) => {
-      const { config } = configFromFlags(flags);
+      const { config } = await configFromFlags(flags);
+      const [{ openForReading }, { formatAge }, { SyncError, errorMessage }, { runStatements }] =
+        await Promise.all([
+          import('../warehouse/open-for-reading.js'),
+          import('../util/format-age.js'),
+          import('../util/errors.js'),
+          import('./sql-statements.js'),
+        ]);
       const opened = await openForReading(config.warehouse);
       const warehouse = opened.warehouse;
       if (opened.copy === 'published') {
@@ -37,15 +48,28 @@ export function registerSql(program: Command): void {
       }
       try {
         const connection = await warehouse.connect();
-        let rows: Record<string, unknown>[];
+        let results: StatementResult[];
         try {
-          rows = (await connection.runAndReadAll(query)).getRowObjectsJson();
+          results = await runStatements(connection, query, { json: flags.format === 'json' });
         } catch (err) {
           throw new SyncError('SQL_ERROR', errorMessage(err), { exitCode: 1 });
         } finally {
           connection.closeSync();
         }
-        process.stdout.write(render(rows, flags.format));
+        if (results.length > 1 && flags.format !== 'table') {
+          throw new SyncError(
+            'SQL_MULTIPLE',
+            `--format ${flags.format} prints one result: the query holds ${results.length} statements (run them one at a time)`,
+            { exitCode: 2 },
+          );
+        }
+        if (flags.format === 'table') {
+          process.stdout.write(
+            results.map((r) => formatTable(r.rows, { nullAs: 'NULL', rightAlign: r.numeric })).join('\n'),
+          );
+        } else {
+          process.stdout.write(render(results[0]?.rows ?? [], flags.format));
+        }
       } finally {
         warehouse.close();
       }

@@ -1,10 +1,11 @@
 import { Option, type Command } from 'commander';
-import { requireBaseUrl } from '../config/config.js';
-import { SYNC_TARGETS, type SyncTarget } from '../sync/sync-sources.js';
-import { syncAndPrint } from './sync-and-print.js';
+import { SYNC_TARGETS, type SyncTarget } from '../sync/sync-targets.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 
-/** `reports-sync sync`: one sync of the upstream into the warehouse. Exit 0 success, 1 run failed, 2 usage/config. */
+/**
+ * `reports-sync sync`: one sync of the upstream into the warehouse. Exit 0 success, 1 run failed,
+ * 2 usage/config, 130/143 stopped by SIGINT/SIGTERM (the run is recorded `aborted`).
+ */
 export function registerSync(program: Command): void {
   withCommonOptions(
     program
@@ -16,15 +17,25 @@ export function registerSync(program: Command): void {
         new Option(
           '--source <source>',
           'what to sync: default = NDJSON export then /stats snapshot; csv = the paged CSV export; ' +
-            'stats = only a /stats snapshot; all = NDJSON, then CSV (each export also snapshots /stats)',
+            'stats = only a /stats snapshot; all = NDJSON, then CSV (each export also snapshots /stats); ' +
+            'recent = the newest reports of the list endpoint, up to the first page the warehouse already holds',
         )
           .choices([...SYNC_TARGETS])
           .default('default'),
       )
-      .option('--page-size <rows>', 'rows per CSV page (env REPORTS_CSV_PAGE_SIZE, default 1000)'),
-  ).action(async (flags: CommonFlags & { source: SyncTarget; pageSize?: string }) => {
-    const { config, logger } = configFromFlags(flags, { csvPageSize: flags.pageSize });
+      .option('--page-size <rows>', 'rows per CSV page (env REPORTS_CSV_PAGE_SIZE, default 1000)')
+      .option('--json', 'print one JSON document (runs, counters, rejects by reason) instead of the summary'),
+  ).action(async (flags: CommonFlags & { source: SyncTarget; pageSize?: string; json?: boolean }) => {
+    const { config, logger } = await configFromFlags(
+      flags,
+      { csvPageSize: flags.pageSize },
+      { interactive: true },
+    );
+    const [{ requireBaseUrl }, { syncAndPrint }] = await Promise.all([
+      import('../config/config.js'),
+      import('./sync-and-print.js'),
+    ]);
     requireBaseUrl(config);
-    await syncAndPrint(config, logger, flags.source);
+    await syncAndPrint(config, logger, flags.source, { json: flags.json });
   });
 }

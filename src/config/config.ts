@@ -2,6 +2,7 @@ import { addSecret } from '../util/redact.js';
 import { z } from 'zod';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { SyncError } from '../util/errors.js';
+import { safeUrl } from '../upstream/safe-url.js';
 import { SETTINGS, type SettingKey } from './settings.js';
 
 type Schemas = { [K in SettingKey]: (typeof SETTINGS)[K]['schema'] };
@@ -77,7 +78,30 @@ export function withOverrides(config: Config, overrides: ConfigOverrides): Confi
   return loadConfig(env, { ...asOverrides, ...overrides });
 }
 
-/** Markdown table of every setting, for the README (`reports-sync config --markdown`). */
+/** One row of `reports-sync config`: a setting by its variable name, its value shown safely, and where it came from. */
+export interface EffectiveSetting {
+  env: string;
+  /** The value; secrets as `[redacted]`, URLs without credentials (safeUrl); `undefined` when unset. */
+  value: string | number | boolean | undefined;
+  source: 'environment' | 'default';
+}
+
+/**
+ * The effective configuration by environment variable name, for printing: the API key redacted, the base
+ * URL without its user-info or credential-like query parameters (the same rule as logs and the run log).
+ */
+export function effectiveSettings(config: Config, env: NodeJS.ProcessEnv = process.env): EffectiveSetting[] {
+  return Object.entries(SETTINGS).map(([key, def]) => {
+    const raw = config[key as SettingKey] as string | number | boolean | undefined;
+    let value = raw;
+    if (raw !== undefined && key === 'apiKey') value = '[redacted]';
+    else if (typeof raw === 'string' && /^https?:\/\//i.test(raw)) value = safeUrl(raw).replace(/\/$/, '');
+    const given = env[def.env];
+    return { env: def.env, value, source: given !== undefined && given !== '' ? 'environment' : 'default' };
+  });
+}
+
+/** Markdown table of every setting, for docs/configuration.md (`reports-sync config --markdown`). */
 export function settingsMarkdown(): string {
   const defaults = schema.parse({});
   const rows = Object.entries(SETTINGS).map(([key, def]) => {

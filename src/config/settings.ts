@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * One configurable setting: its config key, environment variable, zod schema (which also coerces the
- * env string), default and the sentence the README's configuration table shows. The table in README.md
+ * env string), default and the sentence the configuration table of docs/configuration.md shows. That table
  * is generated from this list (`reports-sync config --markdown`), so the two cannot drift.
  */
 export interface SettingDef<S extends z.ZodType = z.ZodType> {
@@ -82,6 +82,42 @@ export const SETTINGS = {
     allowed: 'an integer from 1 to 10000000',
     doc: 'A CSV export with more pages than this fails (runaway paging guard).',
   },
+  listPath: {
+    env: 'REPORTS_LIST_PATH',
+    schema: urlPath.default('/api/v1/public/reports'),
+    allowed: 'a path starting with /',
+    doc: 'Path of the list endpoint the `recent` source reads (newest reports first, seed rule 3).',
+  },
+  recentPageSize: {
+    env: 'REPORTS_RECENT_PAGE_SIZE',
+    schema: int(1, 1_000_000).default(1000),
+    allowed: 'an integer from 1 to 1000000',
+    doc: 'Reports per list page (`pageSize`) of the `recent` source; default the largest the simulator accepts.',
+  },
+  recentMaxPages: {
+    env: 'REPORTS_RECENT_MAX_PAGES',
+    schema: int(1, 1_000_000).default(100),
+    allowed: 'an integer from 1 to 1000000',
+    doc: 'A `recent` run reads at most this many list pages, then warns and leaves the gap to the next full export.',
+  },
+  conditionalExports: {
+    env: 'REPORTS_CONDITIONAL_EXPORTS',
+    schema: boolish.default(true),
+    allowed: 'true or false',
+    doc: 'Full exports send `If-None-Match`/`If-Modified-Since` with the validators of the last complete run; a 304 ends the run as unchanged.',
+  },
+  schemaContract: {
+    env: 'REPORTS_SCHEMA_CONTRACT',
+    schema: z.enum(['evolve', 'freeze']).default('evolve'),
+    allowed: 'evolve or freeze',
+    doc: 'On schema drift (a new `status`/`destination` value, a new field, a changed JSON type): `evolve` records it and merges; `freeze` fails the run before merging.',
+  },
+  publishMinIntervalMs: {
+    env: 'REPORTS_PUBLISH_MIN_INTERVAL',
+    schema: int(0, 86_400_000).default(3_600_000),
+    allowed: 'milliseconds from 0 to 86400000',
+    doc: 'The daemon republishes its snapshot at most this often (ms; 0: after every job that changed something); a job that changed nothing never republishes. The daemon’s reader serves the live warehouse meanwhile.',
+  },
   connectTimeoutMs: {
     env: 'REPORTS_CONNECT_TIMEOUT_MS',
     schema: int(1, 600_000).default(10_000),
@@ -146,7 +182,7 @@ export const SETTINGS = {
     env: 'REPORTS_DECODE_WORKERS',
     schema: int(0, 64).default(2),
     allowed: 'an integer from 0 to 64',
-    doc: 'Worker threads that parse, validate and serialise records: NDJSON in blocks of ~1 MiB, CSV a page at a time (0: on the main thread). On 2 cores: 1M-record NDJSON sync ~24 s with 0, ~20 s with 1 or 2; CSV ~50 s on the main thread, ~27–31 s with 2 (measured, issue #7).',
+    doc: 'Worker threads that parse, validate and serialise records: NDJSON in blocks of ~1 MiB, CSV a page at a time (0: on the main thread). On 2 cores: 1M-record NDJSON sync ~24 s with 0, ~20 s with 1 or 2; CSV ~50 s on the main thread, ~27–31 s with 2 (measured).',
   },
   maxRejectRatio: {
     env: 'REPORTS_MAX_REJECT_RATIO',
@@ -203,13 +239,13 @@ export const SETTINGS = {
       .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i)
       .default('256MiB'),
     allowed: 'a DuckDB size such as 256MiB or 1GB',
-    doc: 'DuckDB `memory_limit` (bounds the warehouse side of a sync).',
+    doc: "DuckDB `memory_limit` (bounds the warehouse side of a sync and the reader; larger merges spill to disk). 128MiB lowered a sync's peak RSS little and made analysts' queries (read_csv of a large export) run out of memory.",
   },
   duckdbThreads: {
     env: 'REPORTS_DUCKDB_THREADS',
-    schema: int(1, 256).default(2),
+    schema: int(1, 256).default(1),
     allowed: 'an integer from 1 to 256',
-    doc: 'DuckDB `threads`.',
+    doc: 'DuckDB `threads`. On 2 cores the decode workers keep both busy during a sync: 1 DuckDB thread cut its CPU by ~25% and was not slower (measured); raise it for a reader serving large exports.',
   },
   port: {
     env: 'REPORTS_PORT',
@@ -279,6 +315,45 @@ export const SETTINGS = {
     schema: int(1, 64).default(4),
     allowed: 'an integer from 1 to 64',
     doc: 'DuckDB connections the reader uses at once; further requests wait for one.',
+  },
+  readerAcquireTimeoutMs: {
+    env: 'REPORTS_READER_ACQUIRE_TIMEOUT_MS',
+    schema: int(1, 600_000).default(2000),
+    allowed: 'milliseconds from 1 to 600000',
+    doc: 'A request that waits this long for a free DuckDB connection is answered 503 with `Retry-After` (ms).',
+  },
+  publicUrl: {
+    env: 'REPORTS_PUBLIC_URL',
+    schema: z
+      .url({ protocol: /^https?$/ })
+      .transform((u) => u.replace(/\/+$/, ''))
+      .optional(),
+    allowed: 'an http(s) URL such as https://reports.example.org',
+    doc: 'Public base URL of the reader (behind a proxy): absolute `Link` headers start with it. Unset: links are relative.',
+  },
+  readerTrustProxy: {
+    env: 'REPORTS_READER_TRUST_PROXY',
+    schema: boolish.default(false),
+    allowed: 'true or false',
+    doc: 'Trust `X-Forwarded-Proto`/`X-Forwarded-Host`/`X-Forwarded-For` (a reverse proxy in front); absolute links then follow them.',
+  },
+  readerCorsOrigins: {
+    env: 'REPORTS_READER_CORS_ORIGINS',
+    schema: z.string().min(1).default('*'),
+    allowed: '* or a comma-separated list of origins such as https://dash.example.org',
+    doc: 'Origins allowed to read the reader from a browser (CORS); `*` = any (a public read API).',
+  },
+  readerSpoolBytes: {
+    env: 'REPORTS_READER_SPOOL_BYTES',
+    schema: int(0, 1_099_511_627_776).default(1024 * 1024 * 1024),
+    allowed: 'bytes from 0 to 1099511627776',
+    doc: 'Disk for export bodies (NDJSON, GeoJSON, CSV pages) of the current data state, reused by later requests (bytes; 0 = none kept). A new data state removes them.',
+  },
+  readerMaxAgeSeconds: {
+    env: 'REPORTS_READER_MAX_AGE_S',
+    schema: int(0, 86_400).default(0),
+    allowed: 'seconds from 0 to 86400',
+    doc: 'Freshness of public answers for caches: 0 = `Cache-Control: no-cache` (revalidate with `ETag`), else `max-age`.',
   },
   logLevel: {
     env: 'REPORTS_LOG_LEVEL',

@@ -15,7 +15,7 @@ export function nextRuns(schedule: string, timezone: string, count: number): Dat
 
 /**
  * A schedule's period in ms: the gap between its next two firings (a day for `0 2 * * *`, an hour for
- * `15 * * * *`). Used by the catch-up rule at start (issue 5: a job whose last successful run is older
+ * `15 * * * *`). Used by the catch-up rule at start (a job whose last successful run is older
  * than its period runs once). For irregular expressions (weekdays only) it is the next gap, not the
  * longest one.
  */

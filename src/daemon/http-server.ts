@@ -5,6 +5,7 @@ import { SyncError, errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import { buildReader } from '../reader/server.js';
+import { schedulePeriodMs } from './cron-times.js';
 import { registerDaemonMetrics, type DaemonInfo } from './daemon-metrics.js';
 
 /** The daemon's HTTP server once listening. */
@@ -28,9 +29,10 @@ export interface HttpServerOptions {
 }
 
 /**
- * The HTTP side of `reports-sync run`: the reader (issue 4, `buildReader`) on the daemon's one DuckDB
- * instance (DESIGN.md §6–§7) — the public endpoints under `/api/v1/public`, `GET /healthz` (200 while the
- * warehouse answers a query, 503 otherwise) and `GET /metrics`, where the daemon's job gauges
+ * The HTTP side of `reports-sync run`: the reader (`buildReader`) on the daemon's one DuckDB
+ * instance (DESIGN.md §6–§7) — the public endpoints under `/api/v1/public`, the status page at `/` (job
+ * freshness against each job's schedule period), `GET /healthz` (from memory: 200 ok or degraded, 503
+ * when the warehouse is broken) and `GET /metrics`, where the daemon's job gauges
  * (`registerDaemonMetrics`) join the reader's run-log metrics and the process metrics in one registry.
  *
  * @throws SyncError `HTTP_LISTEN` (exit 2) when the port cannot be bound (in use, no permission)
@@ -44,6 +46,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     config: options.config,
     logger: options.logger,
     registry,
+    jobPeriods: new Map(
+      options.info.jobs
+        .filter((job) => job.enabled)
+        .map((job) => [job.name, schedulePeriodMs(job.schedule, options.info.timezone)]),
+    ),
   });
   try {
     await app.listen({ host: options.host, port: options.port });

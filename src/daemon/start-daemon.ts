@@ -1,4 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Config } from '../config/config.js';
 import { createProgressReporter } from '../sync/progress-reporter.js';
@@ -9,6 +11,8 @@ import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { publishSnapshot, publishedDirFor } from '../warehouse/publish.js';
+import { changedAny } from '../sync/run-sync.js';
+import { PublishPolicy } from './publish-policy.js';
 import { nextRuns } from './cron-times.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
 import { JobQueue, type RunReason } from './job-queue.js';
@@ -43,7 +47,7 @@ export interface Daemon {
 }
 
 /**
- * Starts `reports-sync run` (DESIGN.md §7, issue 5): one process that owns the warehouse (one
+ * Starts `reports-sync run` (DESIGN.md §7): one process that owns the warehouse (one
  * `DuckDBInstance`, DESIGN.md §6) and runs
  * - the jobs of `jobs/` on their node-cron schedules (`noOverlap`, time zone `REPORTS_TZ`), one at a time
  *   through a single queue (the warehouse has one writer);
@@ -66,11 +70,23 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const publishedDir = options.publishedDir ?? publishedDirFor(config.warehouse);
   const warehouse = await openMigratedWarehouse(config);
   const dispatcher = createHttpAgent(config);
-  const progress = createProgressReporter({ logger, tty: false, intervalMs: config.progressIntervalMs });
+  const progress = createProgressReporter({ logger, intervalMs: config.progressIntervalMs });
 
-  const publish = async (log: Logger): Promise<void> => {
+  const policy = new PublishPolicy(config.publishMinIntervalMs, publishedAt(publishedDir));
+  const publish = async (log: Logger, changed: boolean): Promise<void> => {
+    const decision = policy.afterJob(changed);
+    if (decision !== 'publish') {
+      log.info(
+        { decision },
+        decision === 'unchanged'
+          ? 'nothing changed: snapshot not republished'
+          : 'snapshot publish deferred (REPORTS_PUBLISH_MIN_INTERVAL)',
+      );
+      return;
+    }
     try {
       const published = await publishSnapshot(warehouse, publishedDir);
+      policy.published();
       log.info(
         {
           path: published.databasePath,
@@ -108,7 +124,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         { reason, durationMs: Date.now() - started, runs: summaries.map((s) => `${s.runId}: ${s.status}`) },
         ok ? 'job succeeded' : 'job did not succeed',
       );
-      if (ok && !signal.aborted) await publish(log);
+      // A stats snapshot is new data too; a report run counts when it changed a report.
+      const changed = summaries.some((s) => s.source === 'stats' || changedAny(s.counters));
+      if (ok && !signal.aborted) await publish(log, changed);
     } catch (err) {
       log.error({ err: err instanceof SyncError ? err.toJSON() : errorMessage(err) }, 'job failed');
     } finally {
@@ -254,5 +272,14 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
     ]);
   } finally {
     timer.abort();
+  }
+}
+
+/** When the published copy in `dir` was written (its file's mtime), or undefined when there is none. */
+function publishedAt(dir: string): Date | undefined {
+  try {
+    return statSync(join(dir, 'warehouse.duckdb')).mtime;
+  } catch {
+    return undefined;
   }
 }

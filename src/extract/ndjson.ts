@@ -10,6 +10,11 @@ export interface NdjsonOptions {
   rejectRawMaxBytes: number;
   /** Safe URL for error messages. */
   url: string;
+  /**
+   * Added to every line number (default 0): a source that reads several bodies (the list endpoint's pages)
+   * numbers their lines apart, so records keep one arrival order across bodies.
+   */
+  lineOffset?: number | undefined;
 }
 
 // stream-json's JSONL parse step (`JsonlParser.checkedParse`, the function behind its `errorIndicator`
@@ -46,6 +51,7 @@ export async function* ndjsonBlocks(
   options: NdjsonOptions,
 ): AsyncGenerator<NdjsonBlock> {
   const packer = new BlockPacker();
+  const offset = options.lineOffset ?? 0;
   const batches = splitLineBatches(body, {
     maxLineBytes: options.maxRecordBytes,
     keepBytes: options.rejectRawMaxBytes,
@@ -54,16 +60,16 @@ export async function* ndjsonBlocks(
     for (const line of batch) {
       if (line.overLimit) {
         packer.addOverLong({
-          lineNumber: line.lineNumber,
+          lineNumber: line.lineNumber + offset,
           bytes: line.bytes,
           text: line.text,
           limit: options.maxRecordBytes,
         });
-      } else if (line.terminated) packer.add(line.raw ?? Buffer.from(line.text), line.lineNumber);
+      } else if (line.terminated) packer.add(line.raw ?? Buffer.from(line.text), line.lineNumber + offset);
       else {
         // A final block of its own: when the body was cut there, the blocks before it still count.
         if (packer.count > 0) yield packer.take();
-        packer.addUnterminated(line.raw ?? Buffer.from(line.text), line.lineNumber, options.url);
+        packer.addUnterminated(line.raw ?? Buffer.from(line.text), line.lineNumber + offset, options.url);
       }
       if (packer.full) yield packer.take();
     }

@@ -13,7 +13,7 @@ export interface Line {
   /**
    * The line's bytes (without BOM and `\n`), a view on the current chunk: valid only until the consumer asks
    * for the next line ({@link splitLines}) or batch ({@link splitLineBatches}), and so is a `text` decoded
-   * lazily from it. Absent when `overLimit`. Lets a hash skip encoding `text` back to UTF-8 (issue #7).
+   * lazily from it. Absent when `overLimit`. Lets a hash skip encoding `text` back to UTF-8.
    */
   raw?: Buffer | undefined;
 }
@@ -43,7 +43,7 @@ export async function* splitLines(
 
 /**
  * {@link splitLines} one chunk at a time: the lines each chunk completes, as an array (one `await` per
- * chunk instead of per line: ~1 µs a line saved on a 1M-line export, issue #7). A line's `raw` view is
+ * chunk instead of per line: ~1 µs a line saved on a 1M-line export). A line's `raw` view is
  * valid until the next batch is asked for.
  */
 export async function* splitLineBatches(

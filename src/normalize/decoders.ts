@@ -53,7 +53,7 @@ export type DecodeReply =
     };
 
 /**
- * Starts `workers` decode threads sharing `known` (issue #7: parsing, validating and serialising a record
+ * Starts `workers` decode threads sharing `known` (parsing, validating and serialising a record
  * costs ~10 µs of JavaScript for NDJSON and ~35 µs for CSV; on the main thread alone that bounded a
  * 1M-record sync). With 0, or when the worker script is not built (tests running the TypeScript sources
  * before `npm run build`), everything is decoded inline. A CSV page decoded inline sets `known`'s context.

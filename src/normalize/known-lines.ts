@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import xxhash, { type XXHashAPI } from 'xxhash-wasm';
 
 // xxHash64 (WebAssembly, instantiated once per thread): ~0.3 µs for a 460-byte line where SHA-1 through
-// node:crypto took ~1.6–2.2 µs, the largest cost of a no-change re-sync (issue #7, measured).
+// node:crypto took ~1.6–2.2 µs, the largest cost of a no-change re-sync.
 let hasher: XXHashAPI | undefined;
 let loading: Promise<XXHashAPI> | undefined;
 
@@ -39,7 +39,7 @@ export interface LineCheck {
 
 /**
  * The raw-line hashes of the warehouse's current reports, loaded once per run, so a re-sync skips
- * unchanged records before JSON.parse, validation and staging (issue #7: a no-change re-sync cost as much
+ * unchanged records before JSON.parse, validation and staging (a no-change re-sync cost as much
  * as the first load). A line whose hash is known produced, byte for byte, a report that is current and
  * not tombstoned; the run only stages its hash (`staging_seen`) so the merge marks that report seen.
  *

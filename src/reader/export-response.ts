@@ -1,10 +1,10 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ReaderContext } from './reader-context.js';
-import { lastSuccess } from './last-success.js';
+import { readRunState } from './last-success.js';
 import { withQueryTimeout } from './query-timeout.js';
 import { ReadTransaction } from './read-transaction.js';
-import { ifNoneMatchHits, validatorHeaders, validatorsOf, type Validators } from './validators.js';
+import { notModified, validatorHeaders, validatorsOf, type Validators } from './validators.js';
 
 /** An export response being prepared: its read transaction and the validators of the state it reads. */
 export interface OpenExport {
@@ -13,12 +13,12 @@ export interface OpenExport {
 }
 
 /**
- * Opens the read transaction of a streamed response (GeoJSON, CSV, NDJSON) and reads its validators. When
- * `If-None-Match` names the current `ETag` it answers `304 Not Modified` itself (RFC 9110 §15.4.5: the
- * validators, no body) and returns `null`.
+ * Opens the read transaction of an export response (GeoJSON, CSV, NDJSON, stats) and reads its validators.
+ * When the client's copy is current (`If-None-Match` / `If-Modified-Since`, see {@link notModified}) it
+ * answers `304 Not Modified` itself (RFC 9110 §15.4.5: the validators, no body) and returns `null`.
  *
  * @param what names the endpoint in timeout messages (`GET /api/v1/public/reports.csv`)
- * @throws SyncError `READER_QUERY_TIMEOUT` / `READER_CLOSED`, answered 503 by the reader's error handler
+ * @throws SyncError `READER_BUSY` / `READER_QUERY_TIMEOUT` / `READER_CLOSED`, answered 503 by the error handler
  */
 export async function openExport(
   ctx: ReaderContext,
@@ -30,16 +30,15 @@ export async function openExport(
   const tx = await ReadTransaction.begin(ctx.pool, timeoutMs);
   let validators: Validators;
   try {
-    validators = validatorsOf(
-      await withQueryTimeout(tx.connection, timeoutMs, `The validators of ${what}`, () =>
-        lastSuccess(tx.connection),
-      ),
+    const runs = await withQueryTimeout(tx.connection, timeoutMs, `The validators of ${what}`, () =>
+      readRunState(tx.connection),
     );
+    validators = validatorsOf(runs.changed);
   } catch (err) {
     await tx.finish(false);
     throw err;
   }
-  if (ifNoneMatchHits(request.headers['if-none-match'], validators.etag)) {
+  if (notModified(request.headers, validators)) {
     await tx.finish(true);
     reply.code(304).headers(validatorHeaders(validators)).send();
     return null;
@@ -48,47 +47,57 @@ export async function openExport(
 }
 
 /**
- * Sends a streamed body: `pieces` (text, e.g. one string per DuckDB chunk) go out with backpressure through
- * a `Readable` that pulls the next piece only when the socket has room, so memory stays at about one chunk
- * (DESIGN.md §7: exports in constant memory). The transaction ends when the body ends, fails or the client
- * goes away. `HEAD` gets the headers only, and no query runs for it.
+ * Sends an export body. `pieces` (text, e.g. one string per DuckDB chunk) are written to a spool file
+ * (spool-cache.ts) at the warehouse's pace inside the read transaction, which then ends: the connection
+ * goes back to the pool before the first byte is sent, so a client that reads slowly holds a file
+ * descriptor, never a warehouse connection. The file streams out with backpressure (memory stays at
+ * about one piece while spooling and one read buffer while sending) and with its `Content-Length`. Later
+ * requests for the same body of the same data state (`key`) reuse the file. `HEAD` gets the headers only,
+ * and no query runs for it.
  *
- * A failure after the headers went out cannot become an error body any more: it is logged once, here, and
- * the response is cut off (no final chunk), so the client sees an incomplete body, never a complete-looking
- * wrong one.
+ * A failure while spooling happens before any header went out, so it is answered as any other error
+ * (503 for a timeout or a busy warehouse, 500 otherwise) and the client never sees a cut body.
+ *
+ * @param key identifies the body among the exports of one data state (endpoint and parameters)
  */
 export async function sendExport(
+  ctx: ReaderContext,
   request: FastifyRequest,
   reply: FastifyReply,
   open: OpenExport,
   headers: Record<string, string>,
+  key: string,
   pieces: () => AsyncIterable<string>,
 ): Promise<FastifyReply> {
-  reply.code(200).headers({ ...headers, ...validatorHeaders(open.validators) });
+  const { tx } = open;
   if (request.method === 'HEAD') {
-    await open.tx.finish(true);
+    await tx.finish(true);
+    reply.code(200).headers({ ...headers, ...validatorHeaders(open.validators) });
     return reply.send(Readable.from([]));
   }
-  const { tx } = open;
-  let started = false;
-  const log = request.log;
-  async function* body(): AsyncGenerator<string> {
-    started = true;
-    let ok = false;
-    try {
-      for await (const piece of pieces()) yield piece;
-      ok = true;
-    } catch (err) {
-      log.error({ err, url: request.url }, 'export failed after the headers were sent; body cut off');
-      throw err;
-    } finally {
-      await tx.finish(ok);
-    }
+  let body;
+  try {
+    body = await ctx.spools.open(
+      open.validators.etag,
+      key,
+      async (write) => {
+        let ok = false;
+        try {
+          for await (const piece of pieces()) await write(piece);
+          ok = true;
+        } finally {
+          await tx.finish(ok);
+        }
+      },
+      () => tx.finish(true),
+    );
+  } catch (err) {
+    await tx.finish(false);
+    throw err;
   }
-  const stream = Readable.from(body(), { objectMode: false, highWaterMark: 64 * 1024 });
-  // A client gone before the first read: the generator never ran, so its finally cannot end the transaction.
-  stream.once('close', () => {
-    if (!started) void tx.finish(false);
-  });
+  const stream = body.handle.createReadStream({ highWaterMark: 64 * 1024 });
+  reply
+    .code(200)
+    .headers({ ...headers, ...validatorHeaders(open.validators), 'Content-Length': String(body.bytes) });
   return reply.send(stream);
 }

@@ -1,6 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 
-/** The last successful run of any job, as `sync_runs` records it. */
+/** A successful run of the run log. */
 export interface LastSuccess {
   runId: string;
   job: string;
@@ -8,18 +8,37 @@ export interface LastSuccess {
   finishedMs: number;
 }
 
+/** The two runs the reader keys on: what it serves, and how recent the warehouse is. */
+export interface RunState {
+  /**
+   * The last successful run that changed `reports` (inserted, updated, removed or revived a report), or
+   * `null` when none did: the data state every answer is a function of, so the validators (`ETag`,
+   * `Last-Modified`) come from it and a stats-only or no-change run leaves every client cache valid.
+   */
+  changed: LastSuccess | null;
+  /** The last successful run of any job (`/healthz`, the status page), or `null` before the first one. */
+  latest: LastSuccess | null;
+}
+
 /**
- * The most recently finished `succeeded` row of `sync_runs` (DESIGN.md §6, the run log), or `null` when no
- * run has succeeded yet. Every change of the `reports` table commits together with such a row, so this
- * identifies the data state the reader serves (DESIGN.md §7: validators from the last successful run).
+ * Reads {@link RunState} from `sync_runs` (DESIGN.md §6, the run log) in one scan. Every change of the
+ * `reports` table commits together with its run row and that row's counts, so `changed` identifies the
+ * data state the reader serves.
  */
-export async function lastSuccess(connection: DuckDBConnection): Promise<LastSuccess | null> {
-  // arg_max over one scan is about twice as fast as ORDER BY … LIMIT 1; it runs once per request.
+export async function readRunState(connection: DuckDBConnection): Promise<RunState> {
+  // arg_max over one scan is about twice as fast as ORDER BY … LIMIT 1; it runs once per export request.
   const reader = await connection.runAndReadAll(
-    `SELECT arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id))
+    `SELECT
+       arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id))
+         FILTER (WHERE inserted + updated + removed + revived > 0),
+       arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id))
      FROM sync_runs WHERE status = 'succeeded' AND finished_at IS NOT NULL`,
   );
-  const row = reader.getRowsJS()[0]?.[0] as string[] | null | undefined;
-  if (row === null || row === undefined) return null;
-  return { runId: String(row[0]), job: String(row[1]), finishedMs: Number(row[2]) };
+  const row = reader.getRowsJS()[0] ?? [];
+  return { changed: runOf(row[0]), latest: runOf(row[1]) };
+}
+
+function runOf(value: unknown): LastSuccess | null {
+  if (!Array.isArray(value)) return null;
+  return { runId: String(value[0]), job: String(value[1]), finishedMs: Number(value[2]) };
 }

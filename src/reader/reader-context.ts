@@ -4,6 +4,7 @@ import type { ConnectionPool } from './connection-pool.js';
 import type { CurrentValidators } from './current-validators.js';
 import type { ReaderMetrics } from './reader-metrics.js';
 import type { ResponseCache } from './response-cache.js';
+import type { SpoolCache } from './spool-cache.js';
 import type { VersionCache } from './version-cache.js';
 
 /** What every reader route gets: the connection pool, the frozen config, the logger and per-state caches. */
@@ -16,5 +17,7 @@ export interface ReaderContext {
   validators: CurrentValidators;
   /** Bodies of list pages of the current data state. */
   pages: ResponseCache;
+  /** Export bodies spooled to disk, so a slow client never holds a warehouse connection. */
+  spools: SpoolCache;
   metrics: ReaderMetrics;
 }

@@ -1,5 +1,7 @@
-import type { DuckDBConnection } from '@duckdb/node-api';
-import { Gauge, Histogram, collectDefaultMetrics, Registry } from 'prom-client';
+import { version as duckdbVersion, type DuckDBConnection } from '@duckdb/node-api';
+import { Counter, Gauge, Histogram, collectDefaultMetrics, Registry } from 'prom-client';
+import { packageVersion } from '../util/version.js';
+import type { DriftKind } from '../warehouse/drift.js';
 import { withQueryTimeout } from './query-timeout.js';
 
 /** Record kinds of a run exported by `reports_sync_last_run_records` (columns of `sync_runs`). */
@@ -15,28 +17,38 @@ const RECORD_KINDS = {
   revived: 'revived',
 } as const;
 
+/** Every drift kind, exported at 0 until one happens (so a rate() over it starts from a sample). */
+const DRIFT_KINDS: readonly DriftKind[] = ['new_value', 'new_field', 'type_changed', 'field_gone'];
+
 /**
- * The reader's Prometheus metrics (DESIGN.md §7; prom-client). Warehouse figures are read from the run log
- * (`sync_runs`), `reports` and `rejected_records` at scrape time, so they are right whichever process ran
- * the jobs:
+ * The reader's Prometheus metrics (DESIGN.md §7; prom-client), named by the Prometheus conventions (base
+ * units in the name, counters ending in `_total`, no label whose value changes with an outcome on a
+ * gauge). Warehouse figures are read from the run log (`sync_runs`), `reports` and `rejected_records` at
+ * scrape time, so they are right whichever process ran the jobs:
  *
+ * - `reports_sync_build_info{version,node,duckdb}`: always 1, the versions in its labels;
  * - `reports_sync_last_success_timestamp_seconds{job}`: when the job's last successful run committed (s);
- * - `reports_sync_last_run_duration_seconds{job,status}`: duration of each job's last finished run (s);
+ * - `reports_sync_last_run_success{job}`: 1 when the job's last finished run succeeded, else 0 (for alerts);
+ * - `reports_sync_last_run_duration_seconds{job}`: duration of each job's last finished run (s);
  * - `reports_sync_last_run_records{job,kind}`: records read/loaded/rejected/inserted/… by that run;
- * - `reports_sync_runs{job,status}`: runs in the run log;
+ * - `reports_sync_runs_total{job,status}`: runs in the run log (a counter: the run log only grows);
  * - `reports_sync_reports{state}`: rows of `reports`, `current` or `removed` (tombstoned);
  * - `reports_sync_rejected_records`: rows of `rejected_records` (quarantined records of every run);
+ * - `reports_sync_drift_events_total{kind}`: schema drift events in `drift_events` by kind (a counter: the
+ *   table only grows);
  * - `reports_sync_http_request_duration_seconds{method,route,status_code}`: reader requests (histogram);
  * - prom-client's default process metrics when the registry is the reader's own.
  */
 export class ReaderMetrics {
   readonly registry: Registry;
   readonly #lastSuccess: Gauge<'job'>;
-  readonly #lastDuration: Gauge<'job' | 'status'>;
+  readonly #lastSuccessful: Gauge<'job'>;
+  readonly #lastDuration: Gauge<'job'>;
   readonly #lastRecords: Gauge<'job' | 'kind'>;
-  readonly #runs: Gauge<'job' | 'status'>;
+  readonly #runs: Counter<'job' | 'status'>;
   readonly #reports: Gauge<'state'>;
   readonly #rejected: Gauge;
+  readonly #drift: Counter<'kind'>;
   readonly #http: Histogram<'method' | 'route' | 'status_code'>;
 
   /** @param registry where to register (the daemon passes its own); default: a new one with process metrics */
@@ -44,16 +56,28 @@ export class ReaderMetrics {
     this.registry = registry ?? new Registry();
     if (registry === undefined) collectDefaultMetrics({ register: this.registry });
     const registers = [this.registry];
+    new Gauge({
+      name: 'reports_sync_build_info',
+      help: 'Always 1; the reports-sync, Node.js and DuckDB versions are its labels.',
+      labelNames: ['version', 'node', 'duckdb'],
+      registers,
+    }).set({ version: packageVersion(), node: process.versions.node, duckdb: duckdbVersion() }, 1);
     this.#lastSuccess = new Gauge({
       name: 'reports_sync_last_success_timestamp_seconds',
       help: 'Unix time (s) when the last successful run of the job committed (sync_runs).',
       labelNames: ['job'],
       registers,
     });
+    this.#lastSuccessful = new Gauge({
+      name: 'reports_sync_last_run_success',
+      help: 'Whether the last finished run of the job succeeded (1) or not (0) (sync_runs).',
+      labelNames: ['job'],
+      registers,
+    });
     this.#lastDuration = new Gauge({
       name: 'reports_sync_last_run_duration_seconds',
-      help: 'Duration (s) of the last finished run of the job, with its outcome (sync_runs).',
-      labelNames: ['job', 'status'],
+      help: 'Duration (s) of the last finished run of the job (sync_runs).',
+      labelNames: ['job'],
       registers,
     });
     this.#lastRecords = new Gauge({
@@ -62,8 +86,8 @@ export class ReaderMetrics {
       labelNames: ['job', 'kind'],
       registers,
     });
-    this.#runs = new Gauge({
-      name: 'reports_sync_runs',
+    this.#runs = new Counter({
+      name: 'reports_sync_runs_total',
       help: 'Runs in the run log by job and outcome (sync_runs).',
       labelNames: ['job', 'status'],
       registers,
@@ -77,6 +101,12 @@ export class ReaderMetrics {
     this.#rejected = new Gauge({
       name: 'reports_sync_rejected_records',
       help: 'Quarantined records kept in rejected_records, over all runs.',
+      registers,
+    });
+    this.#drift = new Counter({
+      name: 'reports_sync_drift_events_total',
+      help: 'Schema drift events recorded (drift_events) by kind: new_value, new_field, type_changed, field_gone.',
+      labelNames: ['kind'],
       registers,
     });
     this.#http = new Histogram({
@@ -122,20 +152,27 @@ export class ReaderMetrics {
               count(*) FILTER (WHERE removed_at IS NOT NULL)::DOUBLE AS removed FROM reports`,
     );
     const [rejected] = await read(`SELECT count(*)::DOUBLE AS n FROM rejected_records`);
+    const drift = await read(`SELECT kind, count(*)::DOUBLE AS n FROM drift_events GROUP BY kind`);
 
     this.#lastSuccess.reset();
     for (const r of lastSuccess) this.#lastSuccess.set({ job: String(r.job) }, Number(r.ts));
+    this.#lastSuccessful.reset();
     this.#lastDuration.reset();
     this.#lastRecords.reset();
     for (const r of lastRuns) {
       const job = String(r.job);
-      this.#lastDuration.set({ job, status: String(r.status) }, Number(r.seconds));
+      this.#lastSuccessful.set({ job }, r.status === 'succeeded' ? 1 : 0);
+      this.#lastDuration.set({ job }, Number(r.seconds));
       for (const kind of Object.keys(RECORD_KINDS)) this.#lastRecords.set({ job, kind }, Number(r[kind]));
     }
     this.#runs.reset();
-    for (const r of runs) this.#runs.set({ job: String(r.job), status: String(r.status) }, Number(r.n));
+    for (const r of runs) this.#runs.inc({ job: String(r.job), status: String(r.status) }, Number(r.n));
     this.#reports.set({ state: 'current' }, Number(reports?.current ?? 0));
     this.#reports.set({ state: 'removed' }, Number(reports?.removed ?? 0));
     this.#rejected.set(Number(rejected?.n ?? 0));
+    // Read from the table at each scrape: reset, then the total (a counter whose source of truth is the table).
+    this.#drift.reset();
+    for (const kind of DRIFT_KINDS) this.#drift.inc({ kind }, 0);
+    for (const r of drift) this.#drift.inc({ kind: String(r.kind) }, Number(r.n));
   }
 }

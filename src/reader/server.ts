@@ -1,3 +1,6 @@
+import { constants as zlib } from 'node:zlib';
+import compress from '@fastify/compress';
+import cors from '@fastify/cors';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -7,7 +10,7 @@ import Fastify, {
 } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config.js';
-import { PUBLIC_PATHS } from '../schema/public-query.js';
+import { PUBLIC_PATHS, PUBLIC_PREFIX } from '../schema/public-query.js';
 import { isSyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
@@ -23,8 +26,10 @@ import { listRoute } from './routes/list.js';
 import { metricsRoute } from './routes/metrics.js';
 import { ndjsonRoute } from './routes/ndjson.js';
 import { statsRoute } from './routes/stats.js';
+import { statusRoute } from './routes/status.js';
 import { ResponseCache } from './response-cache.js';
 import { sendError } from './send-api-error.js';
+import { SpoolCache } from './spool-cache.js';
 import { VersionCache } from './version-cache.js';
 
 /** Options of {@link buildReader}. */
@@ -37,26 +42,34 @@ export interface ReaderOptions {
   logger: Logger;
   /** Where `/metrics` registers; default: the reader's own registry with process metrics. */
   registry?: Registry;
+  /** Schedule period per job (ms) for the status page's freshness (the daemon knows them; `serve` does not). */
+  jobPeriods?: ReadonlyMap<string, number>;
 }
 
 /** Operational paths (not part of the public API). */
-export const OPS_PATHS = { healthz: '/healthz', metrics: '/metrics' } as const;
+export const OPS_PATHS = { status: '/', healthz: '/healthz', metrics: '/metrics' } as const;
 
 const ALLOWED = 'GET, HEAD';
 
 /**
  * Builds the embedded reader (DESIGN.md §7): a fastify instance that serves the public query shape of the
  * seed from the warehouse, read-only: `/api/v1/public/reports` (JSON list), `/reports.geojson`,
- * `/reports.csv` (paged, `Link` rel="next"), `/reports.ndjson`, `/reports/stats`, plus `/healthz` and
- * `/metrics`. Answers match the simulator's byte for byte on the same data (shared validation, `toWire`,
+ * `/reports.csv` (paged, `Link` rel="next"), `/reports.ndjson`, `/reports/stats`, plus `/healthz`,
+ * `/metrics` and the status page at `/`. Answers match the simulator's byte for byte on the same data (shared validation, `toWire`,
  * `toFeature`, `reportCsvCells`, `computeStats`), removed reports excluded.
  *
  * Order of work per request, as the simulator's: route (404 `NOT_FOUND`) → method (405
  * `METHOD_NOT_ALLOWED` with `Allow: GET, HEAD`) → query (400 `INVALID_QUERY` naming the parameter) →
- * validators (304 on a matching `If-None-Match`) → body. A warehouse that is busy past the query timeout
- * or shutting down answers 503 `UNAVAILABLE` with `Retry-After`; any other failure 500 `INTERNAL` with a
- * fixed message and the request id (the error itself goes to the log only: never a stack trace or SQL in a
- * response).
+ * validators (304 on a matching `If-None-Match` or `If-Modified-Since`) → body. A warehouse whose
+ * connections stay busy past the acquire timeout, a query past the query timeout or a reader shutting down
+ * answers 503 `UNAVAILABLE` with `Retry-After`; any other failure 500 `INTERNAL` with a fixed message and
+ * the request id (the error itself goes to the log only: never a stack trace or SQL in a response).
+ *
+ * HTTP conventions for dashboards: CORS (REPORTS_READER_CORS_ORIGINS, preflight answered), every body
+ * compressed when the client accepts it (br, gzip; streamed), `Cache-Control` on every public answer
+ * (REPORTS_READER_MAX_AGE_S), validators that change only when the served data changes. Exports are
+ * spooled to disk (export-response.ts) and `/healthz` answers from memory, so slow clients cannot starve
+ * the connection pool.
  *
  * Free of process concerns: it neither listens nor handles signals, and `close()` ends its connections
  * but leaves the warehouse open, so the daemon can mount it beside its jobs on the same instance.
@@ -70,7 +83,7 @@ const ALLOWED = 'GET, HEAD';
 export async function buildReader(options: ReaderOptions): Promise<FastifyInstance> {
   const { config } = options;
   const logger = options.logger.child({ component: 'reader' });
-  const pool = new ConnectionPool(options.warehouse, config.readerConnections);
+  const pool = new ConnectionPool(options.warehouse, config.readerConnections, config.readerAcquireTimeoutMs);
   const metrics = new ReaderMetrics(options.registry);
   const ctx: ReaderContext = {
     pool,
@@ -79,8 +92,11 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     cache: new VersionCache(),
     validators: new CurrentValidators(pool, config.readerValidatorsTtlMs, config.readerQueryTimeoutMs),
     pages: new ResponseCache(config.readerCacheBytes),
+    spools: new SpoolCache(config.readerSpoolBytes),
     metrics,
   };
+  const cacheControl =
+    config.readerMaxAgeSeconds === 0 ? 'no-cache' : `public, max-age=${config.readerMaxAgeSeconds}`;
 
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -97,6 +113,7 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     },
     keepAliveTimeout: Math.min(config.readerIdleTimeoutMs, 72_000),
     return503OnClosing: true,
+    trustProxy: config.readerTrustProxy,
     frameworkErrors: (error, request, reply) => {
       // A path that is not valid percent-encoding names no resource: 404, as the simulator answers.
       request.log.info({ code: error.code }, 'unroutable request');
@@ -118,13 +135,40 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
       'request',
     );
   });
-  app.addHook('onClose', async () => pool.close());
+  app.addHook('onClose', async () => {
+    ctx.validators.stop();
+    ctx.spools.close();
+    pool.close();
+  });
+  // Every public answer may be stored but must be revalidated (or is fresh for REPORTS_READER_MAX_AGE_S);
+  // errors are not stored at all.
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (!reply.hasHeader('cache-control') && pathOf(request.url).startsWith(PUBLIC_PREFIX)) {
+      reply.header('Cache-Control', reply.statusCode >= 400 ? 'no-store' : cacheControl);
+    }
+    return payload;
+  });
+  await app.register(cors, {
+    origin: corsOrigins(config.readerCorsOrigins),
+    methods: ['GET', 'HEAD'],
+    exposedHeaders: ['ETag', 'Last-Modified', 'Link', 'Retry-After', 'Content-Length'],
+    maxAge: 86_400,
+  });
+  // Every body, streams included; brotli at quality 4: near gzip's CPU cost, smaller output (11 is for
+  // static files, far too slow per request).
+  await app.register(compress, {
+    encodings: ['br', 'gzip'],
+    // mime-db does not list NDJSON as compressible.
+    customTypes: /^(text\/|application\/(json|x-ndjson|geo\+json)\b)/,
+    brotliOptions: { params: { [zlib.BROTLI_PARAM_QUALITY]: 4 } },
+  });
 
   app.get(PUBLIC_PATHS.list, listRoute(ctx));
   app.get(PUBLIC_PATHS.geojson, geojsonRoute(ctx));
   app.get(PUBLIC_PATHS.csv, csvRoute(ctx));
   app.get(PUBLIC_PATHS.ndjson, ndjsonRoute(ctx));
   app.get(PUBLIC_PATHS.stats, statsRoute(ctx));
+  app.get(OPS_PATHS.status, statusRoute(ctx, options.jobPeriods ?? new Map()));
   app.get(OPS_PATHS.healthz, healthzRoute(ctx));
   app.get(OPS_PATHS.metrics, metricsRoute(ctx));
 
@@ -145,7 +189,7 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
 
   app.setErrorHandler((error, request, reply) => {
     const path = pathOf(request.url);
-    if (isSyncError(error, 'READER_QUERY_TIMEOUT', 'READER_CLOSED')) {
+    if (isSyncError(error, 'READER_QUERY_TIMEOUT', 'READER_BUSY', 'READER_CLOSED')) {
       request.log.warn(
         { err: error.toJSON(), url: request.url },
         'request refused: warehouse busy or closing',
@@ -158,6 +202,7 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
       return sendError(reply, status, 'BAD_REQUEST', `The request for ${path} could not be read.`);
     }
     request.log.error({ err: error, url: request.url }, 'request failed');
+    ctx.validators.noteFailure('WAREHOUSE_UNREACHABLE', 'A warehouse query failed; see the reader log.');
     return sendError(
       reply,
       500,
@@ -166,8 +211,18 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     );
   });
 
+  await ctx.validators.start();
   await app.ready();
   return app;
+}
+
+/** `*` or the comma-separated origins of REPORTS_READER_CORS_ORIGINS, as @fastify/cors takes them. */
+function corsOrigins(setting: string): string | string[] {
+  const origins = setting
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '');
+  return origins.includes('*') ? '*' : origins;
 }
 
 function notFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {

@@ -10,8 +10,9 @@ export interface Validators {
 
 /**
  * The validators of the data state a successful run left (DESIGN.md §2/§7: exports carry `ETag`/
- * `Last-Modified` from the last successful run). Every reader response is a function of that state only,
- * so one tag serves every endpoint and query, as the simulator's dataset version does.
+ * `Last-Modified` from the last successful run that changed `reports`, see last-success.ts). Every reader
+ * response is a function of that state only, so one tag serves every endpoint and query, as the
+ * simulator's dataset version does.
  */
 export function validatorsOf(last: LastSuccess | null): Validators {
   if (last === null) return { etag: '"empty"' };
@@ -34,4 +35,21 @@ export function ifNoneMatchHits(header: string | undefined, etag: string): boole
 /** The response headers of the validators (no `Last-Modified` before the first successful run). */
 export function validatorHeaders(v: Validators): Record<string, string> {
   return v.lastModified === undefined ? { ETag: v.etag } : { ETag: v.etag, 'Last-Modified': v.lastModified };
+}
+
+/**
+ * True when the client's copy is current, so the answer is `304 Not Modified` (RFC 9110 §13.2.2): an
+ * `If-None-Match` header decides alone ({@link ifNoneMatchHits}); without one, `If-Modified-Since` matches
+ * when `Last-Modified` (whole seconds) is not later than its date. An unparsable date is ignored.
+ */
+export function notModified(
+  headers: { 'if-none-match'?: string | undefined; 'if-modified-since'?: string | undefined },
+  v: Validators,
+): boolean {
+  const inm = headers['if-none-match'];
+  if (inm !== undefined) return ifNoneMatchHits(inm, v.etag);
+  const ims = headers['if-modified-since'];
+  if (ims === undefined || v.lastModified === undefined) return false;
+  const since = Date.parse(ims);
+  return !Number.isNaN(since) && Date.parse(v.lastModified) <= since;
 }

@@ -3,16 +3,18 @@ import { contentHash, type Report } from './report.js';
 
 /**
  * The report as the CSV export carries it and `validateCsvReport` reads it back: every unknown field as the
- * text of its CSV cell ({@link csvCell}: `5` → `"5"`, `true` → `"true"`, `{"a":1}` → its JSON text), a
- * NULL cell (`null`) left out and `""` kept (PostgreSQL's `COPY … CSV` rule: a quoted empty cell is text). The known fields are already canonical in a {@link Report} (numbers,
- * UTC timestamps, string ids), so they are the same from either source. Must mirror `csvExtra` of
- * report.ts: a report read from CSV is its own projection.
+ * text of its CSV cell ({@link csvCell}: `5` → `"5"`, `true` → `"true"`, `{"a":1}` → its JSON text), a NULL
+ * cell (`null`) left out and `""` kept (PostgreSQL's `COPY … CSV` rule: a quoted empty cell is text), keys
+ * in code-unit order. The order matters: a CSV row's fields come in the export's column order (the union of
+ * every report's unknown fields), an NDJSON line's in its own order, so the same report reads in two orders.
+ * The known fields are already canonical in a {@link Report} (numbers, UTC timestamps, string ids), so they
+ * are the same from either source. Must mirror `csvExtra` of report.ts.
  */
 export function csvProjection(report: Report): Report {
   const extra = report.extra;
-  if (extra === null || allText(extra)) return report;
+  if (extra === null) return report;
   let projected: Record<string, unknown> | null = null;
-  for (const key of Object.keys(extra)) {
+  for (const key of Object.keys(extra).sort()) {
     const cell = csvCell(extra[key]);
     if (cell === null) continue;
     projected ??= Object.create(null) as Record<string, unknown>;
@@ -23,19 +25,13 @@ export function csvProjection(report: Report): Report {
 
 /**
  * The content hash of {@link csvProjection}: equal for the NDJSON and the CSV reading of the same upstream
- * report, so the merge can tell a representation difference (CSV cells are text) from a change.
+ * report, whatever the order of its fields, so the merge can tell a representation difference (CSV cells
+ * are text, columns in the export's order) from a change.
  *
- * @param hash the report's own content hash, returned when the projection is the report itself
+ * @param hash the report's own content hash, returned when the projection is the report itself (no
+ *   unknown fields)
  */
 export function csvProjectionHash(report: Report, hash: string): string {
   const projected = csvProjection(report);
   return projected === report ? hash : contentHash(projected);
-}
-
-function allText(extra: Record<string, unknown>): boolean {
-  for (const key of Object.keys(extra)) {
-    const v = extra[key];
-    if (typeof v !== 'string') return false;
-  }
-  return true;
 }

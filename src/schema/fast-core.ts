@@ -7,7 +7,7 @@ import { isWellFormedText } from './value-rules.js';
 export type CoreReport = Omit<Report, 'extra'>;
 
 /**
- * The hot path of report validation (issue #7: zod's unions and transforms cost ~20 µs per record, this
+ * The hot path of report validation (zod's unions and transforms cost ~20 µs per record, this
  * ~1 µs). It accepts only the common shape — string id, string codes, text or null, numeric coordinates
  * (or numeric text) in range or both absent, timestamps {@link normalizeTimestamp} accepts — and returns
  * exactly what the zod `core` schema of report.ts would. For anything else (a numeric id, a wrong type, a

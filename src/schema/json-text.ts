@@ -252,3 +252,45 @@ export function stringifyJson(value: unknown): string {
   }
   return JSON.stringify(value) ?? 'null';
 }
+
+/**
+ * The texts of the elements of the JSON array `text` (valid JSON, already accepted by `JSON.parse`), each
+ * sliced as sent so numbers and repeated keys can be judged from the source (see wire-line.ts). Iterative,
+ * linear. Returns `undefined` when `text` is not an array.
+ */
+export function arrayElementTexts(text: string): string[] | undefined {
+  let i = 0;
+  const n = text.length;
+  const skipWs = () => {
+    while (i < n) {
+      const c = text.charCodeAt(i);
+      if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09 && c !== 0xfeff) break;
+      i++;
+    }
+  };
+  skipWs();
+  if (text.charCodeAt(i) !== 0x5b) return undefined;
+  i++;
+  const elements: string[] = [];
+  let depth = 0;
+  let start = -1;
+  for (; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      if (start < 0) start = i;
+      i = stringEnd(text, i) - 1;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (start < 0) start = i;
+      depth++;
+    } else if (c === 0x7d || (c === 0x5d && depth > 0)) {
+      depth--;
+    } else if ((c === 0x2c || c === 0x5d) && depth === 0) {
+      if (start >= 0) elements.push(text.slice(start, i).trimEnd());
+      start = -1;
+      if (c === 0x5d) break;
+    } else if (start < 0 && c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) {
+      start = i;
+    }
+  }
+  return elements;
+}

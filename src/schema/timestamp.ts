@@ -18,7 +18,7 @@ export const TIMESTAMP_RANGE = { min: '0001-01-01T00:00:00.000Z', max: '9999-12-
  * offset are refused: their instant is ambiguous (DESIGN.md §2: "ISO 8601 with offset").
  *
  * Text already in that normalised form (what exports mostly carry) is checked field by field without a
- * regex or a `Date` (issue #7: the general path costs ~1 µs); the result is the same as the general path's
+ * regex or a `Date` (the general path costs ~1 µs); the result is the same as the general path's
  * ({@link normalizeTimestampGeneral}, compared in test/unit/timestamp.test.ts).
  */
 export function normalizeTimestamp(text: string): string | null {

@@ -13,7 +13,7 @@ import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 
-// The simulator's `--cache-exports` (issue #7): a fault-free body (the NDJSON export, a CSV page) is written
+// The simulator's `--cache-exports`: a fault-free body (the NDJSON export, a CSV page) is written
 // to a file the first time it is served, and later requests for the same data state get that file, so the
 // benchmark measures the sync, not the simulator rendering records on the same two cores.
 

@@ -14,7 +14,7 @@ import { responseValidators, validatorHeaders, type RouteContext } from './route
  *
  * With `exportCacheDir`, an export served whole without faults is also written there, and later requests
  * for the same data state get that file (with `Content-Length`): the benchmark then measures the sync, not
- * the simulator generating 1M records per request (~6 s of one of the machine's two cores, issue #7).
+ * the simulator generating 1M records per request (~6 s of one of the machine's two cores).
  */
 export async function serveNdjson(ctx: RouteContext): Promise<void> {
   const { req, res, data, faults } = ctx;

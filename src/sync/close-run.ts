@@ -52,6 +52,10 @@ export async function mergeRun(
     await saveFacts(connection, runId, {
       attempts: state.attempts,
       complete: state.complete,
+      outcome:
+        counters.inserted + counters.updated + counters.revived + counters.removed > 0
+          ? 'changed'
+          : 'unchanged',
       exportEtag: state.exportInfo?.etag ?? null,
       exportLastModified: state.exportInfo?.lastModified ?? null,
     });

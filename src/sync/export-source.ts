@@ -65,7 +65,7 @@ export interface ReadContext {
   logger: Logger;
   signal?: AbortSignal | undefined;
   /**
-   * Raw-line hashes of the current reports (issue #7): a source hashes each record's raw text with it and
+   * Raw-line hashes of the current reports: a source hashes each record's raw text with it and
    * yields lines it knows as `known` without parsing them. Absent: parse everything.
    */
   knownLines?: KnownLines | undefined;
@@ -74,6 +74,17 @@ export interface ReadContext {
    * keeps); `undefined` when it failed or has no numeric `total`. Absent when the run takes no stats.
    */
   upstreamTotal?: (() => Promise<number | undefined>) | undefined;
+  /**
+   * Headers of a conditional request (`If-None-Match`, `If-Modified-Since`) for the export's first request,
+   * from the last complete run of the same export; absent when the run is not conditional (no such run,
+   * `REPORTS_CONDITIONAL_EXPORTS=false`, a resumed run).
+   */
+  conditional?: Record<string, string> | undefined;
+  /**
+   * Called when the first request answered `304 Not Modified` to {@link conditional}: the source then
+   * yields nothing and the run ends as unchanged (sync/conditional.ts). `url`: the export's URL, without secrets.
+   */
+  markNotModified(url: string): void;
   /**
    * Resume point of a paged source (attempt 1 only): the interrupted run's last committed `page`, where the
    * next page is (`nextUrl`), and the export validator it saw (already checked against page 1 again).
@@ -116,6 +127,11 @@ export interface ExportSource {
   name: string;
   /** True when the whole export is read (a full refresh), so unseen reports may be tombstoned. */
   fullExport: boolean;
+  /**
+   * False when the source yields parsed values only (no raw lines to hash): the runner then does not load
+   * the known line hashes of the warehouse (`ReadContext.knownLines`), ~0.5 s at 1M reports. Default true.
+   */
+  lineHashes?: boolean | undefined;
   /** Set for paged exports (see {@link PagedExport}). */
   paging?: PagedExport | undefined;
   /**

@@ -1,26 +1,31 @@
 import type { Logger } from '../util/logger.js';
+import type { StatusLine } from '../util/status-line.js';
 import type { Progress } from './run-sync.js';
 
-/** Receives the `onProgress` calls of runs (see `runSync`) and shows them; `done()` ends the display. */
+/** Receives the progress of runs (see `runSync`'s `onProgress`) and shows it; `done()` ends the display. */
 export interface ProgressReporter {
   update(p: Progress): void;
+  /** The run's export is read to its end and its merge starts (`records` staged records). */
+  merging(runId: string, records: number): void;
+  /** The upstream's record count (its `/stats` total) when known: adds a percentage and an ETA. */
+  setTotal(total: number | undefined): void;
   done(): void;
 }
 
 /** Options of {@link createProgressReporter}. */
 export interface ProgressReporterOptions {
   logger: Logger;
-  /** Where the TTY line goes (default `process.stderr`). */
-  stream?: Pick<NodeJS.WriteStream, 'write'> & { isTTY?: boolean };
-  /** Force the mode; default: a line when `stream` is a TTY, log lines otherwise. */
-  tty?: boolean;
+  /** Terminal mode: the status line to draw on (the logger writes through the same one). */
+  line?: StatusLine | undefined;
   /** Log mode: at most one line per this many ms (`REPORTS_PROGRESS_INTERVAL_MS`, default 5,000). */
   intervalMs?: number;
-  /** TTY mode: at most one redraw per this many ms (default 100). */
-  redrawMs?: number;
+  /** Terminal mode: redraw period in ms (default 500), so the line moves between batches too. */
+  tickMs?: number;
+  /** The clock (ms), for tests. */
+  now?: () => number;
 }
 
-/** The figures of a progress report: records, records/s, bytes, page (issue 5 §3). */
+/** The figures of a progress report. `percent` and `etaMs` only when the upstream total is known. */
 export interface ProgressFigures {
   runId: string;
   source: string;
@@ -30,77 +35,134 @@ export interface ProgressFigures {
   bytes: number;
   page?: number | undefined;
   elapsedMs: number;
-}
-
-/** Records/s and the rest of a {@link Progress}, as logged and shown. */
-export function progressFigures(p: Progress): ProgressFigures {
-  const seconds = p.elapsedMs / 1000;
-  return {
-    runId: p.runId,
-    source: p.source,
-    records: p.counters.recordsRead,
-    rejected: p.counters.recordsRejected,
-    recordsPerSecond: seconds > 0 ? Math.round(p.counters.recordsRead / seconds) : 0,
-    bytes: p.counters.bytesRead,
-    page: p.page,
-    elapsedMs: p.elapsedMs,
-  };
-}
-
-/** `ndjson: 120,000 records (4 rejected) · 15,234 records/s · 52.1 MiB · page 3 · 7.9 s` */
-export function formatProgress(f: ProgressFigures): string {
-  const n = (x: number) => x.toLocaleString('en-US');
-  const parts = [
-    `${f.source}: ${n(f.records)} records${f.rejected ? ` (${n(f.rejected)} rejected)` : ''}`,
-    `${n(f.recordsPerSecond)} records/s`,
-    `${(f.bytes / 1024 / 1024).toFixed(1)} MiB`,
-  ];
-  if (f.page !== undefined) parts.push(`page ${f.page}`);
-  parts.push(`${(f.elapsedMs / 1000).toFixed(1)} s`);
-  return parts.join(' · ');
+  percent?: number | undefined;
+  etaMs?: number | undefined;
 }
 
 /**
- * Shows the progress of long syncs (issue 5 §3): on a terminal one line on stderr redrawn in place
- * (carriage return, erase line; the cursor is left at column 0 so a log line written meanwhile starts
- * clean); otherwise an `info` log line `sync progress` with the same figures at most every `intervalMs`.
- * The first log line comes `intervalMs` after a run starts, so short runs log none.
+ * Records/s, and the percentage and ETA against `total`, of a {@link Progress}. `elapsedMs` overrides the
+ * progress's own (the counters are read live between two reports). The percentage stays under 100 while
+ * records are read (the total may be stale), and is left out when the count is already past it.
+ */
+export function progressFigures(p: Progress, total?: number, elapsedMs = p.elapsedMs): ProgressFigures {
+  const seconds = elapsedMs / 1000;
+  const records = p.counters.recordsRead;
+  const rate = seconds > 0 ? Math.round(records / seconds) : 0;
+  const figures: ProgressFigures = {
+    runId: p.runId,
+    source: p.source,
+    records,
+    rejected: p.counters.recordsRejected,
+    recordsPerSecond: rate,
+    bytes: p.counters.bytesRead,
+    page: p.page,
+    elapsedMs,
+  };
+  if (total !== undefined && total > 0 && records <= total) {
+    figures.percent = Math.min(99, Math.floor((records / total) * 100));
+    if (rate > 0) figures.etaMs = Math.round(((total - records) / rate) * 1000);
+  }
+  return figures;
+}
+
+const n = (x: number) => x.toLocaleString('en-US');
+
+/** `ndjson: 120,000 records (4 rejected) · 42% · 15,234 records/s · 52.1 MiB · page 3 · 7.9 s · ETA 11 s` */
+export function formatProgress(f: ProgressFigures): string {
+  const parts = [`${f.source}: ${n(f.records)} records${f.rejected ? ` (${n(f.rejected)} rejected)` : ''}`];
+  if (f.percent !== undefined) parts.push(`${f.percent}%`);
+  parts.push(`${n(f.recordsPerSecond)} records/s`, `${(f.bytes / 1024 / 1024).toFixed(1)} MiB`);
+  if (f.page !== undefined) parts.push(`page ${f.page}`);
+  parts.push(`${(f.elapsedMs / 1000).toFixed(1)} s`);
+  if (f.etaMs !== undefined) parts.push(`ETA ${formatSeconds(f.etaMs)}`);
+  return parts.join(' · ');
+}
+
+/** `ndjson: merging 1,000,000 records… 3.2 s` */
+export function formatMerging(source: string, records: number, elapsedMs: number): string {
+  return `${source}: merging ${n(records)} records… ${(elapsedMs / 1000).toFixed(1)} s`;
+}
+
+function formatSeconds(ms: number): string {
+  const s = Math.ceil(ms / 1000);
+  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+}
+
+/**
+ * Shows the progress of long syncs.
+ * - Terminal mode (`line` given): one status line redrawn every `tickMs` from the last report, its counters
+ *   read live (they move between batches) and its elapsed time advanced by the clock; then the merge phase
+ *   with its own elapsed time. Log lines go through the same status line, which erases it first.
+ * - Log mode: an `info` line `sync progress` with the same figures at most every `intervalMs`, and
+ *   `sync merging` when a run that has logged progress starts its merge. The first line comes `intervalMs`
+ *   after a run starts, so short runs log none.
  */
 export function createProgressReporter(options: ProgressReporterOptions): ProgressReporter {
-  const stream = options.stream ?? process.stderr;
-  const tty = options.tty ?? Boolean(stream.isTTY);
+  const now = options.now ?? Date.now;
   const intervalMs = options.intervalMs ?? 5_000;
-  const redrawMs = options.redrawMs ?? 100;
-  let lastShown = Number.NEGATIVE_INFINITY;
-  let lastRun: string | undefined;
-  let drawn = false;
+  let total: number | undefined;
+  let last: { p: Progress; at: number } | undefined;
+  let merge: { runId: string; source: string; records: number; at: number } | undefined;
+  const line = options.line;
 
-  if (tty) {
+  if (line) {
+    let timer: NodeJS.Timeout | undefined;
+    const draw = () => {
+      const t = now();
+      if (merge) line.set(formatMerging(merge.source, merge.records, t - merge.at));
+      else if (last) line.set(formatProgress(progressFigures(last.p, total, last.p.elapsedMs + t - last.at)));
+    };
+    const start = () => {
+      if (timer) return;
+      timer = setInterval(draw, options.tickMs ?? 500);
+      timer.unref();
+    };
     return {
       update(p) {
-        const now = Date.now();
-        if (p.runId === lastRun && now - lastShown < redrawMs) return;
-        lastRun = p.runId;
-        lastShown = now;
-        drawn = true;
-        stream.write(`\r\x1b[2K${formatProgress(progressFigures(p))}\r`);
+        if (merge?.runId !== p.runId) merge = undefined;
+        last = { p, at: now() };
+        start();
+        draw();
+      },
+      merging(runId, records) {
+        merge = { runId, source: last?.p.source ?? 'sync', records, at: now() };
+        start();
+        draw();
+      },
+      setTotal(value) {
+        total = value;
       },
       done() {
-        if (drawn) stream.write('\r\x1b[2K');
-        drawn = false;
+        if (timer) clearInterval(timer);
+        timer = undefined;
+        last = undefined;
+        merge = undefined;
+        line.clear();
       },
     };
   }
+
+  let lastRun: string | undefined;
+  let lastShown = Number.NEGATIVE_INFINITY;
+  let logged = false;
   return {
     update(p) {
       if (p.runId !== lastRun) {
         lastRun = p.runId;
-        lastShown = Date.now() - p.elapsedMs; // the run's start
+        lastShown = now() - p.elapsedMs; // the run's start
+        logged = false;
       }
-      const now = Date.now();
-      if (now - lastShown < intervalMs) return;
-      lastShown = now;
-      options.logger.info(progressFigures(p), 'sync progress');
+      const t = now();
+      if (t - lastShown < intervalMs) return;
+      lastShown = t;
+      logged = true;
+      options.logger.info(progressFigures(p, total), 'sync progress');
+    },
+    merging(runId, records) {
+      if (runId === lastRun && logged) options.logger.info({ runId, records }, 'sync merging');
+    },
+    setTotal(value) {
+      total = value;
     },
     done() {},
   };

@@ -6,7 +6,8 @@ import { failpoint } from '../util/failpoint.js';
 import type { Logger } from '../util/logger.js';
 import { saveFacts } from '../warehouse/runs.js';
 import { StagingWriter, type CheckpointInfo, type StagingTarget } from '../warehouse/staging.js';
-import type { ExportSource, ReadContext } from './export-source.js';
+import { conditionalHeaders } from './conditional.js';
+import type { ExportSource, ExportValidator, ReadContext } from './export-source.js';
 import { prepareResume } from './resume-run.js';
 import type { RunState } from './run-state.js';
 import { abortError } from './run-errors.js';
@@ -23,7 +24,9 @@ export interface ExportRead {
   upstreamUrl: string | undefined;
   signal?: AbortSignal | undefined;
   upstreamTotal?: (() => Promise<number | undefined>) | undefined;
-  knownLines: KnownLines;
+  knownLines?: KnownLines | undefined;
+  /** The validators of the last complete run of this export: its first request is conditional on them. */
+  validators?: ExportValidator | undefined;
   target: StagingTarget;
   state: RunState;
   staging: { writer: StagingWriter };
@@ -55,6 +58,12 @@ export async function readExport(run: ExportRead, attempt: number): Promise<void
     signal: run.signal,
     upstreamTotal: run.upstreamTotal,
     knownLines: run.knownLines,
+    conditional: run.validators ? conditionalHeaders(run.validators) : undefined,
+    // A 304 to the conditional request: the source yields nothing more, the run ends as unchanged.
+    markNotModified: (url: string) => {
+      state.notModified = true;
+      state.exportInfo = { url, ...run.validators };
+    },
   };
   if (attempt === 1 && source.paging) await resume(run, ctx);
   const writer = staging.writer;
@@ -123,4 +132,5 @@ async function resume(run: ExportRead, ctx: ReadContext): Promise<void> {
     rowsRead: point.counters.recordsRead,
     ...point.validator,
   };
+  ctx.conditional = undefined; // a resumed run continues a known version of the export
 }

@@ -14,6 +14,8 @@ export class RunState {
   /** The export's validator is in `sync_runs` (saved before the first batch, so a resume can check it). */
   exportInfoSaved = false;
   outcome: ReadOutcome = { complete: true };
+  /** The export answered 304 to the run's conditional request: nothing was read. */
+  notModified = false;
   attempts = 0;
   /** Current page of a paged export. */
   page: number | undefined;
@@ -24,6 +26,7 @@ export class RunState {
   startAttempt(attempt: number): void {
     this.attempts = attempt;
     this.outcome = { complete: true };
+    this.notModified = false;
     this.page = undefined;
     this.lastMark = undefined;
     if (attempt === 1) return;

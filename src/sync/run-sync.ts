@@ -6,10 +6,12 @@ import { withRetry } from '../upstream/with-retry.js';
 import { isSyncError } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
+import type { RunCounters } from '../warehouse/run-counters.js';
 import { newRunId, saveFacts, startRun } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import { mergeRun, recordFailure } from './close-run.js';
+import { finishNotModified, lastCompleteValidators } from './conditional.js';
 import { readExport, type ExportRead } from './read-export.js';
 import { asSyncError, checkAccounting, checkRejectRatio } from './run-errors.js';
 import { RunState } from './run-state.js';
@@ -22,6 +24,11 @@ export type {
   RunSummary,
   RunSyncOptions,
 } from './run-types.js';
+
+/** True when a run inserted, updated, revived or removed a report (what makes a publish worth it). */
+export function changedAny(c: RunCounters): boolean {
+  return c.inserted + c.updated + c.revived + c.removed > 0;
+}
 
 /**
  * The one runner that wires extract → normalize → warehouse for any {@link ExportSource}: a `sync_runs` row
@@ -56,6 +63,11 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   clearSpool(spoolDir);
   const target = { runId, source: source.name, rawMaxBytes: config.rejectRawMaxBytes, spoolDir };
   const state = new RunState();
+  // A full export asks conditionally with the validators of the last complete run of it (a 304 ends the run).
+  const validators =
+    config.conditionalExports && source.fullExport
+      ? await lastCompleteValidators(connection, source.name, upstreamUrl)
+      : undefined;
   const run: ExportRead = {
     ...options,
     runId,
@@ -64,7 +76,8 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     target,
     state,
     // Lines a current report came from are skipped before parsing; loaded once per run.
-    knownLines: await loadKnownLines(connection, source.name),
+    knownLines: source.lineHashes === false ? undefined : await loadKnownLines(connection, source.name),
+    validators,
     staging: { writer: new StagingWriter(connection, target) },
     progress: () =>
       options.onProgress?.({
@@ -85,6 +98,15 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   });
   try {
     await withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal);
+    if (state.notModified) {
+      const { counters, attempts, exportInfo } = state;
+      await finishNotModified(connection, { runId, now: new Date(), counters, attempts, exportInfo });
+      logger.info(
+        { durationMs: Date.now() - started.getTime(), ...validators },
+        'run succeeded: the export is not modified (304)',
+      );
+      return { ...summary(), status: 'succeeded', notModified: true };
+    }
     checkAccounting(state.counters);
     checkRejectRatio(state.counters, config.maxRejectRatio);
     const { exportInfo, complete, incompleteReason, tombstonesBlocked } = state;

@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
 import type { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
+import type { DriftEvent } from '../warehouse/drift.js';
 import type { Clock } from '../warehouse/merge-time.js';
 import type { RunCounters } from '../warehouse/run-counters.js';
 import type { RunStatus } from '../warehouse/runs.js';
@@ -84,4 +85,8 @@ export interface RunSummary {
   attempts: number;
   exportInfo?: ExportInfo | undefined;
   error?: SyncError | undefined;
+  /** The export answered 304 to the run's conditional request: nothing was read or merged. */
+  notModified?: boolean | undefined;
+  /** Schema drift the run saw (warehouse/drift.ts), when its source checks for it. */
+  drift?: readonly DriftEvent[] | undefined;
 }

@@ -1,25 +1,21 @@
 import type { Clock } from '../warehouse/merge-time.js';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
 import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import type { ExportSource } from './export-source.js';
+import { chainHooks, driftHooks } from './drift-hooks.js';
 import { exportFinisher } from './export-finisher.js';
 import { runStatsSnapshot } from './run-stats-snapshot.js';
 import { runSync, type Progress, type RunSummary } from './run-sync.js';
 import { csvSource } from './sources/csv-source.js';
+import type { SyncTarget } from './sync-targets.js';
 import { ndjsonSource } from './sources/ndjson-source.js';
+import { recentSource } from './sources/recent-source.js';
 
-/**
- * What `reports-sync sync --source` accepts:
- * - `default`: the NDJSON export, then the `/stats` snapshot (taken in the export run's finishing transaction);
- * - `ndjson`, `csv`: that export (each also snapshots `/stats` and infers tombstones when it is safe);
- * - `stats`: only a `/stats` snapshot run;
- * - `all`: NDJSON, then CSV, each with its snapshot.
- */
-export const SYNC_TARGETS = ['default', 'ndjson', 'csv', 'stats', 'all'] as const;
-export type SyncTarget = (typeof SYNC_TARGETS)[number];
+export { SYNC_TARGETS, type SyncTarget } from './sync-targets.js';
 
 const EXPORTS: Record<string, ExportSource> = { ndjson: ndjsonSource, csv: csvSource };
 
@@ -36,6 +32,8 @@ export interface SyncTargetOptions {
   onProgress?: (p: Progress) => void;
   /** The clock of the export runs' merge time (default: the system clock). */
   clock?: Clock | undefined;
+  /** Called when an export run has read its export and its merge starts (`records` loaded records). */
+  onMerge?: (runId: string, records: number) => void;
 }
 
 /**
@@ -51,9 +49,13 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
       let summary: RunSummary;
       if (step === 'stats') {
         summary = await runStatsSnapshot({ connection, config, dispatcher, logger, signal });
+      } else if (step === 'recent') {
+        summary = await runRecent({ ...options, connection });
       } else {
         const source = EXPORTS[step];
         if (!source) throw new SyncError('SOURCE_UNKNOWN', `Unknown source ${step}`, { exitCode: 2 });
+        const finisher = exportFinisher({ config, dispatcher, logger, source, signal });
+        const drift = driftHooks({ connection, config, logger, source: source.name });
         summary = await runSync({
           connection,
           config,
@@ -64,8 +66,14 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
           signal,
           onProgress: options.onProgress,
           clock: options.clock,
-          ...exportFinisher({ config, dispatcher, logger, source, signal }),
+          upstreamTotal: finisher.upstreamTotal,
+          ...chainHooks(drift, finisher, {
+            beforeMerge: async (ctx) => {
+              options.onMerge?.(ctx.runId, ctx.counters.recordsLoaded);
+            },
+          }),
         });
+        summary.drift = drift.events();
       }
       summaries.push(summary);
       if (summary.status !== 'succeeded') break;
@@ -74,6 +82,31 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
     }
   }
   return summaries;
+}
+
+/** A `recent` run: its page lookups use a connection of their own (the run's is busy staging). */
+async function runRecent(options: SyncTargetOptions & { connection: DuckDBConnection }): Promise<RunSummary> {
+  const lookup = await options.warehouse.connect();
+  const { connection, config, logger } = options;
+  const drift = driftHooks({ connection, config, logger, source: 'recent' });
+  try {
+    const summary = await runSync({
+      connection: options.connection,
+      config: options.config,
+      dispatcher: options.dispatcher,
+      logger: options.logger,
+      source: recentSource(lookup),
+      job: options.job,
+      signal: options.signal,
+      onProgress: options.onProgress,
+      beforeMerge: drift.beforeMerge,
+      afterMerge: drift.afterMerge,
+    });
+    summary.drift = drift.events();
+    return summary;
+  } finally {
+    lookup.closeSync();
+  }
 }
 
 function stepsFor(target: SyncTarget): string[] {
@@ -87,5 +120,7 @@ function stepsFor(target: SyncTarget): string[] {
       return ['stats'];
     case 'all':
       return ['ndjson', 'csv'];
+    case 'recent':
+      return ['recent'];
   }
 }

@@ -35,8 +35,26 @@ export class SyncError extends Error {
 
   /** A JSON-able summary for logs and `sync_runs.error` (no stack, no secrets: callers never put secrets in context). */
   toJSON(): Record<string, unknown> {
-    return { code: this.code, message: this.message, context: this.context, retryable: this.retryable };
+    const json: Record<string, unknown> = {
+      code: this.code,
+      message: this.message,
+      context: this.context,
+      retryable: this.retryable,
+    };
+    if (this.cause !== undefined) json.cause = causeJson(this.cause, 3);
+    return json;
   }
+}
+
+/** `{ code, message, cause }` of an underlying error (credentials in URLs redacted), `depth` causes deep. */
+function causeJson(cause: unknown, depth: number): Record<string, unknown> {
+  const redact = (text: string) => text.replace(/\/\/[^/@\s]*@/g, '//[redacted]@');
+  if (!(cause instanceof Error)) return { message: redact(String(cause)) };
+  const json: Record<string, unknown> = { message: redact(cause.message) };
+  const code = (cause as { code?: unknown }).code;
+  if (typeof code === 'string') json.code = code;
+  if (cause.cause !== undefined && depth > 1) json.cause = causeJson(cause.cause, depth - 1);
+  return json;
 }
 
 /** True when `err` is a {@link SyncError} with one of the given codes (or any code when none are given). */

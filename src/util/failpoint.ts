@@ -5,7 +5,7 @@ export type FailpointName = 'after-batch' | 'in-merge' | 'after-commit';
  * A crash-test hook, off unless the environment variable `REPORTS_FAILPOINT` names this point. When it
  * does, the process writes `failpoint <name> reached` on stderr and then waits forever at that point (the
  * event loop kept alive), so a test can SIGKILL it there and check that the warehouse file holds only
- * committed work (issue 6, case 1). Points: `after-batch` (a staging batch and its checkpoint committed),
+ * committed work. Points: `after-batch` (a staging batch and its checkpoint committed),
  * `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is committed,
  * nothing after it has run yet).
  *

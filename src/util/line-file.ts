@@ -4,7 +4,7 @@ const BUFFER_BYTES = 1 << 20;
 
 /**
  * An append-only file of text lines written synchronously through one reusable 1 MiB buffer: strings are
- * encoded once into the buffer, never joined (issue #7: joining and writing strings cost ~2 µs per line).
+ * encoded once into the buffer, never joined (joining and writing strings cost ~2 µs per line).
  * Used for the sync's batch files, which DuckDB loads with `read_json`, and the simulator's export cache.
  *
  * @throws the file system's error (ENOSPC, EFBIG, EACCES, ...) from {@link write} and {@link close}.

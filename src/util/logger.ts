@@ -2,15 +2,20 @@ import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'p
 import { createRequire } from 'node:module';
 import type PinoPretty from 'pino-pretty';
 import { redactSecrets } from './redact.js';
+import { statusLineFor, useColor } from './status-line.js';
 
 export type { Logger } from 'pino';
 
 /**
- * Creates the process logger. JSON lines on stderr by default (stdout is kept for command output such as
- * `sql` tables); pretty when stderr is a TTY and `pretty` is not forced off. Every line passes through
- * `redactSecrets` (redact.ts) before it is written, so the API key and URL credentials never reach the
- * output, whatever field, message or error stack carried them; the `redact` paths below blank the known
- * fields as a first line.
+ * Creates the process logger, on stderr (stdout is kept for command output such as `sql` tables).
+ * - Pretty (on a terminal unless `pretty` is false): pino-pretty formats each line synchronously in this
+ *   thread and writes it through the terminal's status line, so the progress line is erased before a log
+ *   line and drawn again after it; colours follow `NO_COLOR`/`FORCE_COLOR`.
+ * - Otherwise JSON lines: ISO `time`, the level as a label (`"level":"info"`), errors with their `code`,
+ *   message and cause.
+ * Every line passes through `redactSecrets` (redact.ts) before it is written, so the API key and URL
+ * credentials never reach the output, whatever field, message or error stack carried them; the `redact`
+ * paths below blank the known fields as a first line.
  *
  * @param level pino level name (`info`, `debug`, …)
  * @param pretty `true`/`false` forces the format; `undefined` means "pretty on a TTY"
@@ -20,15 +25,30 @@ export function createLogger(level: string, pretty?: boolean): Logger {
   const options: LoggerOptions = {
     level,
     base: { pid: process.pid },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    serializers: { err: serializeError },
     redact: {
       paths: ['apiKey', '*.apiKey', 'headers["x-api-key"]', '*.headers["x-api-key"]', 'config.apiKey'],
       censor: '[redacted]',
     },
   };
-  const out: DestinationStream = usePretty
-    ? loadPretty()({ destination: 2, colorize: true, ignore: 'pid,hostname', sync: true })
-    : pino.destination({ dest: 2, sync: true });
-  return pino(options, redacting(out));
+  if (usePretty) {
+    const line = statusLineFor(process.stderr);
+    const pretty = loadPretty().prettyFactory({
+      colorize: useColor(process.stderr),
+      ignore: 'pid,hostname',
+      singleLine: true,
+      translateTime: 'SYS:HH:MM:ss.l',
+    });
+    // Formatted in this thread as each line is logged (no transport thread racing stdout), and written
+    // through the status line. The pretty format reads numeric levels; JSON keeps labels.
+    return pino(
+      { ...options, formatters: {} },
+      { write: (json: string) => line.log(pretty(redactSecrets(json))) },
+    );
+  }
+  return pino(options, redacting(pino.destination({ dest: 2, sync: true })));
 }
 
 /** pino-pretty, loaded only when used (~150 ms of startup otherwise spent on every command). */
@@ -39,6 +59,17 @@ function loadPretty(): typeof PinoPretty {
 /** A destination that writes each line with its secrets redacted. */
 export function redacting(out: DestinationStream): DestinationStream {
   return { write: (line: string) => out.write(redactSecrets(line)) };
+}
+
+/**
+ * pino's `err` serializer: an Error with its type, `code`, message, stack and cause chain; a plain object
+ * (`SyncError.toJSON()`: code, message, context, cause) as it is.
+ */
+export function serializeError(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const json = pino.stdSerializers.errWithCause(err) as unknown as Record<string, unknown>;
+  const code = (err as { code?: unknown }).code;
+  return code === undefined ? json : { ...json, code };
 }
 
 /** A logger that drops everything: for tests and library use without output. */

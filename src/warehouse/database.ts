@@ -45,11 +45,14 @@ export async function openWarehouse(path: string, options: WarehouseOptions = {}
   if (options.memoryLimit) settings.memory_limit = options.memoryLimit;
   if (options.threads) settings.threads = String(options.threads);
   if (options.readOnly) settings.access_mode = 'READ_ONLY';
+  // Most of a sync's resident memory was native memory outside DuckDB's own accounting: allocator caches
+  // the threads keep. Returning them past 16 MiB lowered peak RSS without costing time (measured, 1M).
+  else settings.allocator_flush_threshold = '16MiB';
   if (options.readOnly && !existsSync(absolute)) {
     throw new SyncError(
       'WAREHOUSE_MISSING',
       `No warehouse at ${absolute} yet: run \`reports-sync sync\` (or \`npm start\`) first, or pass --warehouse PATH`,
-      { context: { path: absolute } },
+      { exitCode: 2, context: { path: absolute } },
     );
   }
   let instance: DuckDBInstance;

@@ -32,7 +32,7 @@ const LOSSY_SQL = LOSSY_SOURCES.map((s) => `'${s}'`).join(', ');
  *    through `reports.line_hash`, see sync/known-lines.ts); per id the latest `updated_at` wins, ties go to
  *    the last seen (`seq`) — `ON CONFLICT` alone would silently keep the first of two duplicates (measured).
  *    A grouped `arg_max` over one HUGEINT key (updated_at µs, seq, known) instead of a window: a narrow hash
- *    aggregate, no sort (issue #7);
+ *    aggregate, no sort;
  * 2. a winning staged row is an insert (new id), a revive (tombstoned id), an update (content hash differs)
  *    or unchanged; each insert/update/revive closes the previous SCD2 version (`valid_to`) and opens a new
  *    one (`valid_from = now`). Updates are plain `UPDATE`s and inserts plain `INSERT`s (no `ON CONFLICT`);
@@ -64,14 +64,14 @@ export async function mergeStaging(
        FROM ${seen} s JOIN reports r ON r.line_hash = s.line_hash AND r.removed_at IS NULL
        WHERE s.run_id = $run
      ), winners AS (
-       -- arg_max, not max then decoding the key: HUGEINT modulo cost ~0.75 s per 1M ids (issue #7, measured)
+       -- arg_max, not max then decoding the key: HUGEINT modulo cost ~0.75 s per 1M ids
        SELECT id, arg_max(seq * 2 + known, epoch_us(updated_at)::HUGEINT * ${KEY_SPLIT} + seq * 2 + known) AS sk
        FROM arrived GROUP BY id
      ), picked AS (
        SELECT id, sk // 2 AS seq, sk % 2 = 1 AS known FROM winners
      )
      -- A known winner is unchanged (its line is the current report's): no join. A no-change re-sync is all
-     -- known lines, and joining its 1M winners back to reports cost ~0.1–0.2 s (issue #7, measured).
+     -- known lines, and joining its 1M winners back to reports cost ~0.1–0.2 s.
      SELECT id, seq, NULL::BIGINT AS line_hash, 'unchanged' AS change FROM picked WHERE known
      UNION ALL
      -- seq is shared by staged rows and known lines, so a staged winner finds its own row
@@ -106,7 +106,7 @@ export async function mergeStaging(
     )
   ).getRowObjectsJS()[0]!;
   // Staged rows of the given changes: a semi-join whose build side is the narrow merge_batch, never the
-  // wide staging (a plain join of two 1M-row inputs built on staging and spilled: issue #7, measured).
+  // wide staging (a plain join of two 1M-row inputs built on staging and spilled: measured).
   const picked = (changes: string) =>
     `FROM ${staging} s WHERE s.run_id = $run
        AND s.seq IN (SELECT seq FROM merge_batch WHERE change IN (${changes}))`;

@@ -8,6 +8,18 @@ import { publishedPathFor } from './open-migrated.js';
 /** Working tables that are empty between runs and of no use to analysts: not written as Parquet. */
 const WORKING_TABLES = new Set(['staging_reports', 'sync_checkpoints', 'schema_migrations']);
 
+/** Run-scoped staging (`staging_*`): left out of the published copy and the Parquet set. */
+const isStaging = (table: string) => table.startsWith('staging_');
+
+/**
+ * Columns the sync keeps for itself (change detection hashes): left out of the published copy and the
+ * Parquet set, so analysts see business columns and bookkeeping only.
+ */
+const INTERNAL_COLUMNS: Record<string, string[]> = {
+  reports: ['content_hash', 'line_hash'],
+  report_versions: ['content_hash'],
+};
+
 /** Tables written as Hive-partitioned Parquet, with their partition column. */
 const PARTITIONED: Record<string, string> = { reports: 'destination' };
 
@@ -41,6 +53,9 @@ export interface PublishResult {
  *    `parquet-<stamp>`, and the `parquet` symlink swapped to it with one `rename`. The previous version is
  *    kept until the next publish (readers mid-scan), older ones are removed.
  *
+ * The copy and the Parquet set hold what analysts query: no staging tables (`staging_*`) and no internal
+ * columns (`content_hash`, `line_hash`); the copy keeps the views `current_reports` and `report_history`.
+ *
  * Call it between runs: the caller's job queue makes sure no run writes meanwhile, so the copy is one
  * consistent state. Left-over temp files of a publish that died are removed first.
  *
@@ -73,6 +88,7 @@ export async function publishSnapshot(
     let tables: { name: string; rows: number }[];
     try {
       await connection.run(`COPY FROM DATABASE ${ident(live)} TO ${ident(alias)}`);
+      await stripInternals(connection, alias);
       tables = await tableCounts(connection, alias);
     } finally {
       await connection.run(`DETACH ${ident(alias)}`);
@@ -88,7 +104,9 @@ export async function publishSnapshot(
       const partition = PARTITIONED[name];
       const target = partition ? join(tmpParquet, name) : join(tmpParquet, `${name}.parquet`);
       const options = partition ? `FORMAT parquet, PARTITION_BY (${ident(partition)})` : 'FORMAT parquet';
-      await connection.run(`COPY (SELECT * FROM ${ident(name)}) TO ${literal(target)} (${options})`);
+      const internal = await presentColumns(connection, live, name, INTERNAL_COLUMNS[name] ?? []);
+      const columns = internal.length === 0 ? '*' : `* EXCLUDE (${internal.map(ident).join(', ')})`;
+      await connection.run(`COPY (SELECT ${columns} FROM ${ident(name)}) TO ${literal(target)} (${options})`);
     }
     const version = `parquet-${stamp}`;
     renameSync(tmpParquet, join(dir, version));
@@ -116,11 +134,37 @@ export async function publishSnapshot(
   }
 }
 
-async function tableCounts(
+/** Drops the staging tables and the internal columns from the copy `database` (see INTERNAL_COLUMNS). */
+async function stripInternals(connection: DuckDBConnection, database: string): Promise<void> {
+  for (const name of await tableNames(connection, database)) {
+    if (isStaging(name)) {
+      await connection.run(`DROP TABLE ${ident(database)}.main.${ident(name)}`);
+      continue;
+    }
+    for (const column of await presentColumns(connection, database, name, INTERNAL_COLUMNS[name] ?? [])) {
+      await connection.run(`ALTER TABLE ${ident(database)}.main.${ident(name)} DROP COLUMN ${ident(column)}`);
+    }
+  }
+}
+
+/** Which of `wanted` the table has (a warehouse not yet migrated to the newest schema may lack some). */
+async function presentColumns(
   connection: DuckDBConnection,
   database: string,
-): Promise<{ name: string; rows: number }[]> {
-  const names = (
+  table: string,
+  wanted: string[],
+): Promise<string[]> {
+  if (wanted.length === 0) return [];
+  const rows = await connection.runAndReadAll(
+    `SELECT column_name FROM duckdb_columns() WHERE database_name = $db AND schema_name = 'main' AND table_name = $t`,
+    { db: database, t: table },
+  );
+  const present = new Set(rows.getRowObjectsJS().map((r) => String(r.column_name)));
+  return wanted.filter((c) => present.has(c));
+}
+
+async function tableNames(connection: DuckDBConnection, database: string): Promise<string[]> {
+  return (
     await connection.runAndReadAll(
       `SELECT table_name FROM duckdb_tables() WHERE database_name = $db AND schema_name = 'main' ORDER BY table_name`,
       { db: database },
@@ -128,6 +172,13 @@ async function tableCounts(
   )
     .getRowObjectsJS()
     .map((r) => String(r.table_name));
+}
+
+async function tableCounts(
+  connection: DuckDBConnection,
+  database: string,
+): Promise<{ name: string; rows: number }[]> {
+  const names = await tableNames(connection, database);
   const tables: { name: string; rows: number }[] = [];
   for (const name of names) {
     const rows = (

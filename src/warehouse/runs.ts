@@ -77,6 +77,10 @@ export interface RunFacts {
   resumedFromRun?: string | null;
   /** First page this run fetched itself after adopting an interrupted run's pages (migration 002). */
   resumedAtPage?: number | null;
+  /** The export answered 304 Not Modified to the run's conditional request (migration 005). */
+  notModified?: boolean | null;
+  /** What a succeeded run did to the reports: `changed` or `unchanged` (migration 005). */
+  outcome?: 'changed' | 'unchanged' | null;
 }
 
 const FACT_COLUMNS: Record<keyof RunFacts, string> = {
@@ -91,6 +95,8 @@ const FACT_COLUMNS: Record<keyof RunFacts, string> = {
   pageSize: 'page_size',
   resumedFromRun: 'resumed_from_run',
   resumedAtPage: 'resumed_at_page',
+  notModified: 'not_modified',
+  outcome: 'outcome',
 };
 
 /** Records facts about a run (validator of the export, attempts, completeness, stats comparison). */

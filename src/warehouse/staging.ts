@@ -228,7 +228,7 @@ export class StagingWriter {
 }
 
 // A batch line: seq, location, content hash, line hash, `extra` as JSON text, and the canonical report.
-// Timestamps and `extra` travel as text and are cast by DuckDB, as the Appender did (issue #7: faster than
+// Timestamps and `extra` travel as text and are cast by DuckDB, as the Appender did (faster than
 // typed values).
 const STAGED_ROWS = (maxObjectBytes: number) => `
   INSERT INTO staging_reports (run_id, seq, location, id, status, destination, category, description, lat, lng,

@@ -31,7 +31,7 @@ export interface TombstoneResult {
 }
 
 /**
- * Tombstones the reports a complete, clean full export no longer holds (DESIGN.md §6, issue 3). Call inside
+ * Tombstones the reports a complete, clean full export no longer holds (DESIGN.md §6). Call inside
  * the run's finishing transaction right after `mergeStaging` (it reads the TEMP table `merge_batch`: the
  * run's deduplicated reports).
  *

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CLI, runCli } from '../helpers/cli.js';
@@ -70,8 +71,20 @@ describe('reports-sync serve', () => {
     expect(r.stderr).toContain('--port="eighty" is not valid: expected a TCP port from 0 to 65535');
   });
 
+  it('refuses a missing warehouse file with exit 2 and a clear message, and creates nothing', async () => {
+    const path = join(tmp.dir, 'typo.duckdb');
+    const r = await runCli(['serve', '--port', '0', '--warehouse', path]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`No warehouse at ${path}`);
+    expect(r.stderr).toContain('reports-sync sync');
+    expect(existsSync(path)).toBe(false);
+  });
+
   it('refuses a port already in use with exit 2 and says what to do', async () => {
     const path = join(tmp.dir, 'w.duckdb');
+    for (const file of [path, join(tmp.dir, 'other.duckdb')]) {
+      (await openTestWarehouse(testConfig('http://127.0.0.1:9', file))).close();
+    }
     const first = startServe(['--port', '0', '--warehouse', path], {});
     const port = new URL(await first.url).port;
     try {

@@ -203,7 +203,7 @@ describe('parity of the reader with the simulator on the synced sample', () => {
         await res.arrayBuffer();
         out.push(
           res.headers.get('link') &&
-            new URL(/<([^>]+)>/.exec(res.headers.get('link') ?? '')?.[1] ?? '').search,
+            new URL(/<([^>]+)>/.exec(res.headers.get('link') ?? '')?.[1] ?? '', res.url).search,
         );
       }
       return out;

@@ -107,7 +107,8 @@ describe('reports-sync run (in process)', { timeout: 180_000 }, () => {
 
   it('serves the reader while a sync is running (the catch-up run, stalled mid-export)', async () => {
     // A first sync before the daemon, so the reader has data; the daemon's job never ran: caught up at start.
-    const cfg = config({ shutdownGraceMs: 200 });
+    // Unconditional: the unchanged export must be downloaded (and stall), not answered 304.
+    const cfg = config({ shutdownGraceMs: 200, conditionalExports: false });
     await syncBefore(cfg, 'earlier');
     sim.setFaults(['ndjson:stall=2000,times=1']); // the next export stalls after 2000 bytes
     const exportsBefore = sim.requests().filter((r) => r.path.includes('reports.ndjson')).length;

@@ -10,17 +10,19 @@ import { tempDir } from '../helpers/sync.js';
 const HOUR = 3_600_000;
 
 describe('job declarations (jobs/)', () => {
-  it('declares the default schedules: NDJSON nightly, stats hourly, CSV weekly', async () => {
-    const jobs = await loadJobs({ env: {}, targets: ['ndjson', 'stats', 'csv'] });
+  it('declares the default schedules: NDJSON nightly, stats hourly, CSV weekly, recent every 10 minutes', async () => {
+    const jobs = await loadJobs({ env: {}, targets: ['ndjson', 'stats', 'csv', 'recent'] });
     const byName = Object.fromEntries(jobs.map((j) => [j.name, j]));
     // In their declared order: the exports before the stats snapshot (catch-up at start runs them so).
-    expect(jobs.map((j) => j.name)).toEqual(['sync-ndjson', 'sync-csv', 'snapshot-stats']);
+    expect(jobs.map((j) => j.name)).toEqual(['sync-ndjson', 'sync-csv', 'snapshot-stats', 'sync-recent']);
     expect(byName['sync-ndjson']).toMatchObject({ target: 'ndjson', enabled: true });
     expect(byName['snapshot-stats']).toMatchObject({ target: 'stats', enabled: true });
     expect(byName['sync-csv']).toMatchObject({ target: 'csv', enabled: true });
     expect(schedulePeriodMs(byName['sync-ndjson']!.schedule, 'UTC')).toBe(24 * HOUR);
     expect(schedulePeriodMs(byName['snapshot-stats']!.schedule, 'UTC')).toBe(HOUR);
     expect(schedulePeriodMs(byName['sync-csv']!.schedule, 'UTC')).toBe(7 * 24 * HOUR);
+    expect(byName['sync-recent']).toMatchObject({ target: 'recent', enabled: true });
+    expect(schedulePeriodMs(byName['sync-recent']!.schedule, 'UTC')).toBe(HOUR / 6);
   });
 
   it('names only targets that `sync --source` knows, or disables the job and says why', async () => {

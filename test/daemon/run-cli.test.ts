@@ -13,6 +13,7 @@ const ONLY_NDJSON = {
   REPORTS_SCHEDULE_SYNC_NDJSON: '0 0 1 1 *',
   REPORTS_SCHEDULE_SNAPSHOT_STATS: 'off',
   REPORTS_SCHEDULE_SYNC_CSV: 'off',
+  REPORTS_SCHEDULE_SYNC_RECENT: 'off',
   REPORTS_BODY_TIMEOUT_MS: '30000',
   REPORTS_RETRY_BASE_MS: '10',
 };
@@ -100,7 +101,7 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
     expect(await daemon.exited).toEqual({ code: 0, signal: null });
   });
 
-  it('at its first start runs every declared job once, in order: NDJSON, CSV, then the stats snapshot', async () => {
+  it('at its first start runs every declared job once, in order: NDJSON, CSV, the stats snapshot, then recent', async () => {
     daemon = await spawnDaemon({
       REPORTS_BASE_URL: sim.url,
       REPORTS_WAREHOUSE: warehouse(),
@@ -118,6 +119,7 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
         { job: 'sync-ndjson', source: 'ndjson', status: 'succeeded' },
         { job: 'sync-csv', source: 'csv', status: 'succeeded' },
         { job: 'snapshot-stats', source: 'stats', status: 'succeeded' },
+        { job: 'sync-recent', source: 'recent', status: 'succeeded' },
       ]);
       expect(await query(w, 'SELECT count(*)::INTEGER AS n FROM reports')).toEqual([{ n: 400 }]);
     } finally {

@@ -117,7 +117,12 @@ describe('re-sync with known CSV rows', () => {
     const sim = await startSimulator({ dataset: await loadDataset(sampleDatasetPath()) });
     try {
       const path = join(tmp.dir, 'w.duckdb');
-      const config = testConfig(sim.url, path, { csvPageSize: 1000, maxRejectRatio: 1 });
+      // Unconditional: the second CSV run must read the export again, not get a 304.
+      const config = testConfig(sim.url, path, {
+        csvPageSize: 1000,
+        maxRejectRatio: 1,
+        conditionalExports: false,
+      });
       const w = await openTestWarehouse(config);
       try {
         const [nd] = await syncTargetOnce(w, config, 'ndjson');

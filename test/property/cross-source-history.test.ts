@@ -99,5 +99,5 @@ describe('history across sources', () => {
       ),
       { numRuns: 8, endOnFailure: true }, // no shrinking: each try is several pipeline runs
     );
-  });
+  }, 300_000);
 });

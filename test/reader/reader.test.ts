@@ -56,12 +56,31 @@ describe('reader over a synced warehouse (fixture small.ndjson)', () => {
       `reports_sync_last_run_records{job="sync-ndjson",kind="rejected"} ${c.recordsRejected}`,
     );
     expect(text).toContain(`reports_sync_last_run_records{job="sync-ndjson",kind="read"} ${c.recordsRead}`);
-    expect(text).toMatch(/^reports_sync_last_run_duration_seconds\{job="sync-ndjson",status="succeeded"\} /m);
+    expect(text).toMatch(/^reports_sync_last_run_duration_seconds\{job="sync-ndjson"\} \d/m);
+    expect(text).toContain('reports_sync_last_run_success{job="sync-ndjson"} 1');
+    expect(text).toContain('reports_sync_runs_total{job="sync-ndjson",status="succeeded"} 1');
+    expect(text).toMatch(
+      /^reports_sync_build_info\{version="\d+\.\d+\.\d+[^"]*",node="[^"]+",duckdb="[^"]+"\} 1$/m,
+    );
     expect(text).toContain(`reports_sync_reports{state="current"} ${c.inserted}`);
     expect(text).toContain(`reports_sync_rejected_records ${c.recordsRejected}`);
     expect(text).toMatch(
       /reports_sync_http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/public\/reports",status_code="200"\} [1-9]/,
     );
+  });
+
+  it('names /metrics by the Prometheus conventions: counters end in _total, no outcome label on a gauge', async () => {
+    const text = await (await fetch(`${s.reader.url}/metrics`)).text();
+    const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+    expect(types.size).toBeGreaterThan(5);
+    for (const [name, type] of types) {
+      if (type === 'counter') expect(name).toMatch(/_total$/);
+      if (!name.startsWith('reports_sync_')) continue; // prom-client's own process metrics
+      if (type !== 'counter') expect(name).not.toMatch(/_total$/);
+      if (type !== 'gauge') continue;
+      const labelled = [...text.matchAll(new RegExp(`^${name}\\{([^}]*)\\}`, 'gm'))].map((m) => m[1]!);
+      for (const labels of labelled) expect(labels).not.toMatch(/\bstatus=/);
+    }
   });
 
   it('applies its own lower pageSize maximum with the shared 400 body', async () => {
@@ -122,8 +141,8 @@ describe('reader over a synced warehouse (fixture small.ndjson)', () => {
       await c.run('BEGIN TRANSACTION');
       await c.run(`UPDATE reports SET removed_at = now() WHERE id IN ($a, $b)`, { a: gone[0]!, b: gone[1]! });
       await c.run(
-        `INSERT INTO sync_runs (run_id, job, source, status, started_at, finished_at)
-         VALUES ('test-tombstones', 'sync-ndjson', 'ndjson', 'succeeded', now(), now() + INTERVAL 1 SECOND)`,
+        `INSERT INTO sync_runs (run_id, job, source, status, started_at, finished_at, removed)
+         VALUES ('test-tombstones', 'sync-ndjson', 'ndjson', 'succeeded', now(), now() + INTERVAL 1 SECOND, 2)`,
       );
       await c.run('COMMIT');
     } finally {
@@ -160,8 +179,8 @@ describe('CurrentValidators', () => {
       expect((await fresh.get()).etag).toBe('"empty"');
       await query(
         warehouse,
-        `INSERT INTO sync_runs (run_id, job, source, status, started_at, finished_at)
-         VALUES ('run-1', 'sync-ndjson', 'ndjson', 'succeeded', now(), now())`,
+        `INSERT INTO sync_runs (run_id, job, source, status, started_at, finished_at, inserted)
+         VALUES ('run-1', 'sync-ndjson', 'ndjson', 'succeeded', now(), now(), 1)`,
       );
       expect((await fresh.get()).etag).toBe('"run-1"');
       expect((await cached.get()).etag).toBe('"empty"'); // within its TTL: the state it read
@@ -208,13 +227,16 @@ describe('reader on an empty warehouse', () => {
     }
   });
 
-  it('answers 500 INTERNAL / 503 without details when the warehouse is gone, never a stack or SQL', async () => {
+  it('answers 500 INTERNAL / 503 without details when the warehouse is broken, never a stack or SQL', async () => {
     const tmp = tempDir();
     const config = testConfig('http://127.0.0.1:9', join(tmp.dir, 'gone.duckdb'));
     const warehouse = await openMigratedWarehouse(config);
     const reader = await startTestReader(warehouse, config);
     try {
-      warehouse.close();
+      // The reader keeps connections open, which keep the database alive even after the instance is closed:
+      // break it instead (its tables gone).
+      await query(warehouse, 'DROP TABLE reports');
+      await query(warehouse, 'DROP TABLE sync_runs');
       const res = await fetch(reader.api('/reports?status=SUBMITTED'));
       expect(res.status).toBe(500);
       const body = (await res.json()) as ErrorBody;
@@ -228,6 +250,7 @@ describe('reader on an empty warehouse', () => {
       expect(await health.json()).toMatchObject({ status: 'unavailable', warehouse: 'unreachable' });
     } finally {
       await reader.close();
+      warehouse.close();
       tmp.cleanup();
     }
   });
@@ -244,9 +267,10 @@ describe('reader exports of a generated dataset (50,000 reports)', () => {
 
   it('streams the NDJSON export in many chunks without holding it (constant memory)', async () => {
     const [row] = await query(s.warehouse, 'SELECT count(*) AS n FROM reports WHERE removed_at IS NULL');
-    const res = await fetch(s.reader.api('/reports.ndjson'));
-    expect(res.headers.get('transfer-encoding')).toBe('chunked');
-    expect(res.headers.get('content-length')).toBeNull();
+    // Uncompressed, so the body on the wire is the spooled file itself.
+    const res = await fetch(s.reader.api('/reports.ndjson'), { headers: { 'Accept-Encoding': 'identity' } });
+    // Spooled to a file at the warehouse's pace, then sent from it: the length is known up front.
+    const length = Number(res.headers.get('content-length'));
     let bytes = 0;
     let lines = 0;
     let chunks = 0;
@@ -268,6 +292,7 @@ describe('reader exports of a generated dataset (50,000 reports)', () => {
       if (chunks % 50 === 0) peak = Math.max(peak, js());
     }
     expect(lines).toBe(row?.n);
+    expect(bytes).toBe(length);
     expect(bytes).toBeGreaterThan(20_000_000);
     expect(chunks).toBeGreaterThan(20);
     // A server that built the body would hold all of it (> 20 MB) at once; streaming holds a few chunks.

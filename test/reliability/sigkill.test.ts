@@ -92,7 +92,7 @@ async function inspect(path: string) {
       w,
       `SELECT run_id, status FROM sync_runs WHERE source = 'ndjson' ORDER BY started_at`,
     );
-    // Records of a batch are staged rows, or hashes of known (unchanged) lines (issue #7).
+    // Records of a batch are staged rows, or hashes of known (unchanged) lines.
     const [staged] = await q(
       w,
       `SELECT (SELECT count(*) FROM staging_reports) + (SELECT count(*) FROM staging_seen) AS n,

@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, settingsMarkdown } from '../../src/config/config.js';
+import { packageRoot } from '../../src/util/package-root.js';
 import { SETTINGS } from '../../src/config/settings.js';
 import { SyncError } from '../../src/util/errors.js';
 
@@ -44,5 +47,10 @@ describe('loadConfig', () => {
   it('documents every setting in the README table', () => {
     const table = settingsMarkdown();
     for (const def of Object.values(SETTINGS)) expect(table).toContain(`\`${def.env}\``);
+  });
+
+  it('docs/configuration.md holds the table as generated from the settings', () => {
+    const doc = readFileSync(join(packageRoot(), 'docs', 'configuration.md'), 'utf8');
+    expect(doc).toContain(settingsMarkdown());
   });
 });

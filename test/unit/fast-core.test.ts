@@ -11,7 +11,7 @@ import {
 import { generateDataset } from '../../src/simulator/generate.js';
 
 // The hot path must agree with the zod schema (the source of truth) on accept/reject, the report and the
-// issues, for common records and for every kind of odd or broken field (issue #7: speed never buys
+// issues, for common records and for every kind of odd or broken field (speed never buys
 // silent acceptance of bad data).
 
 const base = {

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createProgressReporter, formatProgress, progressFigures } from '../../src/sync/progress-reporter.js';
 import type { Progress } from '../../src/sync/run-sync.js';
 import { emptyCounters } from '../../src/warehouse/run-counters.js';
@@ -33,25 +33,58 @@ describe('progress reporting', () => {
     );
   });
 
-  it('on a terminal redraws one line in place and erases it when done', () => {
-    const out = capture();
-    const tty = Object.assign(out.stream, { isTTY: true });
-    const reporter = createProgressReporter({ logger: pino({ level: 'silent' }), stream: tty, redrawMs: 0 });
-    reporter.update(progress('r1', 10_000, 1_000));
-    reporter.update(progress('r1', 20_000, 2_000, 2));
-    reporter.done();
-    expect(out.chunks).toEqual([
-      '\r\x1b[2Kcsv: 10,000 records (2 rejected) · 10,000 records/s · 3.0 MiB · 1.0 s\r',
-      '\r\x1b[2Kcsv: 20,000 records (2 rejected) · 10,000 records/s · 3.0 MiB · page 2 · 2.0 s\r',
-      '\r\x1b[2K',
-    ]);
-    expect(out.chunks.join('')).not.toContain('\n');
+  it('adds a percentage and an ETA against the upstream total, never 100% while reading', () => {
+    const f = progressFigures(progress('r1', 250_000, 10_000), 1_000_000);
+    expect(f).toMatchObject({ percent: 25, etaMs: 30_000 });
+    expect(formatProgress(f)).toBe(
+      'csv: 250,000 records (2 rejected) · 25% · 25,000 records/s · 3.0 MiB · 10.0 s · ETA 30 s',
+    );
+    expect(progressFigures(progress('r1', 999_999, 10_000), 1_000_000).percent).toBe(99);
+    // Past a stale total: no percentage rather than a wrong one.
+    expect(progressFigures(progress('r1', 1_000_001, 10_000), 1_000_000).percent).toBeUndefined();
+  });
+
+  it('on a terminal redraws between reports from the live counters, then names the merge, and clears', () => {
+    vi.useFakeTimers();
+    try {
+      const shown: string[] = [];
+      let cleared = 0;
+      const line = { set: (t: string) => shown.push(t), log: () => undefined, clear: () => cleared++ };
+      let clock = 0;
+      const reporter = createProgressReporter({
+        logger: pino({ level: 'silent' }),
+        line,
+        tickMs: 500,
+        now: () => clock,
+      });
+      const p = progress('r1', 10_000, 1_000);
+      reporter.update(p);
+      // No new report for 2 s (a batch being read): the counters move and the line follows every tick.
+      (p.counters as { recordsRead: number }).recordsRead = 30_000;
+      clock += 1_000;
+      vi.advanceTimersByTime(1_000);
+      reporter.merging('r1', 30_000);
+      clock += 1_500;
+      vi.advanceTimersByTime(500);
+      reporter.done();
+      expect(shown[0]).toBe('csv: 10,000 records (2 rejected) · 10,000 records/s · 3.0 MiB · 1.0 s');
+      expect(shown).toContain('csv: 30,000 records (2 rejected) · 15,000 records/s · 3.0 MiB · 2.0 s');
+      expect(shown.at(-2)).toBe('csv: merging 30,000 records… 0.0 s');
+      expect(shown.at(-1)).toBe('csv: merging 30,000 records… 1.5 s');
+      expect(cleared).toBe(1);
+      // Stopped: no redraw after done().
+      const count = shown.length;
+      vi.advanceTimersByTime(5_000);
+      expect(shown).toHaveLength(count);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('elsewhere logs a JSON line with the same figures at most once per interval', () => {
     const log = capture();
     const logger = pino({ level: 'info' }, log.stream);
-    const reporter = createProgressReporter({ logger, tty: false, intervalMs: 60_000 });
+    const reporter = createProgressReporter({ logger, intervalMs: 60_000 });
     reporter.update(progress('r1', 1_000, 100)); // 100 ms into the run: too early
     reporter.update(progress('r2', 900_000, 61_000, 7)); // a new run 61 s in: logs
     reporter.update(progress('r2', 901_000, 61_100, 7)); // 100 ms later: skipped

@@ -33,11 +33,28 @@ describe('publishSnapshot', () => {
     const copy = await DuckDBInstance.create(result.databasePath, { access_mode: 'READ_ONLY' });
     try {
       const c = await copy.connect();
-      const live = await query(warehouse, 'SELECT id, status, content_hash FROM reports ORDER BY id');
-      const published = (await c.runAndReadAll('SELECT id, status, content_hash FROM reports ORDER BY id'))
+      const live = await query(warehouse, 'SELECT id, status FROM reports ORDER BY id');
+      const published = (await c.runAndReadAll('SELECT id, status FROM reports ORDER BY id'))
         .getRowObjectsJS()
         .map((r) => ({ ...r }));
       expect(published).toEqual(live);
+      // What analysts query: the views, without the sync's internal columns and working tables.
+      const current = (
+        await c.runAndReadAll('SELECT count(*)::INTEGER AS n FROM current_reports')
+      ).getRowObjectsJS();
+      expect(current).toEqual([{ n: 500 }]);
+      const history = (
+        await c.runAndReadAll('SELECT count(*)::INTEGER AS n FROM report_history WHERE is_current')
+      ).getRowObjectsJS();
+      expect(history).toEqual([{ n: 500 }]);
+      const columns = (
+        await c.runAndReadAll(
+          `SELECT table_name || '.' || column_name AS c FROM duckdb_columns() WHERE column_name IN ('content_hash', 'line_hash')`,
+        )
+      ).getRowObjectsJS();
+      expect(columns).toEqual([]);
+      const tables = (await c.runAndReadAll(`SELECT table_name FROM duckdb_tables()`)).getRowObjectsJS();
+      expect(tables.map((t) => String(t.table_name)).filter((t) => t.startsWith('staging_'))).toEqual([]);
       const runs = (await c.runAndReadAll(`SELECT status FROM sync_runs`)).getRowObjectsJS();
       expect(runs).toEqual([{ status: 'succeeded' }]);
       await expect(c.run('DELETE FROM reports')).rejects.toThrow(/read-only/i);
@@ -64,6 +81,16 @@ describe('publishSnapshot', () => {
       ]),
     );
     expect(files).not.toContain('staging_reports.parquet');
+    expect(files).not.toContain('staging_seen.parquet');
+    const parquetColumns = await query(
+      warehouse,
+      `SELECT name FROM parquet_schema('${join(parquet, '*.parquet')}') UNION ALL
+       SELECT name FROM parquet_schema('${join(parquet, 'reports', '**', '*.parquet')}')`,
+    );
+    const names = parquetColumns.map((r) => r.name);
+    expect(names).toContain('status');
+    expect(names).not.toContain('content_hash');
+    expect(names).not.toContain('line_hash');
     const partitions = readdirSync(join(parquet, 'reports'));
     expect(partitions.every((p) => /^destination=[A-Z_]+$/.test(p))).toBe(true);
     const glob = join(parquet, 'reports', '**', '*.parquet');

@@ -1,10 +1,11 @@
 import type { RouteHandlerMethod } from 'fastify';
 import { PUBLIC_PATHS } from '../../schema/public-query.js';
 import { CSV_COLUMNS } from '../../schema/report.js';
-import { reportCsvCells } from '../../schema/report-csv-cells.js';
 import { toCsvRecords } from '../../schema/to-csv-records.js';
+import { CsvRows } from '../csv-rows.js';
 import { openExport, sendExport } from '../export-response.js';
 import { readExportShape } from '../export-shape.js';
+import { publicLink } from '../public-link.js';
 import { publicQuery } from '../public-query.js';
 import type { ReaderContext } from '../reader-context.js';
 import { EXPORT_ORDER_SQL, REPORT_COLUMNS_SQL, reportWhere } from '../report-rows.js';
@@ -15,9 +16,9 @@ import { streamReports } from '../stream-reports.js';
  * per page, default 1000; `page` 1-based). Every page starts with the header row (`CSV_COLUMNS`, then the
  * extra columns, see export-shape.ts), then rows `(page-1)*pageSize …` in export order (`createdAt`
  * ascending, then `id`). RFC 4180 quoting and CRLF after every record (`toCsvRecords`), cells by
- * `reportCsvCells`, exactly as the simulator writes them. `Link: <…>; rel="next"` (RFC 8288) while a later
- * page exists; a page past the end holds the header only. Served directly (no redirect: clients that follow
- * redirects need none). `text/csv; charset=utf-8`, `Cache-Control: no-cache`, validators, 304.
+ * `reportCsvCells`, exactly as the simulator writes them. `Link: <…>; rel="next"` (RFC 8288; absolute only from a trusted base, see public-link.ts) while a
+ * later page exists; a page past the end holds the header only. Served directly (no redirect: clients that follow
+ * redirects need none). `text/csv; charset=utf-8`, validators, 304.
  */
 export function csvRoute(ctx: ReaderContext): RouteHandlerMethod {
   const what = `GET ${PUBLIC_PATHS.csv}`;
@@ -38,22 +39,32 @@ export function csvRoute(ctx: ReaderContext): RouteHandlerMethod {
       throw err;
     }
     const { pageSize, page } = query;
-    const headers: Record<string, string> = {
-      'Content-Type': 'text/csv; charset=utf-8',
-      'Cache-Control': 'no-cache',
-    };
+    const headers: Record<string, string> = { 'Content-Type': 'text/csv; charset=utf-8' };
     if (page * pageSize < shape.count) {
-      headers.Link = `<${request.protocol}://${request.host}${PUBLIC_PATHS.csv}?pageSize=${pageSize}&page=${page + 1}>; rel="next"`;
+      const next = `${PUBLIC_PATHS.csv}?pageSize=${pageSize}&page=${page + 1}`;
+      headers.Link = `<${publicLink(ctx.config, request, next)}>; rel="next"`;
     }
     const where = reportWhere();
     const sql = `SELECT ${REPORT_COLUMNS_SQL} FROM reports ${where.sql}
       ORDER BY ${EXPORT_ORDER_SQL} LIMIT $limit OFFSET $offset`;
     const params = { ...where.params, limit: BigInt(pageSize), offset: BigInt((page - 1) * pageSize) };
     const { extraColumns } = shape;
-    return sendExport(request, reply, open, headers, async function* () {
+    const rows = new CsvRows(extraColumns);
+    const key = JSON.stringify(['csv', pageSize, page]);
+    return sendExport(ctx, request, reply, open, headers, key, async function* () {
       yield toCsvRecords([[...CSV_COLUMNS, ...extraColumns]]);
       for await (const reports of streamReports(tx.connection, sql, params, timeoutMs, what)) {
-        yield toCsvRecords(reports.map((report) => reportCsvCells(report, extraColumns)));
+        // Row by row, in pieces of about 64 KiB: with many extra columns one row alone can be wide, and a
+        // whole chunk of such rows as one string would scale with columns × rows.
+        let text = '';
+        for (const report of reports) {
+          text += rows.row(report);
+          if (text.length >= 65_536) {
+            yield text;
+            text = '';
+          }
+        }
+        if (text !== '') yield text;
       }
     });
   };

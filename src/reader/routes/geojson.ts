@@ -12,7 +12,7 @@ import { streamReports } from '../stream-reports.js';
  * `GET /api/v1/public/reports.geojson?destination=&status=`: an RFC 7946 `FeatureCollection` of `Point`
  * features (`[lng, lat]`, properties = the wire report without `location`, `toFeature`), one per current
  * report with a location, in list order (newest first) with the list's filters; no paging. Streamed one
- * DuckDB chunk at a time (DESIGN.md §7). `application/geo+json; charset=utf-8`, validators and 304 as the
+ * DuckDB chunk at a time through a spool file (export-response.ts). `application/geo+json; charset=utf-8`, validators and 304 as the
  * other endpoints.
  */
 export function geojsonRoute(ctx: ReaderContext): RouteHandlerMethod {
@@ -27,10 +27,12 @@ export function geojsonRoute(ctx: ReaderContext): RouteHandlerMethod {
       AND lat IS NOT NULL AND lng IS NOT NULL ORDER BY ${NEWEST_FIRST_SQL}`;
     const timeoutMs = ctx.config.readerQueryTimeoutMs;
     return sendExport(
+      ctx,
       request,
       reply,
       open,
       { 'Content-Type': 'application/geo+json; charset=utf-8' },
+      JSON.stringify(['geojson', query.destination, query.status]),
       async function* () {
         yield FEATURE_COLLECTION_OPEN;
         let first = true;

@@ -1,41 +1,41 @@
 import type { RouteHandlerMethod } from 'fastify';
-import { errorMessage, isSyncError } from '../../util/errors.js';
-import { lastSuccess } from '../last-success.js';
-import { withQueryTimeout } from '../query-timeout.js';
+import type { LastSuccess } from '../last-success.js';
 import type { ReaderContext } from '../reader-context.js';
 
 /**
- * `GET /healthz`: whether the warehouse answers a query, and the last successful run.
- * - 200 `{"status":"ok","warehouse":"reachable","lastSuccessfulRun":{"runId","job","finishedAt"} | null}`
- *   (`finishedAt` ISO 8601 UTC; `null` before the first successful run: the reader then serves empty answers);
- * - 503 `{"status":"unavailable","warehouse":"unreachable","error":{"code","message"}}` when the query fails
- *   or passes REPORTS_READER_QUERY_TIMEOUT_MS. The failure is logged with its cause; the body names only
- *   its code.
+ * `GET /healthz`, answered from memory (the run state the reader keeps fresh in the background and the
+ * pool's occupancy), never with a pool connection, so it stays fast while exports, lists and syncs load the
+ * warehouse (a probe that times out gets a container restarted mid-sync):
+ * - 200 `{"status":"ok"|"degraded","warehouse":"reachable","lastSuccessfulRun":{"runId","job","finishedAt"} | null,
+ *   "pool":{"size","inUse","waiting","saturated"}}` — `degraded` while every connection is in use and
+ *   requests wait (answers are slower or 503 `READER_BUSY`, but the process is sound: do not restart it);
+ *   `lastSuccessfulRun` is the last successful run of any job (`finishedAt` ISO 8601 UTC; `null` before the
+ *   first one);
+ * - 503 `{"status":"unavailable","warehouse":"unreachable","error":{"code","message"}}` (with `Retry-After`)
+ *   when the last warehouse read failed (the warehouse is closed or broken), until one succeeds again.
  */
 export function healthzRoute(ctx: ReaderContext): RouteHandlerMethod {
-  return async (request, reply) => {
-    try {
-      const last = await ctx.pool.use((c) =>
-        withQueryTimeout(c, ctx.config.readerQueryTimeoutMs, 'The health check', () => lastSuccess(c)),
-      );
-      return reply.code(200).send({
-        status: 'ok',
-        warehouse: 'reachable',
-        lastSuccessfulRun:
-          last === null
-            ? null
-            : { runId: last.runId, job: last.job, finishedAt: new Date(last.finishedMs).toISOString() },
-      });
-    } catch (err) {
-      request.log.warn({ err }, 'health check: warehouse unreachable');
-      const code = isSyncError(err) ? err.code : 'WAREHOUSE_UNREACHABLE';
-      const message = isSyncError(err)
-        ? errorMessage(err)
-        : 'The warehouse did not answer a query; see the reader log.';
+  return async (_request, reply) => {
+    const observed = ctx.validators.observed;
+    const pool = ctx.pool.state;
+    reply.header('Cache-Control', 'no-store');
+    if (observed.unreachable !== undefined) {
       return reply
         .code(503)
         .header('Retry-After', '5')
-        .send({ status: 'unavailable', warehouse: 'unreachable', error: { code, message } });
+        .send({ status: 'unavailable', warehouse: 'unreachable', error: observed.unreachable, pool });
     }
+    return reply.code(200).send({
+      status: pool.saturated ? 'degraded' : 'ok',
+      warehouse: 'reachable',
+      lastSuccessfulRun: runJson(observed.runs?.latest ?? null),
+      pool,
+    });
   };
+}
+
+function runJson(run: LastSuccess | null) {
+  return run === null
+    ? null
+    : { runId: run.runId, job: run.job, finishedAt: new Date(run.finishedMs).toISOString() };
 }

@@ -5,14 +5,14 @@ import { publicQuery } from '../public-query.js';
 import { withQueryTimeout } from '../query-timeout.js';
 import type { ReaderContext } from '../reader-context.js';
 import { NEWEST_FIRST_SQL, REPORT_COLUMNS_SQL, reportWhere, rowToReport } from '../report-rows.js';
-import { ifNoneMatchHits, validatorHeaders } from '../validators.js';
+import { notModified, validatorHeaders } from '../validators.js';
 
 /**
  * `GET /api/v1/public/reports?destination=&status=&pageSize=&page=` from the warehouse: a JSON array of wire
  * reports (`toWire`, upstream field names, extras included), newest first (`createdAt` desc, then `id`;
  * DESIGN.md §2), `destination` and `status` AND-ed (seed rule 1), no filter = the latest reports (rule 3),
  * removed reports left out. Pages are 1-based, default `pageSize` 50; a page past the end is `[]`.
- * `ETag`/`Last-Modified` of the last successful run; a matching `If-None-Match` answers 304.
+ * `ETag`/`Last-Modified` of the data state; a matching `If-None-Match` or `If-Modified-Since` answers 304.
  *
  * The busiest endpoint takes the cheap path: validators from {@link ReaderContext.validators} (re-read at
  * most every REPORTS_READER_VALIDATORS_TTL_MS), pages from {@link ReaderContext.pages} (kept per data
@@ -26,7 +26,7 @@ export function listRoute(ctx: ReaderContext): RouteHandlerMethod {
     const query = publicQuery('list', request, reply, ctx.config.readerListMaxPageSize);
     if (query === null) return reply;
     const validators = await ctx.validators.get();
-    if (ifNoneMatchHits(request.headers['if-none-match'], validators.etag)) {
+    if (notModified(request.headers, validators)) {
       return reply.code(304).headers(validatorHeaders(validators)).send();
     }
     const where = reportWhere(query);

@@ -11,7 +11,7 @@ import { streamReports } from '../stream-reports.js';
  * `GET /api/v1/public/reports.ndjson` (our default NDJSON path, DESIGN.md §2): the whole current table, one
  * wire report (`toWire`) per line, each line ending in `\n`, in export order (`createdAt` ascending, then
  * `id`: creation order, as the upstream's export is). Takes no parameters. Streamed one DuckDB chunk at a
- * time with backpressure (DESIGN.md §7). `application/x-ndjson`, `Cache-Control: no-cache`, validators, 304.
+ * time through a spool file (export-response.ts). `application/x-ndjson`, validators, 304.
  */
 export function ndjsonRoute(ctx: ReaderContext): RouteHandlerMethod {
   const what = `GET ${PUBLIC_PATHS.ndjson}`;
@@ -23,10 +23,12 @@ export function ndjsonRoute(ctx: ReaderContext): RouteHandlerMethod {
     const sql = `SELECT ${REPORT_COLUMNS_SQL} FROM reports ${where.sql} ORDER BY ${EXPORT_ORDER_SQL}`;
     const timeoutMs = ctx.config.readerQueryTimeoutMs;
     return sendExport(
+      ctx,
       request,
       reply,
       open,
-      { 'Content-Type': 'application/x-ndjson', 'Cache-Control': 'no-cache' },
+      { 'Content-Type': 'application/x-ndjson' },
+      'ndjson',
       async function* () {
         for await (const reports of streamReports(open.tx.connection, sql, where.params, timeoutMs, what)) {
           let text = '';

@@ -134,7 +134,7 @@ async function fetchPage(
           apiKey: keyFor(config, url),
           maxRedirects: config.maxRedirects,
           signal: ctx.signal,
-          headers: { accept: ACCEPT },
+          headers: { accept: ACCEPT, ...(page === 1 ? ctx.conditional : undefined) },
           deadline: pageDeadline(config),
         });
         let body: Buffer;

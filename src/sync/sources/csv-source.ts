@@ -5,6 +5,7 @@ import { decidePaging, mayBeEnd } from './csv-paging.js';
 import { ACCEPT, keyFor, pageDeadline, PagesAhead } from './csv-pages.js';
 import { extraLimits } from '../../config/config.js';
 import { header, openStream } from '../../upstream/open-stream.js';
+import { isNotModified } from '../conditional.js';
 import { safeUrl } from '../../upstream/safe-url.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import { SyncError } from '../../util/errors.js';
@@ -89,7 +90,15 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
   const ahead = new PagesAhead({ ...ctx, signal }, decoders);
   try {
     for (;;) {
-      const fetched = await ahead.take(url, page);
+      let fetched;
+      try {
+        fetched = await ahead.take(url, page);
+      } catch (err) {
+        // Page 1 answered 304 to the conditional request: the whole export is the one last read.
+        if (page !== 1 || !ctx.conditional || !isNotModified(err)) throw err;
+        ctx.markNotModified(safeUrl(url));
+        return { complete: true };
+      }
       yield { kind: 'bytes', read: fetched.bytes, wire: fetched.wireBytes };
       const seen: ExportValidator = { etag: fetched.etag, lastModified: fetched.lastModified };
       if (validator === undefined) {

@@ -6,24 +6,35 @@ import { KnownLines } from '../../normalize/known-lines.js';
 import { charsetOf, utf8Chunks } from '../../extract/charset.js';
 import { countBytes } from '../count-bytes.js';
 import type { ExportSource, ReadContext } from '../export-source.js';
+import { safeUrl } from '../../upstream/safe-url.js';
+import { isNotModified } from '../conditional.js';
 
 /**
  * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the seed does not
- * show the path, DESIGN.md §2): one streamed GET, one report per line.
+ * show the path, DESIGN.md §2): one streamed GET, one report per line. A conditional GET answered 304 yields
+ * nothing and marks the run not modified.
  */
 export const ndjsonSource: ExportSource = {
   name: 'ndjson',
   fullExport: true,
   async *read(ctx: ReadContext) {
     const url = `${requireBaseUrl(ctx.config)}${ctx.config.ndjsonPath}`;
-    const res = await openStream(url, {
-      dispatcher: ctx.dispatcher,
-      apiKey: ctx.config.apiKey,
-      maxRedirects: ctx.config.maxRedirects,
-      signal: ctx.signal,
-      headers: { accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1' },
-      deadline: { ms: ctx.config.exportDeadlineMs, setting: 'REPORTS_EXPORT_DEADLINE_MS' },
-    });
+    let res;
+    try {
+      res = await openStream(url, {
+        dispatcher: ctx.dispatcher,
+        apiKey: ctx.config.apiKey,
+        maxRedirects: ctx.config.maxRedirects,
+        signal: ctx.signal,
+        headers: { accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1', ...ctx.conditional },
+        deadline: { ms: ctx.config.exportDeadlineMs, setting: 'REPORTS_EXPORT_DEADLINE_MS' },
+      });
+    } catch (err) {
+      // A 304 to the conditional request: the export is the one the last complete run read.
+      if (!ctx.conditional || !isNotModified(err)) throw err;
+      ctx.markNotModified(safeUrl(url));
+      return { complete: true };
+    }
     yield {
       kind: 'export',
       info: {

@@ -1,0 +1,55 @@
+import type { DuckDBResultReader } from '@duckdb/node-api';
+
+/**
+ * The rows of a query result as JSON values for `sql --format json`: a `JSON` column as the JSON value it
+ * holds (not its text), `TIMESTAMP WITH TIME ZONE` as ISO 8601 with its offset (`2024-01-02T03:04:05.123456Z`,
+ * microseconds kept), `TIMESTAMP` as ISO 8601 without one, integers as numbers while they are exact
+ * (beyond 2^53 as decimal strings), other values as DuckDB's JSON conversion gives them (dates, lists,
+ * structs, decimals as text).
+ */
+export function jsonRows(result: DuckDBResultReader): Record<string, unknown>[] {
+  const names = result.columnNames();
+  const convert = result.columnTypes().map((type) => {
+    if (type.alias === 'JSON') return parseJson;
+    switch (String(type)) {
+      case 'TIMESTAMP WITH TIME ZONE':
+        return isoTimestamp;
+      case 'TIMESTAMP':
+      case 'TIMESTAMP_S':
+      case 'TIMESTAMP_MS':
+      case 'TIMESTAMP_NS':
+        return (v: unknown) => (typeof v === 'string' ? v.replace(' ', 'T') : v);
+      case 'BIGINT':
+      case 'UBIGINT':
+      case 'HUGEINT':
+      case 'UHUGEINT':
+        return exactNumber;
+      default:
+        return (v: unknown) => v;
+    }
+  });
+  return result.getRowObjectsJson().map((row) => {
+    const out: Record<string, unknown> = {};
+    names.forEach((name, i) => (out[name] = convert[i]!(row[name])));
+    return out;
+  });
+}
+
+function parseJson(value: unknown): unknown {
+  return typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
+}
+
+/** `2024-01-02 03:04:05.123+00` (DuckDB's text) → `2024-01-02T03:04:05.123Z`; `+05:30` offsets kept. */
+function isoTimestamp(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const m = /^(\d{4,}-\d\d-\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)([+-]\d\d)(?::?(\d\d))?$/.exec(value);
+  if (!m) return value; // infinity and out-of-range years stay as DuckDB writes them
+  const offset = m[3] === '+00' && (m[4] ?? '00') === '00' ? 'Z' : `${m[3]}:${m[4] ?? '00'}`;
+  return `${m[1]}T${m[2]}${offset}`;
+}
+
+function exactNumber(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : value;
+}

@@ -1,0 +1,48 @@
+import { DuckDBTypeId, type DuckDBConnection } from '@duckdb/node-api';
+import { jsonRows } from './json-rows.js';
+
+/** The result of one statement of a `sql` query. */
+export interface StatementResult {
+  /** Rows as JSON-able objects (BIGINT and wider as strings, as DuckDB's JSON conversion gives them). */
+  rows: Record<string, unknown>[];
+  /** Columns of a numeric SQL type, to align right. */
+  numeric: Set<string>;
+}
+
+const NUMERIC = new Set<DuckDBTypeId>([
+  DuckDBTypeId.TINYINT,
+  DuckDBTypeId.SMALLINT,
+  DuckDBTypeId.INTEGER,
+  DuckDBTypeId.BIGINT,
+  DuckDBTypeId.HUGEINT,
+  DuckDBTypeId.UTINYINT,
+  DuckDBTypeId.USMALLINT,
+  DuckDBTypeId.UINTEGER,
+  DuckDBTypeId.UBIGINT,
+  DuckDBTypeId.UHUGEINT,
+  DuckDBTypeId.FLOAT,
+  DuckDBTypeId.DOUBLE,
+  DuckDBTypeId.DECIMAL,
+]);
+
+/**
+ * Runs every statement of `query` in order (DuckDB splits it, so `;` inside strings is safe) and returns
+ * each one's result. A failing statement throws its DuckDB error; earlier results are dropped with it.
+ * With `json`, rows are {@link jsonRows} (JSON columns as JSON values, timestamps ISO 8601).
+ */
+export async function runStatements(
+  connection: DuckDBConnection,
+  query: string,
+  options: { json?: boolean } = {},
+): Promise<StatementResult[]> {
+  const statements = await connection.extractStatements(query);
+  const results: StatementResult[] = [];
+  for (let i = 0; i < statements.count; i++) {
+    const reader = await (await statements.prepare(i)).runAndReadAll();
+    const names = reader.columnNames();
+    const types = reader.columnTypes();
+    const numeric = new Set(names.filter((_, c) => NUMERIC.has(types[c]!.typeId)));
+    results.push({ rows: options.json ? jsonRows(reader) : reader.getRowObjectsJson(), numeric });
+  }
+  return results;
+}

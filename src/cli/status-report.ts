@@ -1,0 +1,189 @@
+import { existsSync, statSync } from 'node:fs';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Config } from '../config/config.js';
+import { nextRuns } from '../daemon/cron-times.js';
+import { lastRunsByJob } from '../daemon/last-runs.js';
+import type { Job } from '../daemon/load-jobs.js';
+import { formatAge } from '../util/format-age.js';
+import { openForReading } from '../warehouse/open-for-reading.js';
+import { publishedPathFor } from '../warehouse/open-migrated.js';
+import { publishedDirFor } from '../warehouse/publish.js';
+import { formatTable } from './format-table.js';
+
+type Row = Record<string, unknown>;
+
+/** Everything `reports-sync status` shows; `status --json` prints it as it is. */
+export interface StatusReport {
+  warehouse: {
+    path: string;
+    copy: 'live' | 'published';
+    livePath: string;
+    heldBy?: string;
+    publishedAt?: string;
+  };
+  timezone: string;
+  schedule: {
+    job: string;
+    schedule: string;
+    scheduleFrom: string;
+    target: string;
+    nextRun?: string;
+    disabledReason?: string;
+    lastRun?: string;
+    lastStatus?: string;
+    lastSuccess?: string;
+  }[];
+  published: { path: string; parquet: string; writtenAt: string } | null;
+  runs: Row[];
+  /** Drift events of the last runs, newest first (at most 20; warehouse/drift.ts). */
+  drift: Row[];
+  reportsByDestinationAndStatus: Row[];
+  totals: Row;
+}
+
+/**
+ * Reads the status of the warehouse (the published copy while another process holds the live file):
+ * the job schedule with each job's last run and last success, the published snapshot, the last `runs`
+ * runs, the schema drift of the last runs, current reports by destination and status, and totals. Times are ISO 8601 (UTC).
+ *
+ * @throws SyncError `WAREHOUSE_MISSING` (exit 2), `WAREHOUSE_LOCKED`, `WAREHOUSE_OPEN` (see openForReading)
+ */
+export async function readStatus(config: Config, jobs: readonly Job[], runs: number): Promise<StatusReport> {
+  const opened = await openForReading(config.warehouse);
+  const { warehouse } = opened;
+  try {
+    const c = await warehouse.connect();
+    try {
+      const read = async (sql: string, params?: Record<string, number>) =>
+        (await c.runAndReadAll(sql, params)).getRowObjectsJS().map(plain);
+      return {
+        warehouse: {
+          path: warehouse.path,
+          copy: opened.copy,
+          livePath: opened.livePath,
+          ...(opened.heldBy ? { heldBy: opened.heldBy } : {}),
+          ...(opened.publishedAt ? { publishedAt: opened.publishedAt.toISOString() } : {}),
+        },
+        timezone: config.timezone,
+        schedule: await schedule(c, config, jobs),
+        published: published(config),
+        runs: await read(
+          `SELECT run_id, job, status, started_at AS started,
+                  round(epoch(finished_at) - epoch(started_at), 2) AS seconds,
+                  records_read AS "read", records_loaded AS loaded, records_rejected AS rejected,
+                  inserted, updated, unchanged, removed, error->>'message' AS error
+           FROM sync_runs ORDER BY started_at DESC LIMIT $n`,
+          { n: Math.max(1, runs) },
+        ),
+        drift: await read(
+          `SELECT first_seen AS seen, run_id, source, kind, field, value, count
+           FROM drift_events ORDER BY first_seen DESC, kind, field LIMIT 20`,
+        ),
+        reportsByDestinationAndStatus: await read(
+          `SELECT destination, status, count(*) AS reports FROM reports WHERE removed_at IS NULL
+           GROUP BY ALL ORDER BY destination, status`,
+        ),
+        totals:
+          (
+            await read(
+              `SELECT count(*) FILTER (WHERE removed_at IS NULL) AS current, count(*) FILTER (WHERE removed_at IS NOT NULL) AS removed,
+                      (SELECT count(*) FROM report_versions) AS versions, (SELECT count(*) FROM rejected_records) AS rejected_records
+               FROM reports`,
+            )
+          )[0] ?? {},
+      };
+    } finally {
+      c.closeSync();
+    }
+  } finally {
+    warehouse.close();
+  }
+}
+
+/** JSON-able values: BIGINT as a number (counts), timestamps as ISO strings. */
+function plain(row: Row): Row {
+  const out: Row = {};
+  for (const [k, v] of Object.entries(row)) {
+    out[k] = typeof v === 'bigint' ? Number(v) : v instanceof Date ? v.toISOString() : v;
+  }
+  return out;
+}
+
+async function schedule(c: DuckDBConnection, config: Config, jobs: readonly Job[]) {
+  const history = await lastRunsByJob(c);
+  return jobs.map((job) => {
+    const h = history.get(job.name);
+    const next = job.enabled ? nextRuns(job.schedule, config.timezone, 1)[0] : undefined;
+    return {
+      job: job.name,
+      schedule: job.schedule,
+      scheduleFrom: job.scheduleFrom,
+      target: job.target,
+      ...(next ? { nextRun: next.toISOString() } : { disabledReason: job.disabledReason ?? 'disabled' }),
+      ...(h?.lastStartedAt ? { lastRun: h.lastStartedAt.toISOString(), lastStatus: h.lastStatus } : {}),
+      ...(h?.lastSuccessStartedAt ? { lastSuccess: h.lastSuccessStartedAt.toISOString() } : {}),
+    };
+  });
+}
+
+function published(config: Config): StatusReport['published'] {
+  const path = publishedPathFor(config.warehouse);
+  if (!existsSync(path)) return null;
+  return {
+    path,
+    parquet: `${publishedDirFor(config.warehouse)}/parquet`,
+    writtenAt: statSync(path).mtime.toISOString(),
+  };
+}
+
+/** The text `reports-sync status` prints (local times in the configured time zone). */
+export function renderStatus(s: StatusReport, config: Config): string {
+  const now = Date.now();
+  const age = (iso: string | undefined) => (iso ? formatAge(now - Date.parse(iso)) : 'unknown');
+  const local = (iso: string | undefined) =>
+    iso ? new Date(iso).toLocaleString('sv-SE', { timeZone: s.timezone }).slice(0, 16) : '';
+  const out: string[] = [];
+  if (s.warehouse.copy === 'live') {
+    out.push(`Warehouse ${s.warehouse.path} (live)\n`);
+  } else {
+    out.push(
+      `Warehouse: the published copy ${s.warehouse.path}, ${age(s.warehouse.publishedAt)} old\n` +
+        `(the live warehouse ${s.warehouse.livePath} is in use by ${s.warehouse.heldBy}, e.g. reports-sync run; ` +
+        `runs after that publish are not shown)\n`,
+    );
+  }
+  const rows = s.schedule.map((j) => ({
+    job: j.job,
+    schedule: j.schedule + (j.scheduleFrom === 'declaration' ? '' : ` (${j.scheduleFrom})`),
+    target: j.target,
+    'next run': j.nextRun
+      ? `${local(j.nextRun)} (in ${formatAge(Date.parse(j.nextRun) - now)})`
+      : `disabled: ${j.disabledReason}`,
+    'last run': j.lastRun ? `${local(j.lastRun)} ${j.lastStatus}` : 'never',
+    'last success': j.lastSuccess ? `${local(j.lastSuccess)} (${age(j.lastSuccess)} ago)` : 'never',
+  }));
+  out.push(`\nSchedule of reports-sync run (time zone ${config.timezone}):\n${formatTable(rows)}`);
+  out.push(
+    s.published
+      ? `\nPublished snapshot: ${s.published.path}, ${age(s.published.writtenAt)} old (Parquet: ${s.published.parquet})\n`
+      : `\nPublished snapshot: none yet (reports-sync run publishes one to ${publishedPathFor(config.warehouse)} after each successful job)\n`,
+  );
+  // The run log's times are UTC, shown as stored.
+  const runs = s.runs.map((r) => ({
+    ...r,
+    started: typeof r.started === 'string' ? r.started.slice(0, 19).replace('T', ' ') : r.started,
+  }));
+  out.push(`\nLast runs:\n${formatTable(runs)}`);
+  const drift = s.drift.map((d) => ({
+    ...d,
+    seen: typeof d.seen === 'string' ? d.seen.slice(0, 19).replace('T', ' ') : d.seen,
+  }));
+  out.push(
+    drift.length === 0
+      ? '\nSchema drift: none seen\n'
+      : `\nSchema drift of the last runs (newest first, REPORTS_SCHEMA_CONTRACT=${config.schemaContract}):\n${formatTable(drift)}`,
+  );
+  out.push(`\nCurrent reports by destination and status:\n${formatTable(s.reportsByDestinationAndStatus)}`);
+  out.push(`\nTotals:\n${formatTable([s.totals])}`);
+  return out.join('');
+}

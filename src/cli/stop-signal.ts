@@ -1,0 +1,59 @@
+/** Options of {@link onStopSignal}. */
+export interface StopSignalOptions {
+  /** How long the command may take to stop after the first signal (ms); then the process exits. */
+  graceMs: number;
+  /** The first SIGINT/SIGTERM: stop the work (abort it). */
+  onStop: (signal: NodeJS.Signals) => void;
+  /** Called right before the forced exit (grace period over, or a second signal). */
+  onGraceOver?: (signal: NodeJS.Signals) => void;
+}
+
+/** What {@link onStopSignal} returns. */
+export interface StopSignal {
+  /** The signal received, if any. */
+  received(): NodeJS.Signals | undefined;
+  /** The conventional exit code of the signal: 128 + its number (SIGINT 130, SIGTERM 143). */
+  exitCode(): number;
+  /** Removes the handlers (and the grace timer). */
+  dispose(): void;
+}
+
+const EXIT_CODES: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * SIGINT/SIGTERM handling of a one-shot command (the daemon's stop, without its HTTP side): the first signal
+ * calls `onStop` and starts the grace timer; a signal more than a second later (one Ctrl-C reaches npm and
+ * node alike) or the end of the grace period exits at once with 130/143.
+ */
+export function onStopSignal(options: StopSignalOptions): StopSignal {
+  let signal: NodeJS.Signals | undefined;
+  let at = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const exitCode = () => (signal ? (EXIT_CODES[signal] ?? 1) : 0);
+  const exitNow = () => {
+    if (signal) options.onGraceOver?.(signal);
+    process.exit(exitCode());
+  };
+  const handler = (received: NodeJS.Signals) => {
+    if (signal) {
+      if (Date.now() - at >= 1_000) exitNow();
+      return;
+    }
+    signal = received;
+    at = Date.now();
+    timer = setTimeout(exitNow, options.graceMs);
+    timer.unref();
+    options.onStop(received);
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+  return {
+    received: () => signal,
+    exitCode,
+    dispose() {
+      if (timer) clearTimeout(timer);
+      process.off('SIGINT', handler);
+      process.off('SIGTERM', handler);
+    },
+  };
+}

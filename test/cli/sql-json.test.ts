@@ -1,0 +1,85 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
+import { runCli } from '../helpers/cli.js';
+import { startTestSimulator } from '../helpers/simulator.js';
+import { openTestWarehouse, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
+
+describe('reports-sync sql --format json over the analyst views', () => {
+  const tmp = tempDir();
+  const path = join(tmp.dir, 'w.duckdb');
+  let upstream: Array<Record<string, unknown>>;
+  beforeAll(async () => {
+    const sim = await startTestSimulator({ generate: { n: 200, seed: 5 } });
+    try {
+      const warehouse = await openTestWarehouse(testConfig(sim.url, path));
+      expect((await syncOnce(warehouse, testConfig(sim.url, path), ndjsonSource)).status).toBe('succeeded');
+      warehouse.close();
+      const text = await (await fetch(`${sim.url}/api/v1/public/reports.ndjson`)).text();
+      upstream = text
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    } finally {
+      await sim.close();
+    }
+  }, 120_000);
+  afterAll(() => tmp.cleanup());
+
+  it('prints JSON columns as JSON values, timestamps as ISO 8601 and counts as numbers', async () => {
+    const r = await runCli(
+      [
+        'sql',
+        `SELECT id, created_at, updated_at, extra, count(*) OVER () AS n,
+           TIMESTAMP '2024-01-02 03:04:05.25' AS naive, '{"a":[1,{"b":null}]}'::JSON AS literal
+         FROM current_reports ORDER BY created_at, id`,
+        '--format',
+        'json',
+      ],
+      { REPORTS_WAREHOUSE: path },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const rows = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
+    expect(rows).toHaveLength(upstream.length);
+    const byId = new Map(upstream.map((u) => [u.id, u]));
+    for (const row of rows) {
+      const source = byId.get(row.id);
+      expect(row.n).toBe(upstream.length);
+      // The same instant as the API's createdAt, in ISO 8601 UTC.
+      expect(row.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+      expect(Date.parse(row.created_at as string)).toBe(Date.parse(source?.createdAt as string));
+      expect(row.extra === null || typeof row.extra === 'object').toBe(true);
+      expect(row.naive).toBe('2024-01-02T03:04:05.25');
+      expect(row.literal).toEqual({ a: [1, { b: null }] });
+    }
+  });
+
+  it('shows only business columns in current_reports and the versions in report_history', async () => {
+    const r = await runCli(['sql', 'SELECT * FROM current_reports LIMIT 1', '--format', 'json'], {
+      REPORTS_WAREHOUSE: path,
+    });
+    expect(Object.keys((JSON.parse(r.stdout) as object[])[0] ?? {})).toEqual([
+      'id',
+      'status',
+      'destination',
+      'category',
+      'description',
+      'lat',
+      'lng',
+      'address',
+      'created_at',
+      'updated_at',
+      'extra',
+    ]);
+    const h = await runCli(
+      [
+        'sql',
+        'SELECT count(*) AS n, bool_and(is_current) AS all_current FROM report_history',
+        '--format',
+        'json',
+      ],
+      { REPORTS_WAREHOUSE: path },
+    );
+    expect(JSON.parse(h.stdout)).toEqual([{ n: upstream.length, all_current: true }]);
+  });
+});

@@ -1,0 +1,102 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startTestSimulator } from '../helpers/simulator.js';
+import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => {
+  tmp = tempDir();
+});
+afterEach(() => tmp.cleanup());
+
+const SNAPSHOT = `SELECT id, status, content_hash, removed_at, first_seen_at, last_changed_at FROM reports ORDER BY id`;
+
+const isRedirect = (status: number | undefined) =>
+  status !== undefined && status >= 300 && status < 400 && status !== 304;
+
+async function runRow(warehouse: Parameters<typeof query>[0], runId: string) {
+  const rows = await query(
+    warehouse,
+    `SELECT status, complete, not_modified, outcome, export_etag, records_read::INTEGER AS records_read,
+            removed::INTEGER AS removed, last_seen_max
+     FROM sync_runs, (SELECT max(last_seen_at)::VARCHAR AS last_seen_max FROM reports WHERE removed_at IS NULL)
+     WHERE run_id = $run`,
+    { run: runId },
+  );
+  return rows[0];
+}
+
+describe('conditional full exports', () => {
+  it.each(['ndjson', 'csv'] as const)(
+    'a %s run against an unchanged export gets a 304 in one request and records `unchanged`; the warehouse and its tombstones stay as they were',
+    async (target) => {
+      const sim = await startTestSimulator({ generate: { n: 300, seed: 4 } });
+      const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, { csvPageSize: 100 });
+      const warehouse = await openTestWarehouse(config);
+      try {
+        const [first] = await syncTargetOnce(warehouse, config, target);
+        expect(first?.status).toBe('succeeded');
+        sim.advanceDays(1); // a day with an unpublished report: the next export infers a tombstone
+        const [second] = await syncTargetOnce(warehouse, config, target);
+        expect(second?.counters.removed).toBeGreaterThan(0);
+        const etag = second?.exportInfo?.etag;
+        expect(etag).toBeDefined();
+        const before = await query(warehouse, SNAPSHOT);
+        const versions = await query(warehouse, `SELECT count(*)::INTEGER AS n FROM report_versions`);
+        const seenBefore = (await runRow(warehouse, second!.runId))?.last_seen_max;
+
+        sim.clearRequests();
+        const [third] = await syncTargetOnce(warehouse, config, target);
+        expect(third?.status).toBe('succeeded');
+        expect(third?.notModified).toBe(true);
+        // One request answered (the CSV export's entry point redirects to its pages first).
+        const requests = sim.requests().filter((r) => !isRedirect(r.status));
+        expect(sim.requests().length - requests.length).toBe(target === 'csv' ? 1 : 0);
+        expect(requests).toHaveLength(1);
+        expect(requests[0]?.status).toBe(304);
+        expect(requests[0]?.headers['if-none-match']).toBe(etag);
+        const row = await runRow(warehouse, third!.runId);
+        expect(row).toMatchObject({
+          status: 'succeeded',
+          complete: true,
+          not_modified: true,
+          outcome: 'unchanged',
+          export_etag: etag,
+          records_read: 0,
+          removed: 0,
+        });
+        // Seen by this run: last_seen_at moved on for every current report, nothing else changed.
+        expect(String(row?.last_seen_max) > String(seenBefore)).toBe(true);
+        expect(await query(warehouse, SNAPSHOT)).toEqual(before);
+        expect(await query(warehouse, `SELECT count(*)::INTEGER AS n FROM report_versions`)).toEqual(
+          versions,
+        );
+
+        // Once the export changes, the conditional request gets the new export and merges it.
+        const day = sim.advanceDays(1);
+        const [fourth] = await syncTargetOnce(warehouse, config, target);
+        expect(fourth?.notModified).toBeUndefined();
+        expect(fourth?.counters.inserted).toBe(day.added);
+        expect((await runRow(warehouse, fourth!.runId))?.outcome).toBe('changed');
+      } finally {
+        await warehouse.close();
+      }
+    },
+  );
+
+  it('REPORTS_CONDITIONAL_EXPORTS=false downloads the export every time', async () => {
+    const sim = await startTestSimulator({ generate: { n: 50, seed: 4 } });
+    const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, { conditionalExports: false });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      await syncTargetOnce(warehouse, config, 'ndjson');
+      sim.clearRequests();
+      const [again] = await syncTargetOnce(warehouse, config, 'ndjson');
+      expect(again?.notModified).toBeUndefined();
+      const exports = sim.requests().filter((r) => r.path.includes('.ndjson'));
+      expect(exports.map((r) => [r.status, r.headers['if-none-match']])).toEqual([[200, undefined]]);
+      expect((await runRow(warehouse, again!.runId))?.outcome).toBe('unchanged');
+    } finally {
+      await warehouse.close();
+    }
+  });
+});

@@ -1,0 +1,79 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { decidePage, type PageRecord } from '../../src/sync/sources/recent-paging.js';
+
+/**
+ * A simulated list, newest first: `fresh` reports the warehouse does not hold (or holds changed), then
+ * `known` reports it holds unchanged. Page `k` is rows `(k-1)·size … k·size-1`.
+ */
+function page(list: PageRecord[], k: number, size: number): PageRecord[] {
+  return list.slice((k - 1) * size, k * size);
+}
+
+function readAll(list: PageRecord[], size: number, maxPages: number) {
+  let previousIds: (string | undefined)[] | undefined;
+  for (let k = 1; ; k++) {
+    const records = page(list, k, size);
+    const d = decidePage({ page: k, pageSize: size, maxPages, records, previousIds });
+    if (!d.next) return { pages: k, ...d };
+    previousIds = records.map((r) => r.id);
+  }
+}
+
+const record = (id: string, known: boolean): PageRecord => ({ id, valid: true, known });
+
+describe('decidePage (the stop rules of the recent source)', () => {
+  it('reads ceil(new / pageSize) + 1 pages when older reports are all known, never more than maxPages', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 300 }),
+        fc.integer({ min: 0, max: 300 }),
+        fc.integer({ min: 1, max: 50 }),
+        fc.integer({ min: 1, max: 40 }),
+        (fresh, known, size, maxPages) => {
+          const list = [
+            ...Array.from({ length: fresh }, (_, i) => record(`n${i}`, false)),
+            ...Array.from({ length: known }, (_, i) => record(`k${i}`, true)),
+          ];
+          const r = readAll(list, size, maxPages);
+          // Without a limit: the first page that is empty, short, or all known (what the issue states as
+          // ceil(new / pageSize) + 1 when a full page of known reports follows the new ones).
+          let wanted = 1;
+          for (; ; wanted++) {
+            const p = page(list, wanted, size);
+            if (p.length < size || p.every((x) => x.known)) break;
+          }
+          if (known >= size) expect(wanted).toBe(Math.ceil(fresh / size) + 1);
+          expect(r.pages).toBe(Math.min(wanted, maxPages));
+          if (wanted > maxPages) expect(r).toMatchObject({ reason: 'max-pages', complete: false });
+          else expect(r.complete).toBe(true);
+          // Every new report was on a page read while the limit allowed it.
+          if (r.complete) expect(r.pages * size).toBeGreaterThanOrEqual(Math.min(fresh, list.length));
+        },
+      ),
+    );
+  });
+
+  it('a page with the previous page ids in order is a repeat: incomplete, its records dropped', () => {
+    const p1 = [record('a', false), record('b', false)];
+    const d = decidePage({ page: 2, pageSize: 2, maxPages: 9, records: p1, previousIds: ['a', 'b'] });
+    expect(d).toEqual({ next: false, reason: 'repeated', complete: false, use: false });
+  });
+
+  it('a shifted window (partial overlap with the previous page) is read on', () => {
+    const p2 = [record('b', false), record('c', false)];
+    expect(decidePage({ page: 2, pageSize: 2, maxPages: 9, records: p2, previousIds: ['a', 'b'] })).toEqual({
+      next: true,
+    });
+  });
+
+  it('invalid records neither stop the run nor keep it going', () => {
+    const bad: PageRecord = { id: 'x', valid: false, known: false };
+    expect(
+      decidePage({ page: 1, pageSize: 2, maxPages: 9, records: [bad, record('k', true)] }),
+    ).toMatchObject({
+      reason: 'caught-up',
+    });
+    expect(decidePage({ page: 1, pageSize: 2, maxPages: 9, records: [bad, bad] })).toEqual({ next: true });
+  });
+});
