@@ -353,7 +353,7 @@ class PageParser {
     return new SyncError(
       'BODY_TRUNCATED',
       `Page ${options.page} of ${options.url} ended in the middle of the row at line ${line} (connection closed early)`,
-      { context: { url: options.url, page: options.page, line }, retryable: true },
+      { context: { url: options.url, page: options.page, line }, retry: 'request' },
     );
   }
 }

@@ -47,7 +47,7 @@ function fail(job: DecodeJob, err: unknown): void {
   // A SyncError (a CSV page cut short, a bad header) is an answer about the input: sent back whole.
   const error =
     err instanceof SyncError
-      ? { sync: true, code: err.code, message: err.message, context: err.context, retryable: err.retryable }
+      ? { sync: true, code: err.code, message: err.message, context: err.context, retry: err.retry }
       : { message: err instanceof Error ? err.message : String(err) };
   try {
     parentPort?.postMessage({ id: job.id, error } satisfies DecodeReply);

@@ -5,7 +5,7 @@ import { Worker } from 'node:worker_threads';
 import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from '../schema/value-rules.js';
 import type { NdjsonBlock } from '../extract/block-packer.js';
 import type { CsvPageOptions } from '../extract/csv.js';
-import { SyncError } from '../util/errors.js';
+import { SyncError, type RetryScope, type SyncErrorCode } from '../util/errors.js';
 import { packageRoot } from '../util/package-root.js';
 import { decodeCsvPage, type DecodedCsvPage } from './csv-page-decode.js';
 import type { KnownLines } from './known-lines.js';
@@ -46,9 +46,9 @@ export type DecodeReply =
       error: {
         message: string;
         sync?: boolean;
-        code?: string;
+        code?: SyncErrorCode;
         context?: Record<string, unknown>;
-        retryable?: boolean;
+        retry?: RetryScope;
       };
     };
 
@@ -94,8 +94,8 @@ export function startDecoders(
       pending.delete(m.id);
       if ('result' in m) p.resolve(m.result);
       else if (m.error.sync) {
-        const { code = 'DECODE_FAILED', message, context, retryable } = m.error;
-        p.reject(new SyncError(code, message, { context: context ?? {}, retryable: retryable ?? false }));
+        const { code = 'DECODE_FAILED', message, context, retry = 'none' } = m.error;
+        p.reject(new SyncError(code, message, { context: context ?? {}, retry }));
       } else p.reject(new Error(`decode worker failed: ${m.error.message}`));
     });
     worker.on('error', (err) => failAll(err));

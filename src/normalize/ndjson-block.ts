@@ -112,7 +112,7 @@ function checkComplete(raw: Buffer, line: number, url: string): void {
   throw new SyncError(
     'BODY_TRUNCATED',
     `The body of ${url} ended in the middle of line ${line} (connection closed early)`,
-    { context: { url, line }, retryable: true },
+    { context: { url, line }, retry: 'export' },
   );
 }
 

@@ -2,6 +2,9 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Reject } from '../normalize/reject.js';
 import { failpoint } from '../util/failpoint.js';
 import type { SyncError } from '../util/errors.js';
+import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
+import type { ExportRead } from './read-export.js';
+import { asSyncError } from './run-errors.js';
 import type { Logger } from '../util/logger.js';
 import { clearStaging, mergeStaging } from '../warehouse/merge.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
@@ -63,6 +66,35 @@ export async function mergeRun(
     await finishRun(connection, runId, 'succeeded');
     await failpoint('in-merge');
   });
+}
+
+/**
+ * Ends a run that failed (or was aborted): drops the batch not flushed and waits for a commit still running
+ * (its rejects and those of a batch whose commit failed are stored with the run log, so `records_rejected`
+ * matches them), then records the failure ({@link recordFailure}) and logs it. Returns the run's status and
+ * error.
+ *
+ * @throws SyncError `WAREHOUSE_WRITE` (or the run's error) when the warehouse cannot take even the run
+ *   log: the run stays `running` in the file and the next start closes it as aborted (closeStaleRuns)
+ */
+export async function failRun(
+  run: ExportRead,
+  status: 'failed' | 'aborted',
+  err: unknown,
+): Promise<{ status: 'failed' | 'aborted'; error: SyncError }> {
+  const uncommitted = await run.staging.writer.close();
+  const error = asSyncError(err, run.warehousePath);
+  try {
+    await recordFailure(run.connection, status, error, run.state, { ...run.target, rejects: uncommitted });
+  } catch (recordErr) {
+    run.logger.error({ err: error.toJSON() }, 'run failed and could not be recorded');
+    throw warehouseWriteError(recordErr, run.warehousePath) ?? error;
+  }
+  run.logger.error(
+    { err: error.toJSON(), ...run.state.counters },
+    status === 'aborted' ? 'run aborted' : 'run failed',
+  );
+  return { status, error };
 }
 
 /**

@@ -20,6 +20,8 @@ export interface ExportRead {
   logger: Logger;
   source: ExportSource;
   runId: string;
+  /** Absolute path of the warehouse file (for `WAREHOUSE_WRITE` errors). */
+  warehousePath: string;
   /** The upstream's base URL without credentials (a resume only adopts a run of the same upstream). */
   upstreamUrl: string | undefined;
   signal?: AbortSignal | undefined;

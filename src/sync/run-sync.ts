@@ -10,10 +10,10 @@ import type { RunCounters } from '../warehouse/run-counters.js';
 import { newRunId, saveFacts, startRun } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
-import { mergeRun, recordFailure } from './close-run.js';
+import { failRun, mergeRun } from './close-run.js';
 import { finishNotModified, lastCompleteValidators } from './conditional.js';
 import { readExport, type ExportRead } from './read-export.js';
-import { asSyncError, checkAccounting, checkRejectRatio } from './run-errors.js';
+import { checkAccounting, checkRejectRatio } from './run-errors.js';
 import { RunState } from './run-state.js';
 import type { RunSummary, RunSyncOptions } from './run-types.js';
 
@@ -44,6 +44,58 @@ export function changedAny(c: RunCounters): boolean {
  * Throws (`WAREHOUSE_WRITE`) only when the warehouse cannot take even the failed run's record.
  */
 export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
+  const run = await openRun(options);
+  const { config, source, state, logger } = run;
+  const summary = () => ({
+    runId: run.runId,
+    source: source.name,
+    counters: state.counters,
+    durationMs: Date.now() - run.started.getTime(),
+    attempts: state.attempts,
+    exportInfo: state.exportInfo,
+  });
+  try {
+    await withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal);
+    if (state.notModified) {
+      const { counters, attempts, exportInfo } = state;
+      await finishNotModified(run.connection, {
+        runId: run.runId,
+        now: new Date(),
+        counters,
+        attempts,
+        exportInfo,
+      });
+      logger.info({ durationMs: summary().durationMs }, 'run succeeded: the export is not modified (304)');
+      return { ...summary(), status: 'succeeded', notModified: true };
+    }
+    checkAccounting(state.counters);
+    checkRejectRatio(state.counters, config.maxRejectRatio);
+    await options.beforeMerge?.({
+      runId: run.runId,
+      counters: state.counters,
+      exportInfo: state.exportInfo,
+      complete: state.complete,
+      incompleteReason: state.incompleteReason,
+      tombstonesBlocked: state.tombstonesBlocked,
+    });
+    await mergeRun(run.connection, { ...run, source: source.name, clock: options.clock }, options.afterMerge);
+    await failpoint('after-commit');
+    logger.info({ ...state.counters, durationMs: summary().durationMs }, 'run succeeded');
+    return { ...summary(), status: 'succeeded' };
+  } catch (err) {
+    const aborted = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED');
+    const failure = await failRun(run, aborted ? 'aborted' : 'failed', err);
+    return { ...summary(), ...failure };
+  }
+}
+
+/**
+ * Starts a run: its `sync_runs` row, a clean spool folder, the known-line hashes, and what reading its
+ * export needs ({@link ExportRead}).
+ *
+ * @throws SyncError `WAREHOUSE_WRITE` when the warehouse cannot take the run row
+ */
+async function openRun(options: RunSyncOptions): Promise<ExportRead & { started: Date }> {
   const { connection, config, source } = options;
   const started = new Date();
   const runId = newRunId(source.name, started);
@@ -68,11 +120,13 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     config.conditionalExports && source.fullExport
       ? await lastCompleteValidators(connection, source.name, upstreamUrl)
       : undefined;
-  const run: ExportRead = {
+  return {
     ...options,
+    started,
     runId,
     logger,
     upstreamUrl,
+    warehousePath,
     target,
     state,
     // Lines a current report came from are skipped before parsing; loaded once per run.
@@ -88,63 +142,4 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         page: state.page,
       }),
   };
-  const summary = () => ({
-    runId,
-    source: source.name,
-    counters: state.counters,
-    durationMs: Date.now() - started.getTime(),
-    attempts: state.attempts,
-    exportInfo: state.exportInfo,
-  });
-  try {
-    await withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal);
-    if (state.notModified) {
-      const { counters, attempts, exportInfo } = state;
-      await finishNotModified(connection, { runId, now: new Date(), counters, attempts, exportInfo });
-      logger.info(
-        { durationMs: Date.now() - started.getTime(), ...validators },
-        'run succeeded: the export is not modified (304)',
-      );
-      return { ...summary(), status: 'succeeded', notModified: true };
-    }
-    checkAccounting(state.counters);
-    checkRejectRatio(state.counters, config.maxRejectRatio);
-    const { exportInfo, complete, incompleteReason, tombstonesBlocked } = state;
-    const counters = state.counters;
-    await options.beforeMerge?.({
-      runId,
-      counters,
-      exportInfo,
-      complete,
-      incompleteReason,
-      tombstonesBlocked,
-    });
-    await mergeRun(
-      connection,
-      { runId, source: source.name, state, logger, clock: options.clock },
-      options.afterMerge,
-    );
-    await failpoint('after-commit');
-    logger.info({ ...state.counters, durationMs: Date.now() - started.getTime() }, 'run succeeded');
-    return { ...summary(), status: 'succeeded' };
-  } catch (err) {
-    // Drop the batch not flushed, wait for a commit still running; its rejects and those of a batch whose
-    // commit failed are stored with the run log, so records_rejected matches them.
-    const uncommitted = await run.staging.writer.close();
-    const status = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED') ? 'aborted' : 'failed';
-    const error = asSyncError(err, warehousePath);
-    try {
-      await recordFailure(connection, status, error, state, { ...target, rejects: uncommitted });
-    } catch (recordErr) {
-      // The warehouse cannot take even the run log (disk full, invalidated database): the run stays
-      // `running` in the file and the next start closes it as aborted (closeStaleRuns).
-      logger.error({ err: error.toJSON() }, 'run failed and could not be recorded');
-      throw warehouseWriteError(recordErr, warehousePath) ?? error;
-    }
-    logger.error(
-      { err: error.toJSON(), ...state.counters },
-      status === 'aborted' ? 'run aborted' : 'run failed',
-    );
-    return { ...summary(), status, error };
-  }
 }

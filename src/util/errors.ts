@@ -1,25 +1,35 @@
+import { ERROR_CODES, type RetryScope, type SyncErrorCode } from './error-codes.js';
 import { redactDeep, redactSecrets } from './redact.js';
+
+export type { RetryScope, SyncErrorCode } from './error-codes.js';
 
 /**
  * The one error type of reports-sync. Every failure that reaches a user carries:
- * - `code`: stable, grep-able (`CONFIG_INVALID`, `HTTP_STATUS`, `WAREHOUSE_LOCKED`, …), in the spirit of undici's `UND_ERR_*`;
+ * - `code`: a {@link SyncErrorCode} (error-codes.ts; docs/error-codes.md), stable and grep-able, in the
+ *   spirit of undici's `UND_ERR_*`;
  * - `context`: JSON-able facts (URL without secrets, file, line, status) for logs and the run log;
- * - `retryable`: whether the same call may succeed later (429/5xx/reset/timeout) — the retry loop reads it;
+ * - `retry`: what may succeed if done again ({@link RetryScope}: the request, the whole export, or
+ *   nothing); `retryable` is `retry !== 'none'`, what the retry loops read;
  * - `cause`: the underlying error, when there is one.
  */
 export class SyncError extends Error {
   override readonly name = 'SyncError';
-  readonly code: string;
+  readonly code: SyncErrorCode;
   readonly context: Record<string, unknown>;
-  readonly retryable: boolean;
+  readonly retry: RetryScope;
   /** Process exit code a CLI should use when this error ends a command (1 = run failed, 2 = usage/config). */
   readonly exitCode: number;
 
+  /**
+   * @param options.retry the retry scope; else `retryable: true` takes the code's scope (error-codes.ts,
+   *   `request` for a code whose scope is `none`), and nothing means `none`
+   */
   constructor(
-    code: string,
+    code: SyncErrorCode,
     message: string,
     options: {
       context?: Record<string, unknown>;
+      retry?: RetryScope;
       retryable?: boolean;
       cause?: unknown;
       exitCode?: number;
@@ -29,8 +39,13 @@ export class SyncError extends Error {
     super(redactSecrets(message), options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.context = redactDeep(options.context ?? {});
-    this.retryable = options.retryable ?? false;
+    this.retry = options.retry ?? (options.retryable === true ? retryScopeOf(code) : 'none');
     this.exitCode = options.exitCode ?? 1;
+  }
+
+  /** Whether doing it again may succeed (`retry` is not `none`). */
+  get retryable(): boolean {
+    return this.retry !== 'none';
   }
 
   /** A JSON-able summary for logs and `sync_runs.error` (no stack, no secrets: callers never put secrets in context). */
@@ -58,11 +73,17 @@ function causeJson(cause: unknown, depth: number): Record<string, unknown> {
 }
 
 /** True when `err` is a {@link SyncError} with one of the given codes (or any code when none are given). */
-export function isSyncError(err: unknown, ...codes: string[]): err is SyncError {
+export function isSyncError(err: unknown, ...codes: SyncErrorCode[]): err is SyncError {
   return err instanceof SyncError && (codes.length === 0 || codes.includes(err.code));
 }
 
 /** The message of any thrown value (secrets redacted), for places that must print something readable. */
 export function errorMessage(err: unknown): string {
   return redactSecrets(err instanceof Error ? err.message : String(err));
+}
+
+/** The scope of a retryable error of `code`: the code's own, or `request` for a code that has none. */
+function retryScopeOf(code: SyncErrorCode): RetryScope {
+  const scope = ERROR_CODES[code].retry;
+  return scope === 'none' ? 'request' : scope;
 }

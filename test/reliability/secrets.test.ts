@@ -227,9 +227,13 @@ describe('an upstream that echoes the key in 200 bodies', () => {
     const { SyncError } = await import('../../src/util/errors.js');
     const { loadConfig } = await import('../../src/config/config.js');
     loadConfig({}, { apiKey: KEY, baseUrl: 'http://carol:pw-77aa99bb@127.0.0.1:1' });
-    const err = new SyncError('X', `upstream said ${KEY} at http://carol:pw-77aa99bb@127.0.0.1:1/x`, {
-      context: { excerpt: `key ${KEY}`, nested: [{ url: 'https://dave:other@h.example/' }] },
-    });
+    const err = new SyncError(
+      'RUN_FAILED',
+      `upstream said ${KEY} at http://carol:pw-77aa99bb@127.0.0.1:1/x`,
+      {
+        context: { excerpt: `key ${KEY}`, nested: [{ url: 'https://dave:other@h.example/' }] },
+      },
+    );
     const text = `${err.message} ${JSON.stringify(err.toJSON())}`;
     expect(text).not.toContain(KEY);
     expect(text).not.toContain('pw-77aa99bb');

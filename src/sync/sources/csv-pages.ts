@@ -184,7 +184,7 @@ async function fetchPage(
       throw new SyncError(err.code, `${err.message} (page ${page}: retries spent)`, {
         context: { ...err.context, page },
         cause: err,
-        retryable: false,
+        retry: 'none',
       });
     }
     throw err;
@@ -216,7 +216,7 @@ function checkCloseDelimited(
       (framing.unterminated
         ? 'ending without a line break'
         : `of ${rows} rows (pageSize ${where.pageSize}) that links a next page`),
-    { context: { url: where.url, page: where.page, rows }, retryable: true },
+    { context: { url: where.url, page: where.page, rows }, retry: 'request' },
   );
 }
 

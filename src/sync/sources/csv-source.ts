@@ -114,7 +114,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
           `The CSV export changed while it was read: page ${page} (${fetched.url}) has validator ` +
             `${describe(seen)}, page 1 had ${describe(validator)}: the export is read again from page 1 ` +
             '(if it keeps changing, sync when the upstream is not regenerating it)',
-          { context: { url: fetched.url, page, first: validator, now: seen }, retryable: true },
+          { context: { url: fetched.url, page, first: validator, now: seen }, retry: 'export' },
         );
       }
       const csv = fetched.decoded.page;
