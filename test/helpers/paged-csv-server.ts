@@ -37,13 +37,6 @@ export async function startPagedCsvServer(
   const state = { ids: [...ids] };
   const server = await startRawServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    const validators: Record<string, string> =
-      options.validators === false
-        ? {}
-        : {
-            etag: `"v-${state.ids.join('|').length}-${state.ids.length}"`,
-            'last-modified': new Date(0).toUTCString(),
-          };
     if (url.pathname.endsWith('/stats')) {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ total: state.ids.length }));
@@ -52,6 +45,14 @@ export async function startPagedCsvServer(
     const asked = Number(url.searchParams.get('pageSize'));
     const page = Number(url.searchParams.get('page'));
     options.beforePage?.(page);
+    // Of the list as served (after beforePage changed it): an honest server's validator names its content.
+    const validators: Record<string, string> =
+      options.validators === false
+        ? {}
+        : {
+            etag: `"v-${state.ids.join('|').length}-${state.ids.length}"`,
+            'last-modified': new Date(0).toUTCString(),
+          };
     const size = Math.min(asked, options.cap ?? asked);
     const empties = options.emptyPages?.at ?? [];
     const dataPage = options.emptyPages?.shift ? page - empties.filter((p) => p < page).length : page;
