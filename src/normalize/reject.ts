@@ -1,21 +1,13 @@
-import type { RecordLocation } from '../extract/record.js';
+import type { UnreadableRecord } from '../extract/record.js';
 import { isWellFormedText } from '../schema/value-rules.js';
-import type { RecordIssue } from '../schema/report.js';
 import type { EncodedLines } from '../util/line-file.js';
 
-/** A record that failed parsing or validation, as stored in `rejected_records` (the quarantine). */
-export interface Reject {
-  location: RecordLocation;
-  /** The record as received: its text, or its bytes in base64 when `rawEncoding` is `base64`. */
-  raw: string;
-  /** `base64` when the record's bytes are not valid UTF-8 (see extract/utf8.ts); text otherwise. */
-  rawEncoding?: 'base64' | undefined;
-  rawTruncated?: boolean | undefined;
-  /** Size of the full raw record in bytes (when `raw` was cut). */
-  rawBytes?: number | undefined;
-  recordId?: string | undefined;
-  issues: RecordIssue[];
-}
+/**
+ * A record that failed parsing or validation, as stored in `rejected_records` (the quarantine): where it
+ * was, its raw text (or bytes in base64), its size when cut, its id when usable, and the issues. The same
+ * shape as what the extract stage could not read at all ({@link UnreadableRecord}).
+ */
+export type Reject = UnreadableRecord;
 
 /**
  * Records decoded together (an NDJSON block or a CSV page), the one form in which records travel from the
