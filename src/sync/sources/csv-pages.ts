@@ -27,7 +27,7 @@ interface PageFetch {
 }
 
 /**
- * The pages fetched ahead, in page order (issue #7: a page is downloaded and parsed in a decode worker while
+ * The pages fetched ahead, in page order (a page is downloaded and parsed in a decode worker while
  * earlier ones are staged, and up to {@link PAGES_AHEAD} pages are in flight so both workers are busy).
  * A page's `Link: rel="next"` starts the next fetch as soon as the page is downloaded; without a `Link`, the
  * next page is only known once this one is decoded (its row count), so the reader starts it itself. A page
@@ -195,7 +195,7 @@ async function fetchPage(
  * A close-delimited body (neither `Content-Length` nor chunked framing: HTTP/1.1 ends it by closing the
  * connection) cannot tell a cut connection from its end, so undici cannot catch the cut. Such a page counts
  * as cut short when it does not end with a line break, or when it holds fewer rows than `pageSize` yet links
- * a next page: either way the rest of the page would be lost silently (issue #6, `csv:cut`).
+ * a next page: either way the rest of the page would be lost silently (`csv:cut`).
  *
  * @param framing whether the response was length-delimited or chunked, ended without a line break, and
  *   sent a `Link` header

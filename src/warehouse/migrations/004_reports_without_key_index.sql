@@ -1,4 +1,4 @@
--- 004: `reports` without the PRIMARY KEY index (issue 7). DuckDB holds a PRIMARY KEY's ART index in memory
+-- 004: `reports` without the PRIMARY KEY index. DuckDB holds a PRIMARY KEY's ART index in memory
 -- while a transaction inserts into it: loading 4M reports in one merge transaction failed with "failed to
 -- pin block" at memory_limit 256MiB (measured; 1M fit), so the warehouse could not take one run of a large
 -- export. Ids stay unique by construction: the merge groups the run's records by id and inserts only ids
