@@ -11,7 +11,7 @@ import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { publishSnapshot, publishedDirFor } from '../warehouse/publish.js';
-import { changedAny } from '../sync/run-sync.js';
+import { changedAny } from '../warehouse/run-counters.js';
 import { PublishPolicy } from './publish-policy.js';
 import { nextRuns } from './cron-times.js';
 import { startHttpServer, type HttpServer } from './http-server.js';

@@ -9,6 +9,7 @@ import type { Logger } from '../util/logger.js';
 import { clearStaging, mergeStaging } from '../warehouse/merge.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
+import { changedAny } from '../warehouse/run-counters.js';
 import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
 import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
 import type { AfterMergeContext } from './run-types.js';
@@ -55,10 +56,7 @@ export async function mergeRun(
     await saveFacts(connection, runId, {
       attempts: state.attempts,
       complete: state.complete,
-      outcome:
-        counters.inserted + counters.updated + counters.revived + counters.removed > 0
-          ? 'changed'
-          : 'unchanged',
+      outcome: changedAny(counters) ? 'changed' : 'unchanged',
       exportEtag: state.exportInfo?.etag ?? null,
       exportLastModified: state.exportInfo?.lastModified ?? null,
     });

@@ -15,8 +15,6 @@ export interface ResumePoint {
   nextUrl: string;
   /** Its counters as of that checkpoint (records, bytes, pages). */
   counters: RunCounters;
-  /** Staging sequence number to continue from (keeps "last seen wins" ordering across the two runs). */
-  nextSeq: number;
   /** Checkpoint batch number to continue from. */
   batch: number;
   /** The export validator it saw, equal to page 1's now. */
@@ -73,10 +71,7 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
   const fromRunId = String(newest.run_id);
   const last = (
     await c.runAndReadAll(
-      `SELECT batch, page, records_read, records_loaded, records_rejected, bytes_read, next_url,
-              (SELECT coalesce(max(seq) + 1, 0) FROM (
-                 SELECT seq FROM staging_reports WHERE run_id = $run
-                 UNION ALL SELECT seq FROM staging_seen WHERE run_id = $run)) AS next_seq
+      `SELECT batch, page, records_read, records_loaded, records_rejected, bytes_read, next_url
        FROM sync_checkpoints WHERE run_id = $run AND page IS NOT NULL ORDER BY batch DESC LIMIT 1`,
       { run: fromRunId },
     )
@@ -143,7 +138,6 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
     page,
     nextUrl: String(last.next_url),
     counters,
-    nextSeq: Number(last.next_seq),
     batch: Number(last.batch),
     validator: saved,
   };

@@ -6,7 +6,6 @@ import { withRetry } from '../upstream/with-retry.js';
 import { isSyncError } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
-import type { RunCounters } from '../warehouse/run-counters.js';
 import { newRunId, saveFacts, startRun } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
@@ -24,11 +23,6 @@ export type {
   RunSummary,
   RunSyncOptions,
 } from './run-types.js';
-
-/** True when a run inserted, updated, revived or removed a report (what makes a publish worth it). */
-export function changedAny(c: RunCounters): boolean {
-  return c.inserted + c.updated + c.revived + c.removed > 0;
-}
 
 /**
  * The one runner that wires extract → normalize → warehouse for any {@link ExportSource}: a `sync_runs` row

@@ -19,6 +19,14 @@ export interface RunCounters {
   pages: number;
 }
 
+/**
+ * True when a run inserted, updated, revived or removed a report: `sync_runs.outcome` is `changed`, and the
+ * daemon publishes after it (a no-change run leaves the published copy and the reader's validators alone).
+ */
+export function changedAny(c: RunCounters): boolean {
+  return c.inserted + c.updated + c.revived + c.removed > 0;
+}
+
 /** Fresh all-zero counters. */
 export function emptyCounters(): RunCounters {
   return {
