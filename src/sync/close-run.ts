@@ -11,6 +11,7 @@ import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
 import { changedAny } from '../warehouse/run-counters.js';
 import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
+import { withThreads } from '../warehouse/threads.js';
 import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
 import type { AfterMergeContext } from './run-types.js';
 import { checkStaged } from './run-errors.js';
@@ -19,12 +20,28 @@ import type { RunState } from './run-state.js';
 /**
  * The final transaction of a run read to its end: merges its staging (merge.ts) at the merge time of
  * `clock`, runs `afterMerge` (tombstones, stats snapshot), saves counters and facts, clears staging and
- * marks the run `succeeded`, all or nothing.
+ * marks the run `succeeded`, all or nothing. The merge runs with `mergeThreads` DuckDB threads.
  *
  * @throws SyncError `COUNT_MISMATCH` when staging does not hold the records counted as loaded; whatever
  *   `afterMerge` or DuckDB throws (the transaction is rolled back)
  */
 export async function mergeRun(
+  connection: DuckDBConnection,
+  run: {
+    runId: string;
+    source: string;
+    state: RunState;
+    logger: Logger;
+    clock?: Clock | undefined;
+    /** DuckDB threads for the merge (0: one per core; see warehouse/threads.ts). */
+    mergeThreads: number;
+  },
+  afterMerge: ((ctx: AfterMergeContext) => Promise<void>) | undefined,
+): Promise<void> {
+  await withThreads(connection, run.mergeThreads, () => mergeInTransaction(connection, run, afterMerge));
+}
+
+async function mergeInTransaction(
   connection: DuckDBConnection,
   run: { runId: string; source: string; state: RunState; logger: Logger; clock?: Clock | undefined },
   afterMerge: ((ctx: AfterMergeContext) => Promise<void>) | undefined,

@@ -72,7 +72,13 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       incompleteReason: state.incompleteReason,
       tombstonesBlocked: state.tombstonesBlocked,
     });
-    await mergeRun(run.connection, { ...run, source: source.name, clock: options.clock }, options.afterMerge);
+    const mergeRunOf = {
+      ...run,
+      source: source.name,
+      clock: options.clock,
+      mergeThreads: config.duckdbMergeThreads,
+    };
+    await mergeRun(run.connection, mergeRunOf, options.afterMerge);
     await failpoint('after-commit');
     logger.info({ ...state.counters, durationMs: summary().durationMs }, 'run succeeded');
     return { ...summary(), status: 'succeeded' };
