@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { CommanderError } from 'commander';
 import { errorMessage, SyncError } from '../util/errors.js';
+import { exitCodeFor } from './exit-codes.js';
 import { buildProgram } from './program.js';
 
 // The bin entry: parse, run, and turn errors into a readable message and an exit code (never a stack
@@ -8,14 +9,12 @@ import { buildProgram } from './program.js';
 try {
   await buildProgram().parseAsync(process.argv);
 } catch (err) {
-  if (err instanceof CommanderError) {
-    process.exitCode = err.exitCode === 0 ? 0 : 2;
-  } else if (err instanceof SyncError) {
+  if (err instanceof SyncError) {
     process.stderr.write(`reports-sync: ${err.message}\n`);
-    process.exitCode = err.exitCode;
-  } else {
+  } else if (!(err instanceof CommanderError)) {
+    // commander has printed its own message (or the help) already.
     process.stderr.write(`reports-sync: unexpected error: ${errorMessage(err)}\n`);
     if (err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
-    process.exitCode = 1;
   }
+  process.exitCode = exitCodeFor(err);
 }

@@ -12,8 +12,8 @@ import { packageVersion } from '../util/version.js';
 /**
  * The `reports-sync` command line. Each command lives in its own file (`src/cli/<command>.ts`) and
  * registers itself here; a command loads its heavy modules (DuckDB, fastify, the pipeline) only when it
- * runs, so `--help` and `--version` answer at once. Exit codes: 0 success, 1 the run failed, 2 usage or configuration error
- * (also: warehouse locked by another process).
+ * runs, so `--help` and `--version` answer at once. Exit codes (exit-codes.ts): 0 success, 1 the run failed, 2 usage or
+ * configuration error (also: warehouse locked by another process), 130/143 stopped by SIGINT/SIGTERM.
  */
 export function buildProgram(): Command {
   const program = new Command('reports-sync')

@@ -43,7 +43,7 @@ export function registerServe(program: Command): void {
       throw new SyncError(
         'WAREHOUSE_MISSING',
         `No warehouse at ${path}: serve reads an existing one and never creates it. Run \`reports-sync sync\` first, or pass --warehouse PATH (REPORTS_WAREHOUSE).`,
-        { exitCode: 2, context: { path } },
+        { context: { path } },
       );
     }
     const warehouse = await openMigratedWarehouse(config);
@@ -58,7 +58,7 @@ export function registerServe(program: Command): void {
       throw new SyncError(
         'READER_LISTEN',
         `Cannot serve on ${config.host}:${config.port}: ${(err as Error).message}. Pick another --port or REPORTS_PORT.`,
-        { exitCode: 2, cause: err, context: { host: config.host, port: config.port } },
+        { cause: err, context: { host: config.host, port: config.port } },
       );
     }
     const address = app.server.address();

@@ -52,7 +52,7 @@ export async function runSimulate(opts: SimulateOptions, logLevels: readonly str
         'DATASET_NOT_FOUND',
         `Dataset file not found: ${path}. Pass --dataset PATH, or --generate N for a synthetic dataset` +
           (opts.dataset === undefined ? ' (npm run sample:build builds the sample).' : '.'),
-        { exitCode: 2, context: { path } },
+        { context: { path } },
       );
     }
     dataset = await loadDataset(path, { seed });
@@ -93,5 +93,5 @@ function integerOption(name: string, text: string, min: number, max: number): nu
 }
 
 function usage(message: string): SyncError {
-  return new SyncError('CLI_INVALID_OPTION', message, { exitCode: 2 });
+  return new SyncError('CLI_INVALID_OPTION', message);
 }

@@ -42,8 +42,8 @@ Examples:
  * loopback until SIGINT/SIGTERM (DESIGN.md §3). Prints `listening on <base URL>` as the first stdout line;
  * request logs go to stderr (pino).
  *
- * Bad option values end the command with a `SyncError` of exitCode 2 (`CLI_INVALID_OPTION`,
- * `FAULT_SPEC_INVALID`, `DATASET_NOT_FOUND`, `SIMULATOR_LISTEN`).
+ * Bad option values end the command with a `SyncError` of exit status 2 (exit-codes.ts):
+ * `CLI_INVALID_OPTION`, `FAULT_SPEC_INVALID`, `DATASET_NOT_FOUND`, `SIMULATOR_LISTEN`.
  */
 export function registerSimulate(program: Command): void {
   program

@@ -52,7 +52,7 @@ export function registerSql(program: Command): void {
         try {
           results = await runStatements(connection, query, { json: flags.format === 'json' });
         } catch (err) {
-          throw new SyncError('SQL_ERROR', errorMessage(err), { exitCode: 1 });
+          throw new SyncError('SQL_ERROR', errorMessage(err));
         } finally {
           connection.closeSync();
         }
@@ -60,7 +60,6 @@ export function registerSql(program: Command): void {
           throw new SyncError(
             'SQL_MULTIPLE',
             `--format ${flags.format} prints one result: the query holds ${results.length} statements (run them one at a time)`,
-            { exitCode: 2 },
           );
         }
         if (flags.format === 'table') {

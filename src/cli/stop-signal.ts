@@ -1,3 +1,5 @@
+import { EXIT_SUCCESS, signalExitCode } from './exit-codes.js';
+
 /** Options of {@link onStopSignal}. */
 export interface StopSignalOptions {
   /** How long the command may take to stop after the first signal (ms); then the process exits. */
@@ -18,8 +20,6 @@ export interface StopSignal {
   dispose(): void;
 }
 
-const EXIT_CODES: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
-
 /**
  * SIGINT/SIGTERM handling of a one-shot command (the daemon's stop, without its HTTP side): the first signal
  * calls `onStop` and starts the grace timer; a signal more than a second later (one Ctrl-C reaches npm and
@@ -29,7 +29,7 @@ export function onStopSignal(options: StopSignalOptions): StopSignal {
   let signal: NodeJS.Signals | undefined;
   let at = 0;
   let timer: NodeJS.Timeout | undefined;
-  const exitCode = () => (signal ? (EXIT_CODES[signal] ?? 1) : 0);
+  const exitCode = () => (signal ? signalExitCode(signal) : EXIT_SUCCESS);
   const exitNow = () => {
     if (signal) options.onGraceOver?.(signal);
     process.exit(exitCode());

@@ -7,6 +7,7 @@ import { statsTotal } from '../schema/flatten-stats.js';
 import type { Logger } from '../util/logger.js';
 import { statusLineFor } from '../util/status-line.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
+import { EXIT_FAILURE, EXIT_SUCCESS } from './exit-codes.js';
 import { printRunSummaries } from './print-summary.js';
 import { runSummariesJson } from './summary-json.js';
 import { onStopSignal } from './stop-signal.js';
@@ -99,8 +100,8 @@ export async function syncAndPrint(
       stopSignal.received() !== undefined
         ? stopSignal.exitCode()
         : summaries.every((s) => s.status === 'succeeded')
-          ? 0
-          : 1;
+          ? EXIT_SUCCESS
+          : EXIT_FAILURE;
   } finally {
     stopSignal.dispose();
     await dispatcher.close();

@@ -21,7 +21,7 @@ const schema = z.object(
  * Parses the configuration once: flags (`overrides`) over environment variables over defaults.
  * Empty environment values count as unset.
  *
- * @throws SyncError `CONFIG_INVALID` (exitCode 2) naming every bad variable, its value and what is allowed,
+ * @throws SyncError `CONFIG_INVALID` (exit 2) naming every bad variable, its value and what is allowed,
  *   before any work starts.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): Config {
@@ -48,7 +48,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       return `${where}=${shown} is not valid: expected ${def.allowed}`;
     });
     throw new SyncError('CONFIG_INVALID', `Invalid configuration:\n  ${problems.join('\n  ')}`, {
-      exitCode: 2,
       context: { problems },
     });
   }
@@ -122,7 +121,6 @@ export function requireBaseUrl(config: Config): string {
     throw new SyncError(
       'CONFIG_INVALID',
       'No upstream configured: set REPORTS_BASE_URL (or pass --base-url), e.g. REPORTS_BASE_URL=https://reports.example.org',
-      { exitCode: 2 },
     );
   }
   return config.baseUrl;

@@ -59,7 +59,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     throw new SyncError(
       'HTTP_LISTEN',
       `Cannot listen on ${options.host}:${options.port}: ${errorMessage(err)}. Choose another --port (REPORTS_PORT) or --host (REPORTS_HOST).`,
-      { exitCode: 2, context: { host: options.host, port: options.port }, cause: err },
+      { context: { host: options.host, port: options.port }, cause: err },
     );
   }
   const address = app.server.address() as AddressInfo;

@@ -109,7 +109,7 @@ export function resolveJobs(
           'CONFIG_INVALID',
           `Invalid configuration:\n  ${envName}=${JSON.stringify(override)} is not valid: expected a cron ` +
             `expression (5 fields, or 6 with seconds first, e.g. "*/5 * * * * *") or off`,
-          { exitCode: 2, context: { variable: envName } },
+          { context: { variable: envName } },
         );
       }
     }
@@ -135,6 +135,6 @@ function jobInvalid(file: string, what: string): SyncError {
     'JOB_INVALID',
     `The job file jobs/${basename(file)} ${what}. Each file in jobs/ default-exports ` +
       `defineJob({ name, schedule, target, description, order? }).`,
-    { exitCode: 2, context: { file } },
+    { context: { file } },
   );
 }

@@ -64,7 +64,6 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     throw new SyncError(
       'CONFIG_INVALID',
       'No upstream configured: set REPORTS_BASE_URL (or pass --base-url) for reports-sync run',
-      { exitCode: 2 },
     );
   }
   const publishedDir = options.publishedDir ?? publishedDirFor(config.warehouse);

@@ -27,7 +27,7 @@ export interface LoadDatasetOptions {
  * `advanceDays` (2 % of the valid reports a day, at least one) get ids `SIM-<day>-<k>`, the destination
  * and category of a report of the file, synthetic text and location, and no extra fields.
  *
- * @throws SyncError `DATASET_NOT_FOUND` (exitCode 2) when the file cannot be read
+ * @throws SyncError `DATASET_NOT_FOUND` (exit 2) when the file cannot be read
  */
 export async function loadDataset(path: string, options: LoadDatasetOptions = {}): Promise<Dataset> {
   let text: string;
@@ -37,11 +37,7 @@ export async function loadDataset(path: string, options: LoadDatasetOptions = {}
     throw new SyncError(
       'DATASET_NOT_FOUND',
       `Cannot read the dataset file ${path}: ${(cause as Error).message}`,
-      {
-        cause,
-        exitCode: 2,
-        context: { path },
-      },
+      { cause, context: { path } },
     );
   }
   const fingerprint = `file-${createHash('sha1').update(text).digest('hex').slice(0, 12)}`;

@@ -57,12 +57,11 @@ const ALIASES: Record<string, string> = { cross: 'crossOrigin', 'cross-origin': 
  * csv:noValidators       csv:capPageSize=50        csv:emptyPage=2+5
  * ```
  *
- * @throws SyncError `FAULT_SPEC_INVALID` (exitCode 2) naming the spec and what is wrong
+ * @throws SyncError `FAULT_SPEC_INVALID` (exit 2) naming the spec and what is wrong
  */
 export function parseFaultSpec(spec: string): FaultSpec {
   const fail = (why: string): never => {
     throw new SyncError('FAULT_SPEC_INVALID', `Invalid fault ${JSON.stringify(spec)}: ${why}`, {
-      exitCode: 2,
       context: { spec },
     });
   };
@@ -125,7 +124,7 @@ export function formatFaultSpec(fault: FaultSpec): string {
  * Turns faults given as compact strings or JSON objects into checked {@link FaultSpec}s (what
  * `setFaults` and `POST /__admin/faults` accept).
  *
- * @throws SyncError `FAULT_SPEC_INVALID` (exitCode 2) naming the first bad item
+ * @throws SyncError `FAULT_SPEC_INVALID` (exit 2) naming the first bad item
  */
 export function normalizeFaults(items: ReadonlyArray<FaultSpec | string>): FaultSpec[] {
   return items.map((item, i) => {
@@ -135,10 +134,7 @@ export function normalizeFaults(items: ReadonlyArray<FaultSpec | string>): Fault
       throw new SyncError(
         'FAULT_SPEC_INVALID',
         `Invalid fault #${i + 1} ${JSON.stringify(item)}: ${checked.message}`,
-        {
-          exitCode: 2,
-          context: { index: i },
-        },
+        { context: { index: i } },
       );
     }
     return checked.fault;

@@ -92,7 +92,7 @@ const ROUTES = new Map<string, { endpoint: PublicEndpoint; stage: 'entry' | 'pag
  * the CSV endpoint, `redirect` faults replace the redirect of `/reports.csv`; every other fault applies to
  * the page at the export location.
  *
- * @throws SyncError `SIMULATOR_LISTEN` (exitCode 2) when the port cannot be bound;
+ * @throws SyncError `SIMULATOR_LISTEN` (exit 2) when the port cannot be bound;
  *   `FAULT_SPEC_INVALID` for a bad initial fault
  * @example
  * const sim = await startSimulator({ dataset: generateDataset(1000, 7), faults: ['ndjson:status=503,times=1'] });
@@ -301,7 +301,6 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
       reject(
         new SyncError('SIMULATOR_LISTEN', `Cannot listen on ${host}:${options.port ?? 0}: ${err.message}`, {
           cause: err,
-          exitCode: 2,
           context: { host, port: options.port ?? 0 },
         }),
       ),

@@ -35,8 +35,21 @@ export interface BytesRead {
   wire?: number | undefined;
 }
 
-/** What a source yields while it reads: blocks of records, its answer, bytes, and a paged source's page ends. */
-export type SourceItem = BlockItem | ExportAnswered | BytesRead | CheckpointMark;
+/**
+ * The export's first request answered `304 Not Modified` to {@link ReadContext.conditional}: it is the
+ * version the last complete run read. The source yields nothing after it and the run ends as unchanged
+ * (sync/conditional.ts). `url`: the export's URL, without secrets.
+ */
+export interface NotModified {
+  kind: 'not-modified';
+  url: string;
+}
+
+/**
+ * What a source yields while it reads: blocks of records, its answer (or that it is unchanged), bytes, and
+ * a paged source's page ends.
+ */
+export type SourceItem = BlockItem | ExportAnswered | NotModified | BytesRead | CheckpointMark;
 
 /**
  * How a source's read ended (what its generator returns; returning nothing means complete).
@@ -77,14 +90,9 @@ export interface ReadContext {
   /**
    * Headers of a conditional request (`If-None-Match`, `If-Modified-Since`) for the export's first request,
    * from the last complete run of the same export; absent when the run is not conditional (no such run,
-   * `REPORTS_CONDITIONAL_EXPORTS=false`, a resumed run).
+   * `REPORTS_CONDITIONAL_EXPORTS=false`, a resumed run). A `304` to it is yielded as {@link NotModified}.
    */
   conditional?: Record<string, string> | undefined;
-  /**
-   * Called when the first request answered `304 Not Modified` to {@link conditional}: the source then
-   * yields nothing and the run ends as unchanged (sync/conditional.ts). `url`: the export's URL, without secrets.
-   */
-  markNotModified(url: string): void;
   /**
    * Resume point of a paged source (attempt 1 only): the interrupted run's last committed `page`, where the
    * next page is (`nextUrl`), and the export validator it saw (already checked against page 1 again).

@@ -61,11 +61,6 @@ export async function readExport(run: ExportRead, attempt: number): Promise<void
     upstreamTotal: run.upstreamTotal,
     knownLines: run.knownLines,
     conditional: run.validators ? conditionalHeaders(run.validators) : undefined,
-    // A 304 to the conditional request: the source yields nothing more, the run ends as unchanged.
-    markNotModified: (url: string) => {
-      state.notModified = true;
-      state.exportInfo = { url, ...run.validators };
-    },
   };
   if (attempt === 1 && source.paging) await resume(run, ctx);
   const writer = staging.writer;
@@ -111,6 +106,9 @@ export async function readExport(run: ExportRead, attempt: number): Promise<void
           run.progress();
           await failpoint('after-batch', () => writer.drain());
         }
+      } else if (item.kind === 'not-modified') {
+        // A 304 to the conditional request: the export is still the version its validators name.
+        state.exportInfo = { url: item.url, ...run.validators };
       }
     }
   } finally {

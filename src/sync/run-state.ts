@@ -42,7 +42,7 @@ export class RunState {
     this.exportInfoSaved = true;
   }
 
-  /** Counts one item of the source (blocks, bytes, the export's answer, page ends). */
+  /** Counts one item of the source (blocks, bytes, the export's answer or its 304, page ends). */
   apply(item: SourceItem): void {
     const c = this.counters;
     switch (item.kind) {
@@ -57,6 +57,9 @@ export class RunState {
         return;
       case 'export':
         this.exportInfo = item.info;
+        return;
+      case 'not-modified':
+        this.notModified = true; // its exportInfo holds the run's validators (read-export.ts)
         return;
       case 'checkpoint':
         this.page = item.page;

@@ -53,7 +53,7 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
         summary = await runRecent({ ...options, connection });
       } else {
         const source = EXPORTS[step];
-        if (!source) throw new SyncError('SOURCE_UNKNOWN', `Unknown source ${step}`, { exitCode: 2 });
+        if (!source) throw new SyncError('SOURCE_UNKNOWN', `Unknown source ${step}`);
         const finisher = exportFinisher({ config, dispatcher, logger, source, signal });
         const drift = driftHooks({ connection, config, logger, source: source.name });
         summary = await runSync({

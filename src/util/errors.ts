@@ -11,14 +11,14 @@ export type { RetryScope, SyncErrorCode } from './error-codes.js';
  * - `retry`: what may succeed if done again ({@link RetryScope}: the request, the whole export, or
  *   nothing); `retryable` is `retry !== 'none'`, what the retry loops read;
  * - `cause`: the underlying error, when there is one.
+ *
+ * The process exit status of a command it ends is the CLI's business: src/cli/exit-codes.ts maps each code.
  */
 export class SyncError extends Error {
   override readonly name = 'SyncError';
   readonly code: SyncErrorCode;
   readonly context: Record<string, unknown>;
   readonly retry: RetryScope;
-  /** Process exit code a CLI should use when this error ends a command (1 = run failed, 2 = usage/config). */
-  readonly exitCode: number;
 
   /**
    * @param options.retry the retry scope; else `retryable: true` takes the code's scope (error-codes.ts,
@@ -32,7 +32,6 @@ export class SyncError extends Error {
       retry?: RetryScope;
       retryable?: boolean;
       cause?: unknown;
-      exitCode?: number;
     } = {},
   ) {
     // Upstream text (an excerpt, a record) may echo the key: redacted here, once for every error.
@@ -40,7 +39,6 @@ export class SyncError extends Error {
     this.code = code;
     this.context = redactDeep(options.context ?? {});
     this.retry = options.retry ?? (options.retryable === true ? retryScopeOf(code) : 'none');
-    this.exitCode = options.exitCode ?? 1;
   }
 
   /** Whether doing it again may succeed (`retry` is not `none`). */

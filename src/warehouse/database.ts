@@ -52,7 +52,7 @@ export async function openWarehouse(path: string, options: WarehouseOptions = {}
     throw new SyncError(
       'WAREHOUSE_MISSING',
       `No warehouse at ${absolute} yet: run \`reports-sync sync\` (or \`npm start\`) first, or pass --warehouse PATH`,
-      { exitCode: 2, context: { path: absolute } },
+      { context: { path: absolute } },
     );
   }
   let instance: DuckDBInstance;
@@ -87,7 +87,7 @@ function openError(err: unknown, path: string, publishedPath?: string): SyncErro
       'WAREHOUSE_LOCKED',
       `The warehouse ${path} is in use by ${holder}; DuckDB allows one process at a time. ` +
         `Stop that process, or run this command inside it (reports-sync run owns the warehouse).${published}`,
-      { exitCode: 2, context: { path, pid: lock ? Number(lock[2]) : undefined }, cause: err },
+      { context: { path, pid: lock ? Number(lock[2]) : undefined }, cause: err },
     );
   }
   const hint = openHint(err, message);

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { schedulePeriodMs } from '../../src/daemon/cron-times.js';
 import { jobsDueAtStart } from '../../src/daemon/jobs-due.js';
 import { loadJobs, resolveJobs, scheduleEnvName, type Job } from '../../src/daemon/load-jobs.js';
@@ -50,11 +51,12 @@ describe('job declarations (jobs/)', () => {
   });
 
   it('refuses a bad override with exit 2, naming the variable', async () => {
-    await expect(loadJobs({ env: { REPORTS_SCHEDULE_SYNC_NDJSON: 'nightly' } })).rejects.toMatchObject({
+    const err = await loadJobs({ env: { REPORTS_SCHEDULE_SYNC_NDJSON: 'nightly' } }).catch((e: unknown) => e);
+    expect(err).toMatchObject({
       code: 'CONFIG_INVALID',
-      exitCode: 2,
       message: expect.stringContaining('REPORTS_SCHEDULE_SYNC_NDJSON="nightly" is not valid'),
     });
+    expect(exitCodeFor(err)).toBe(2);
   });
 
   describe('a folder of declarations', () => {
@@ -72,11 +74,12 @@ describe('job declarations (jobs/)', () => {
         'b-bad.js',
         `{ name: 'b-bad', schedule: '61 * * * *', target: 'ndjson', description: 'minute 61' }`,
       );
-      await expect(loadJobs({ dir: tmp.dir, env: {} })).rejects.toMatchObject({
+      const err = await loadJobs({ dir: tmp.dir, env: {} }).catch((e: unknown) => e);
+      expect(err).toMatchObject({
         code: 'JOB_INVALID',
-        exitCode: 2,
         message: expect.stringMatching(/jobs\/b-bad\.js has an invalid cron expression "61 \* \* \* \*"/),
       });
+      expect(exitCodeFor(err)).toBe(2);
     });
 
     it('refuses a file whose default export is not a declaration', async () => {

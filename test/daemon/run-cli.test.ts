@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { openWarehouse } from '../../src/warehouse/database.js';
 import { runCli } from '../helpers/cli.js';
 import { jobGauges, logLines, spawnDaemon, waitFor, type SpawnedDaemon } from '../helpers/daemon.js';
@@ -64,11 +65,12 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
       copy.closeSync();
     }
     // The live file itself cannot be opened, not even read-only: the clear error, not DuckDB's.
-    await expect(openWarehouse(warehouse(), { readOnly: true })).rejects.toMatchObject({
+    const locked = await openWarehouse(warehouse(), { readOnly: true }).catch((e: unknown) => e);
+    expect(locked).toMatchObject({
       code: 'WAREHOUSE_LOCKED',
-      exitCode: 2,
       message: expect.stringContaining(`PID ${daemon.child.pid}`),
     });
+    expect(exitCodeFor(locked)).toBe(2);
 
     const sql = await runCli(['sql', 'select count(*) as n from reports', '--format', 'csv'], env());
     expect(sql.code).toBe(0);

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { toWire, validateWireReport } from '../../src/schema/report.js';
 import { computeStats } from '../../src/schema/stats.js';
 import type { Dataset } from '../../src/simulator/dataset.js';
@@ -70,10 +71,9 @@ describe('loadDataset', () => {
   });
 
   it('says which file is missing', async () => {
-    await expect(loadDataset('/nonexistent/reports.ndjson')).rejects.toMatchObject({
-      code: 'DATASET_NOT_FOUND',
-      exitCode: 2,
-    });
+    const err = await loadDataset('/nonexistent/reports.ndjson').catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'DATASET_NOT_FOUND' });
+    expect(exitCodeFor(err)).toBe(2);
   });
 });
 

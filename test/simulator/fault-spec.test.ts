@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { FaultSet } from '../../src/simulator/faults.js';
 import { formatFaultSpec, normalizeFaults, parseFaultSpec } from '../../src/simulator/parse-fault-spec.js';
 
@@ -47,7 +48,8 @@ describe('parseFaultSpec', () => {
     try {
       parseFaultSpec(spec);
     } catch (err) {
-      expect(err).toMatchObject({ code: 'FAULT_SPEC_INVALID', exitCode: 2 });
+      expect(err).toMatchObject({ code: 'FAULT_SPEC_INVALID' });
+      expect(exitCodeFor(err)).toBe(2);
     }
   });
 });

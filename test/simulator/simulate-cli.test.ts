@@ -3,6 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { registerSimulate } from '../../src/cli/simulate.js';
 import { CLI } from '../helpers/cli.js';
 import { packageRoot } from '../../src/util/package-root.js';
@@ -35,7 +36,8 @@ describe('reports-sync simulate: option errors (exit code 2)', () => {
     ],
   ])('%j', async (args, code, message) => {
     const err = await runInProcess(...args);
-    expect(err).toMatchObject({ code, exitCode: 2 });
+    expect(err).toMatchObject({ code });
+    expect(exitCodeFor(err)).toBe(2);
     expect((err as Error).message).toContain(message);
   });
 });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { loadConfig, settingsMarkdown } from '../../src/config/config.js';
 import { packageRoot } from '../../src/util/package-root.js';
 import { SETTINGS } from '../../src/config/settings.js';
@@ -32,7 +33,7 @@ describe('loadConfig', () => {
     expect(error).toBeInstanceOf(SyncError);
     const e = error as SyncError;
     expect(e.code).toBe('CONFIG_INVALID');
-    expect(e.exitCode).toBe(2);
+    expect(exitCodeFor(e)).toBe(2);
     expect(e.message).toContain(
       'REPORTS_BATCH_SIZE="abc" is not valid: expected an integer from 1 to 1000000',
     );

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { SyncError } from '../../src/util/errors.js';
 import { warehouseWriteError } from '../../src/warehouse/warehouse-write-error.js';
 
@@ -17,7 +18,7 @@ describe('warehouseWriteError', () => {
     );
     expect(err).toBeInstanceOf(SyncError);
     expect(err?.code).toBe('WAREHOUSE_WRITE');
-    expect(err?.exitCode).toBe(1);
+    expect(exitCodeFor(err)).toBe(1);
     expect(err?.retryable).toBe(false);
     expect(err?.message).toContain(`Cannot write the warehouse ${path}: TransactionContext Error`);
     expect(err?.message).toContain('No space left on device');

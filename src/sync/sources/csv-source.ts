@@ -96,7 +96,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
       } catch (err) {
         // Page 1 answered 304 to the conditional request: the whole export is the one last read.
         if (page !== 1 || !ctx.conditional || !isNotModified(err)) throw err;
-        ctx.markNotModified(safeUrl(url));
+        yield { kind: 'not-modified', url: safeUrl(url) };
         return { complete: true };
       }
       yield { kind: 'bytes', read: fetched.bytes, wire: fetched.wireBytes };

@@ -12,7 +12,7 @@ import { isNotModified } from '../conditional.js';
 /**
  * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the seed does not
  * show the path, DESIGN.md §2): one streamed GET, one report per line. A conditional GET answered 304 yields
- * nothing and marks the run not modified.
+ * only `not-modified`.
  */
 export const ndjsonSource: ExportSource = {
   name: 'ndjson',
@@ -32,7 +32,7 @@ export const ndjsonSource: ExportSource = {
     } catch (err) {
       // A 304 to the conditional request: the export is the one the last complete run read.
       if (!ctx.conditional || !isNotModified(err)) throw err;
-      ctx.markNotModified(safeUrl(url));
+      yield { kind: 'not-modified', url: safeUrl(url) };
       return { complete: true };
     }
     yield {
