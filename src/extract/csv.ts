@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { CsvError, parse } from 'csv-parse/sync';
 import { SyncError } from '../util/errors.js';
 import type { ExtraLimits } from '../schema/value-rules.js';
+import { nullUnquotedEmpty } from './csv-cells.js';
 import type { ExtractedRecord } from './record.js';
 import { invalidUtf8Offsets, invalidUtf8Reject } from './utf8.js';
 
@@ -369,15 +370,18 @@ function parseRecords(
   maxRecordBytes: number,
   onRecord: (fields: Cells, bytes: number) => void,
 ): void {
+  const delimiters = typeof delimiter === 'string' ? [delimiter] : delimiter;
+  let from = 0;
   parse(input, {
     bom,
     relax_column_count: true,
     skip_empty_lines: true,
     max_record_size: maxRecordBytes,
     record_delimiter: delimiter,
-    // An unquoted empty cell is NULL, a quoted "" the empty string (PostgreSQL's COPY … CSV rule).
-    cast: (value: string, context: { quoting: boolean }) => (value === '' && !context.quoting ? null : value),
     on_record: (fields: Cells, info: { bytes: number }) => {
+      // An unquoted empty cell is NULL, a quoted "" the empty string (PostgreSQL's COPY … CSV rule).
+      nullUnquotedEmpty(input, from, fields, delimiters, bom);
+      from = info.bytes;
       onRecord(fields, info.bytes);
       return null;
     },
