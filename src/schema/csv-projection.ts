@@ -12,7 +12,7 @@ import { contentHash, type Report } from './report.js';
  */
 export function csvProjection(report: Report): Report {
   const extra = report.extra;
-  if (extra === null) return report;
+  if (extra === null || isOwnProjection(extra)) return report;
   let projected: Record<string, unknown> | null = null;
   for (const key of Object.keys(extra).sort()) {
     const cell = csvCell(extra[key]);
@@ -21,6 +21,20 @@ export function csvProjection(report: Report): Report {
     projected[key] = cell;
   }
   return { ...report, extra: projected };
+}
+
+/**
+ * Whether `extra` is already its own projection: text values only, keys in code-unit order. Then the
+ * projection is the report itself and so is its hash (a CSV page whose columns come sorted, or an NDJSON
+ * line with only text fields in that order, saves a second serialisation and SHA-1 per record).
+ */
+function isOwnProjection(extra: Record<string, unknown>): boolean {
+  let previous: string | undefined;
+  for (const key of Object.keys(extra)) {
+    if (typeof extra[key] !== 'string' || (previous !== undefined && !(previous < key))) return false;
+    previous = key;
+  }
+  return true;
 }
 
 /**
