@@ -34,8 +34,8 @@ export function csvSeq(page: number, row: number): number {
  * quarantined → reject; a row whose raw text `known` holds (under the page's header, see
  * `KnownLines.setContext`) → a known line; else validated (`validateCsvReport`: invalid → reject with the
  * zod issues) and staged with its canonical JSON, content hash and line hash. Pure apart from `known`'s
- * context: runs in a decode worker or inline (parsing and decoding a CSV row costs ~20–35 µs of
- * JavaScript, which bounded the CSV sync on the main thread). Raw text kept per quarantined row:
+ * context: runs in a decode worker or inline (parsing and decoding a CSV row costs about twice an NDJSON
+ * line, csv-parse being half of it, which bounded the CSV sync on the main thread). Raw text kept per quarantined row:
  * `options.rejectRawMaxBytes`.
  *
  * @throws SyncError `BODY_TRUNCATED`, `CSV_HEADER_INVALID` as `parseCsvPage`;

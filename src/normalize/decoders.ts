@@ -54,8 +54,8 @@ export type DecodeReply =
 
 /**
  * Starts `workers` decode threads sharing `known` (parsing, validating and serialising a record
- * costs ~10 µs of JavaScript for NDJSON and ~35 µs for CSV; on the main thread alone that bounded a
- * 1M-record sync). With 0, or when the worker script is not built (tests running the TypeScript sources
+ * costs ~10 µs of JavaScript for an NDJSON line on a quiet machine and about twice that for a CSV row;
+ * on the main thread alone that bounded a 1M-record sync). With 0, or when the worker script is not built (tests running the TypeScript sources
  * before `npm run build`), everything is decoded inline. A CSV page decoded inline sets `known`'s context.
  *
  * @param rawMaxBytes raw text kept per malformed NDJSON line (bytes; CSV pages carry their own bound)
