@@ -3,6 +3,7 @@ import { startDecoders } from '../../normalize/decoders.js';
 import { KnownLines } from '../../normalize/known-lines.js';
 import { decidePaging, mayBeEnd } from './csv-paging.js';
 import { ACCEPT, keyFor, pageDeadline, PagesAhead } from './csv-pages.js';
+import { compareValidators, describeValidator, hasValidator } from './export-validators.js';
 import { extraLimits } from '../../config/config.js';
 import { header, openStream } from '../../upstream/open-stream.js';
 import { isNotModified } from '../conditional.js';
@@ -106,13 +107,13 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
         yield { kind: 'export', info: { url: fetched.url, ...seen } };
       } else if (compareValidators(validator, seen) === 'unknown') {
         consistency ??=
-          `page ${page} carries no validator of the kind page 1 had (${describe(validator)}, now ` +
-          `${describe(seen)}): the pages cannot be proven to be of one version`;
+          `page ${page} carries no validator of the kind page 1 had (${describeValidator(validator)}, now ` +
+          `${describeValidator(seen)}): the pages cannot be proven to be of one version`;
       } else if (compareValidators(validator, seen) === 'changed') {
         throw new SyncError(
           'EXPORT_CHANGED',
           `The CSV export changed while it was read: page ${page} (${fetched.url}) has validator ` +
-            `${describe(seen)}, page 1 had ${describe(validator)}: the export is read again from page 1 ` +
+            `${describeValidator(seen)}, page 1 had ${describeValidator(validator)}: the export is read again from page 1 ` +
             '(if it keeps changing, sync when the upstream is not regenerating it)',
           { context: { url: fetched.url, page, first: validator, now: seen }, retry: 'export' },
         );
@@ -230,22 +231,6 @@ async function probeFirstPage(ctx: ReadContext): Promise<ExportValidator> {
   );
 }
 
-/**
- * Whether two validators tell the same version of the export: ETags when both have one, else Last-Modified
- * when both have one; `unknown` without a common validator (nothing can be told).
- */
-export function compareValidators(a: ExportValidator, b: ExportValidator): 'same' | 'changed' | 'unknown' {
-  if (a.etag !== undefined && b.etag !== undefined) return a.etag === b.etag ? 'same' : 'changed';
-  if (a.lastModified !== undefined && b.lastModified !== undefined) {
-    return a.lastModified === b.lastModified ? 'same' : 'changed';
-  }
-  return 'unknown';
-}
-
-function hasValidator(v: ExportValidator): boolean {
-  return v.etag !== undefined || v.lastModified !== undefined;
-}
-
 /** An incomplete read, with a warning that carries the numbers (no tombstones follow). */
 function incomplete(ctx: ReadContext, reason: string): ReadOutcome {
   ctx.logger.warn({ reason }, 'the CSV export stopped incomplete: no tombstones');
@@ -260,10 +245,4 @@ function resumedPageSize(asked: number, resume: { page: number; rowsRead?: numbe
   if (resume.rowsRead === undefined || resume.page < 1) return asked;
   const served = Math.round(resume.rowsRead / resume.page);
   return served > 0 && served < asked ? served : asked;
-}
-
-function describe(v: ExportValidator): string {
-  if (v.etag !== undefined) return `ETag ${v.etag}`;
-  if (v.lastModified !== undefined) return `Last-Modified ${v.lastModified}`;
-  return '(none)';
 }
