@@ -19,10 +19,12 @@ export async function loadKnownLines(connection: DuckDBConnection, source: strin
   );
   for (;;) {
     const chunk = await result.fetchChunk();
-    if (!chunk || chunk.rowCount === 0) break;
+    // Read once: `rowCount` calls into the binding each time (a loop bound on it cost ~0.2 s per 1M hashes).
+    const rows = chunk?.rowCount ?? 0;
+    if (!chunk || rows === 0) break;
     const hi = chunk.getColumnVector(0);
     const lo = chunk.getColumnVector(1);
-    for (let i = 0; i < chunk.rowCount; i++) set.add(hi.getItem(i) as number, lo.getItem(i) as number);
+    for (let i = 0; i < rows; i++) set.add(hi.getItem(i) as number, lo.getItem(i) as number);
   }
   return set;
 }
