@@ -17,6 +17,18 @@ import type { AfterMergeContext } from './run-types.js';
 import { checkStaged } from './run-errors.js';
 import type { RunState } from './run-state.js';
 
+/** The run {@link mergeRun} finishes: its id, source name, state, logger and clock. */
+export interface MergedRun {
+  runId: string;
+  source: string;
+  state: RunState;
+  logger: Logger;
+  /** Merge time source (default: the system clock; warehouse/merge-time.ts clamps it). */
+  clock?: Clock | undefined;
+  /** DuckDB threads for the merge (0: one per core; see warehouse/threads.ts). */
+  mergeThreads: number;
+}
+
 /**
  * The final transaction of a run read to its end: merges its staging (merge.ts) at the merge time of
  * `clock`, runs `afterMerge` (tombstones, stats snapshot), saves counters and facts, clears staging and
@@ -27,15 +39,7 @@ import type { RunState } from './run-state.js';
  */
 export async function mergeRun(
   connection: DuckDBConnection,
-  run: {
-    runId: string;
-    source: string;
-    state: RunState;
-    logger: Logger;
-    clock?: Clock | undefined;
-    /** DuckDB threads for the merge (0: one per core; see warehouse/threads.ts). */
-    mergeThreads: number;
-  },
+  run: MergedRun,
   afterMerge: ((ctx: AfterMergeContext) => Promise<void>) | undefined,
 ): Promise<void> {
   await withThreads(connection, run.mergeThreads, () => mergeInTransaction(connection, run, afterMerge));
@@ -43,7 +47,7 @@ export async function mergeRun(
 
 async function mergeInTransaction(
   connection: DuckDBConnection,
-  run: { runId: string; source: string; state: RunState; logger: Logger; clock?: Clock | undefined },
+  run: MergedRun,
   afterMerge: ((ctx: AfterMergeContext) => Promise<void>) | undefined,
 ): Promise<void> {
   const { runId, state } = run;

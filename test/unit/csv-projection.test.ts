@@ -65,17 +65,11 @@ describe('csvProjectionHash', () => {
       ['d', ''],
       ['e', { x: [1, 'y'] }],
     ]);
+    // The same report as CSV cells (lat/lng restated as NULL cells: a row holds text or NULL only).
     const row = validateCsvReport({
-      id: 'r1',
-      status: 'SUBMITTED',
-      destination: 'ROAD_CONTROL',
-      category: null,
-      description: '',
+      ...base,
       lat: null,
       lng: null,
-      address: null,
-      createdAt: '2024-03-01T10:00:00.000Z',
-      updatedAt: '2024-03-01T10:00:00.000Z',
       e: '{"x":[1,"y"]}',
       d: '',
       c: null,
