@@ -8,7 +8,8 @@ import { SyncError } from '../util/errors.js';
 import { LineBuffer } from '../util/line-file.js';
 import type { KnownLines } from './known-lines.js';
 import { recordIdOf, type DecodedBlock, type Reject } from './reject.js';
-import { seenLine, stagedRowLine } from './staged-line.js';
+import { canonicalLine } from './canonical-line.js';
+import { seenLine, stagedLineHead, stagedRowLine } from './staged-line.js';
 
 export type { NdjsonBlock };
 
@@ -21,7 +22,11 @@ export type { NdjsonBlock };
  * are numbered by their line (`seq`), which keeps arrival order whichever thread decodes the block. Rejects
  * come in line order. Pure: runs in a worker thread or inline.
  *
+ * A line already in canonical form is staged by the fast lane (canonical-line.ts) without being parsed
+ * into objects; every other line takes the general path above, which decides all rejects.
+ *
  * @param rawMaxBytes raw text kept for a malformed line (bytes); longer text is cut and flagged
+ * @param fastLane false sends every line through the general path (the fast lane's tests compare both)
  * @throws SyncError `BODY_TRUNCATED` (retryable) when the block's `unterminated` last line does not parse:
  *   a close-delimited body was cut mid-line (DESIGN.md §4)
  */
@@ -30,6 +35,7 @@ export function decodeBlock(
   known: KnownLines,
   rawMaxBytes: number,
   limits: ExtraLimits,
+  fastLane = true,
 ): DecodedBlock {
   const rows = new LineBuffer();
   const seen = new LineBuffer();
@@ -68,6 +74,13 @@ export function decodeBlock(
       continue;
     }
     const text = raw.toString('utf8');
+    const canonical = fastLane ? canonicalLine(text, raw, limits) : undefined;
+    if (canonical !== undefined) {
+      loaded++;
+      const { hash, csvHash, extraJson } = canonical;
+      rows.writeParts(stagedLineHead(line, location, hash, csvHash, check.hash, extraJson), raw, '}');
+      continue;
+    }
     const parsed = parseJsonLine(text);
     if ('error' in parsed) {
       rejected++;

@@ -18,12 +18,28 @@ export function stagedRowLine(
   hash: string,
   lineHash: bigint | undefined,
 ): string {
-  const x = r.extra === null ? 'null' : JSON.stringify(extraObjectJson(r.extra));
+  const x = r.extra === null ? null : extraObjectJson(r.extra);
+  return `${stagedLineHead(seq, location, hash, csvProjectionHash(r, hash), lineHash, x)}${json}}`;
+}
+
+/**
+ * The start of a batch-file line ({@link stagedRowLine}) up to its canonical JSON, which follows it, then
+ * `}`: `extraJson` is the unknown fields as one JSON object's text (or null). The fast lane
+ * (canonical-line.ts) builds a line from this and the received bytes, without a {@link Report}.
+ */
+export function stagedLineHead(
+  seq: number,
+  location: RecordLocation,
+  hash: string,
+  csvHash: string,
+  lineHash: bigint | undefined,
+  extraJson: string | null,
+): string {
+  const x = extraJson === null ? 'null' : JSON.stringify(extraJson);
   const lh = lineHash === undefined ? 'null' : `"${lineHash.toString()}"`;
   // Valid UTF-8 JSON: the validator quarantines lone surrogates (no `\udXXX` escape reaches here), and a
   // value DuckDB still refuses is bisected out of the batch by StagingWriter.
-  const ph = csvProjectionHash(r, hash);
-  return `{"s":${seq},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","ph":"${ph}","lh":${lh},"x":${x},"r":${json}}`;
+  return `{"s":${seq},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","ph":"${csvHash}","lh":${lh},"x":${x},"r":`;
 }
 
 /** The batch-file line of a known (unchanged) line: its seq and raw-line hash. */

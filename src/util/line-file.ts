@@ -95,14 +95,35 @@ export class LineBuffer {
   #lines = 0;
   #longest = 0;
 
+  /** Appends one line. */
   write(line: string): void {
-    const need = line.length * 3 + 1;
-    if (this.#used + need > this.#buffer.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(this.#buffer.length * 2, this.#used + need));
-      this.#buffer.copy(bigger, 0, 0, this.#used);
-      this.#buffer = bigger;
-    }
+    this.#reserve(line.length * 3 + 1);
     const n = this.#buffer.write(line, this.#used, 'utf8');
+    this.#end(n);
+  }
+
+  /**
+   * Appends one line made of `head`, bytes already UTF-8 (copied, never decoded) and `tail`: a line that
+   * embeds received text as it came saves decoding and encoding it again.
+   */
+  writeParts(head: string, body: Uint8Array, tail: string): void {
+    this.#reserve((head.length + tail.length) * 3 + body.length + 1);
+    let n = this.#buffer.write(head, this.#used, 'utf8');
+    this.#buffer.set(body, this.#used + n);
+    n += body.length;
+    n += this.#buffer.write(tail, this.#used + n, 'utf8');
+    this.#end(n);
+  }
+
+  #reserve(need: number): void {
+    if (this.#used + need <= this.#buffer.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.#buffer.length * 2, this.#used + need));
+    this.#buffer.copy(bigger, 0, 0, this.#used);
+    this.#buffer = bigger;
+  }
+
+  // Ends the line of `n` bytes written at the end of the buffer.
+  #end(n: number): void {
     this.#buffer[this.#used + n] = 0x0a;
     this.#used += n + 1;
     this.#lines++;
