@@ -66,12 +66,7 @@ const timestamp = fc.oneof(
     ),
   },
 );
-const scalar = fc.oneof(
-  text,
-  fc.double(),
-  fc.integer(),
-  fc.constantFrom(-0, 1e21, 1e-7, true, false, null),
-);
+const scalar = fc.oneof(text, fc.double(), fc.integer(), fc.constantFrom(-0, 1e21, 1e-7, true, false, null));
 const extraKey = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom('channel', 'district', 'b', 'a', 'Zone') },
   {
