@@ -5,7 +5,7 @@ import { csvProjectionHash } from '../schema/csv-projection.js';
 
 /**
  * The batch-file line of one staged report, as `StagingWriter` loads it with `read_json`: `s` seq, `l`
- * location, `h` content hash, `ph` the content hash of its CSV projection (schema/csv-projection.ts), `lh` raw-line hash (text, a signed 64-bit integer) or null, `x` the `extra`
+ * location, `h` content hash, `ph` the content hash of its CSV projection (schema/csv-projection.ts) or null when it is `h`, `lh` raw-line hash (text, a signed 64-bit integer) or null, `x` the `extra`
  * fields as JSON text or null, `r` the canonical JSON (`canonicalJson` of schema/report.ts) embedded as it is
  * — DuckDB reads the known fields from it and matches keys case-sensitively, so an extra field never
  * shadows one. Pure (no DuckDB): the decode workers build these lines too.
@@ -36,10 +36,12 @@ export function stagedLineHead(
   extraJson: string | null,
 ): string {
   const x = extraJson === null ? 'null' : JSON.stringify(extraJson);
+  // Most reports are their own CSV projection: null keeps a second copy of the hash out of staging.
+  const ph = csvHash === hash ? 'null' : `"${csvHash}"`;
   const lh = lineHash === undefined ? 'null' : `"${lineHash.toString()}"`;
   // Valid UTF-8 JSON: the validator quarantines lone surrogates (no `\udXXX` escape reaches here), and a
   // value DuckDB still refuses is bisected out of the batch by StagingWriter.
-  return `{"s":${seq},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","ph":"${csvHash}","lh":${lh},"x":${x},"r":`;
+  return `{"s":${seq},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","ph":${ph},"lh":${lh},"x":${x},"r":`;
 }
 
 /** The batch-file line of a known (unchanged) line: its seq and raw-line hash. */

@@ -38,10 +38,11 @@ const LOSSY_SQL = LOSSY_SOURCES.map((s) => `'${s}'`).join(', ');
  *    one (`valid_from = now`). Updates are plain `UPDATE`s and inserts plain `INSERT`s (no `ON CONFLICT`);
  * 3. unchanged reports (a known line, or a staged row with the same content hash) only get `last_seen_at`,
  *    `run_id` and the hash of the line they were seen in touched.
- *    A CSV row (cells are text) is unchanged when its CSV projection hash (`csv_hash`, schema/csv-projection.ts)
- *    equals the stored one: it only differs from the NDJSON reading in representation. An NDJSON row whose
- *    projection equals that of a report last written from CSV is a `refine`: the typed `extra` replaces the
- *    text one in place (current version and row), no version is made.
+ *    A CSV row (cells are text) is unchanged when its CSV projection hash (`csv_hash`,
+ *    schema/csv-projection.ts; NULL in staging and `reports` when it equals `content_hash`, as it does for
+ *    most reports) equals the stored one: it only differs from the NDJSON reading in representation. An
+ *    NDJSON row whose projection equals that of a report last written from CSV is a `refine`: the typed
+ *    `extra` replaces the text one in place (current version and row), no version is made.
  *
  * @param now the merge time, used for `valid_from`/`valid_to`/`last_*_at`
  */
@@ -82,7 +83,8 @@ export async function mergeStaging(
             -- CSV cells are text: the same report read from CSV differs from its NDJSON reading only in
             -- representation when their CSV projections agree (schema/csv-projection.ts).
             WHEN ${lossy} AND coalesce(r.csv_hash, r.content_hash) = s.csv_hash THEN 'unchanged'
-            WHEN NOT ${lossy} AND r.source IN (${LOSSY_SQL}) AND r.csv_hash = s.csv_hash THEN 'refine'
+            WHEN NOT ${lossy} AND r.source IN (${LOSSY_SQL}) AND coalesce(r.csv_hash, r.content_hash) = s.csv_hash
+              THEN 'refine'
             ELSE 'update' END AS change
      FROM (SELECT * FROM picked WHERE NOT known) p
      LEFT JOIN (SELECT seq, line_hash, content_hash, coalesce(csv_hash, content_hash) AS csv_hash
@@ -140,7 +142,7 @@ export async function mergeStaging(
   if (Number(counts.updated) + Number(counts.revived) > 0) {
     await c.run(
       `UPDATE reports SET ${COLUMNS.map((col) => `${col} = u.${col}`).join(', ')},
-         content_hash = u.content_hash, csv_hash = coalesce(u.csv_hash, u.content_hash), line_hash = u.line_hash,
+         content_hash = u.content_hash, csv_hash = u.csv_hash, line_hash = u.line_hash,
          last_seen_at = $now::TIMESTAMPTZ,
          last_changed_at = $now::TIMESTAMPTZ, removed_at = NULL, source = $source, run_id = $run
        FROM (SELECT s.* ${picked(`'update', 'revive'`)}) AS u
@@ -152,7 +154,7 @@ export async function mergeStaging(
     await c.run(
       `INSERT INTO reports (id, ${BUSINESS}, content_hash, csv_hash, line_hash, first_seen_at, last_seen_at,
          last_changed_at, removed_at, source, run_id)
-       SELECT s.id, ${business}, s.content_hash, coalesce(s.csv_hash, s.content_hash), s.line_hash,
+       SELECT s.id, ${business}, s.content_hash, s.csv_hash, s.line_hash,
          $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, NULL, $source, $run
        ${picked(`'insert'`)}`,
       all,

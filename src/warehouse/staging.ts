@@ -227,16 +227,17 @@ export class StagingWriter {
   }
 }
 
-// A batch line: seq, location, content hash, line hash, `extra` as JSON text, and the canonical report.
+// A batch line: seq, location (read only by refused-rows.ts), content hash, CSV projection hash (null when
+// equal to the content hash), line hash, `extra` as JSON text, and the canonical report.
 // Timestamps and `extra` travel as text and are cast by DuckDB, as the Appender did (faster than
 // typed values).
 const STAGED_ROWS = (maxObjectBytes: number) => `
-  INSERT INTO staging_reports (run_id, seq, location, id, status, destination, category, description, lat, lng,
+  INSERT INTO staging_reports (run_id, seq, id, status, destination, category, description, lat, lng,
     address, created_at, updated_at, extra, content_hash, csv_hash, line_hash)
-  SELECT $run, s, l, r.id, r.status, r.destination, r.category, r.description, r.location.lat, r.location.lng,
+  SELECT $run, s, r.id, r.status, r.destination, r.category, r.description, r.location.lat, r.location.lng,
     r.address, r.createdAt::TIMESTAMPTZ, r.updatedAt::TIMESTAMPTZ, x::JSON, h, ph, lh::BIGINT
   FROM read_json($file, format = 'newline_delimited', maximum_object_size = ${maxObjectBytes}, columns = {
-    s: 'BIGINT', l: 'VARCHAR', h: 'VARCHAR', ph: 'VARCHAR', lh: 'VARCHAR', x: 'VARCHAR',
+    s: 'BIGINT', h: 'VARCHAR', ph: 'VARCHAR', lh: 'VARCHAR', x: 'VARCHAR',
     r: 'STRUCT(id VARCHAR, status VARCHAR, destination VARCHAR, category VARCHAR, description VARCHAR,
       location STRUCT(lat DOUBLE, lng DOUBLE), address VARCHAR, createdAt VARCHAR, updatedAt VARCHAR)'})`;
 const SEEN_ROWS = (maxObjectBytes: number) => `

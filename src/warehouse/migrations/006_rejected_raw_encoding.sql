@@ -1,4 +1,4 @@
--- 005: quarantined bytes stored faithfully. A record whose bytes are not valid UTF-8 cannot be kept in the
+-- 006: quarantined bytes stored faithfully. A record whose bytes are not valid UTF-8 cannot be kept in the
 -- VARCHAR `raw` as received (DuckDB text must be valid UTF-8, and decoding would substitute U+FFFD), so its
 -- bytes are stored base64-encoded and `raw_encoding` says so. Decode with `from_base64(raw)`.
 

@@ -1,4 +1,4 @@
--- 005: the views analysts and BI tools query (docs/dashboards.md). Business columns only: the upstream
+-- 008: the views analysts and BI tools query (docs/dashboards.md). Business columns only: the upstream
 -- fields, no internal hashes or bookkeeping, so a dashboard built on them survives changes of the sync.
 
 -- The reports the public API serves now: current, not removed (tombstoned).

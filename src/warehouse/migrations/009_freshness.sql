@@ -1,4 +1,4 @@
--- 005: freshness. Conditional full exports (a 304 ends a run as unchanged), what each run changed, and the
+-- 009: freshness. Conditional full exports (a 304 ends a run as unchanged), what each run changed, and the
 -- drift of the upstream's schema and values (see docs/sources.md).
 
 ALTER TABLE sync_runs ADD COLUMN not_modified BOOLEAN;   -- the export answered 304 Not Modified
