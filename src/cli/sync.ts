@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { prestartDecoders } from '../normalize/decoder-threads.js';
 import { SYNC_TARGETS, type SyncTarget } from '../sync/sync-targets.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 
@@ -31,6 +32,8 @@ export function registerSync(program: Command): void {
       { csvPageSize: flags.pageSize },
       { interactive: true },
     );
+    // The decode threads load their modules while this thread opens the warehouse (~0.5 s of a run's start).
+    if (flags.source !== 'stats') prestartDecoders(config.decodeWorkers);
     const [{ requireBaseUrl }, { syncAndPrint }] = await Promise.all([
       import('../config/config.js'),
       import('./sync-and-print.js'),

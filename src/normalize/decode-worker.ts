@@ -1,30 +1,43 @@
-// A decode worker (see decoders.ts): rebuilds the run's known-line set from shared memory, then decodes each
-// NDJSON block or CSV page it is sent and posts the result back, transferring the encoded lines.
-import { parentPort, workerData } from 'node:worker_threads';
+// A decode worker (see decoders.ts): loads its modules and the line hasher as soon as it starts (it may be
+// started before the run, decoder-threads.ts); its first message (`init`) gives the run's known-line set
+// (shared memory) and limits; then it decodes each NDJSON block or CSV page it is sent and posts the result
+// back, transferring the encoded lines.
+import { parentPort } from 'node:worker_threads';
 import type { ExtraLimits } from '../schema/value-rules.js';
-import { KnownLines, loadLineHasher, type KnownLinesState } from './known-lines.js';
+import { KnownLines, loadLineHasher } from './known-lines.js';
 import { SyncError } from '../util/errors.js';
 import { decodeCsvPage } from './csv-page-decode.js';
-import type { DecodeJob, DecodeReply } from './decoders.js';
+import type { DecodeInit, DecodeJob, DecodeReply } from './decoders.js';
 import { decodeBlock } from './ndjson-block.js';
 import type { DecodedBlock } from './reject.js';
 
-const { known, rawMaxBytes, limits } = workerData as {
-  known: KnownLinesState;
+interface RunContext {
+  set: KnownLines;
   rawMaxBytes: number;
   limits: ExtraLimits;
-};
-// Jobs wait for the hasher (instantiated asynchronously); they still run in the order they came.
-const ready = loadLineHasher().then(() => KnownLines.fromState(known));
+}
 
-parentPort?.on('message', (job: DecodeJob) => {
-  ready.then(
-    (set) => handle(job, set),
-    (err: unknown) => fail(job, err),
+const hasher = loadLineHasher();
+let run: Promise<RunContext> | undefined;
+
+// Jobs wait for the hasher (instantiated asynchronously); they still run in the order they came.
+parentPort?.on('message', (message: DecodeInit | DecodeJob) => {
+  if (message.kind === 'init') {
+    const { known, rawMaxBytes, limits } = message;
+    run = hasher.then(() => ({ set: KnownLines.fromState(known), rawMaxBytes, limits }));
+    return;
+  }
+  if (run === undefined) {
+    fail(message, new Error('decode worker: a job came before its init message'));
+    return;
+  }
+  run.then(
+    (context) => handle(message, context),
+    (err: unknown) => fail(message, err),
   );
 });
 
-function handle(job: DecodeJob, set: KnownLines): void {
+function handle(job: DecodeJob, { set, rawMaxBytes, limits }: RunContext): void {
   let reply: DecodeReply;
   let block: DecodedBlock;
   try {

@@ -1,14 +1,10 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from '../schema/value-rules.js';
 import type { NdjsonBlock } from '../extract/block-packer.js';
 import type { CsvPageOptions } from '../extract/csv.js';
 import { SyncError, type RetryScope, type SyncErrorCode } from '../util/errors.js';
-import { packageRoot } from '../util/package-root.js';
 import { decodeCsvPage, type DecodedCsvPage } from './csv-page-decode.js';
-import type { KnownLines } from './known-lines.js';
+import { takeDecoderThread, workerScript } from './decoder-threads.js';
+import type { KnownLines, KnownLinesState } from './known-lines.js';
 import { decodeBlock } from './ndjson-block.js';
 import type { DecodedBlock } from './reject.js';
 
@@ -32,7 +28,15 @@ export interface BlockDecoders {
   close(): Promise<void>;
 }
 
-/** A message to a decode worker. */
+/** A decode worker's first message: what every job of its run decodes with. */
+export interface DecodeInit {
+  kind: 'init';
+  known: KnownLinesState;
+  rawMaxBytes: number;
+  limits: ExtraLimits;
+}
+
+/** A message to a decode worker after its {@link DecodeInit}. */
 export type DecodeJob =
   | { id: number; kind: 'ndjson'; block: NdjsonBlock }
   | { id: number; kind: 'csv'; body: Uint8Array; options: CsvPageOptions };
@@ -87,7 +91,8 @@ export function startDecoders(
     pending.clear();
   };
   const threads = Array.from({ length: workers }, () => {
-    const worker = new Worker(script, { workerData: { known: known.state(), rawMaxBytes, limits } });
+    const worker = takeDecoderThread(script);
+    worker.postMessage({ kind: 'init', known: known.state(), rawMaxBytes, limits } satisfies DecodeInit);
     worker.on('message', (m: DecodeReply) => {
       const p = pending.get(m.id);
       if (!p) return;
@@ -128,13 +133,4 @@ export function startDecoders(
       await Promise.all(threads.map((t) => t.terminate()));
     },
   };
-}
-
-/** The built worker script beside this module, or in dist/ when running from the TypeScript sources. */
-function workerScript(): string | undefined {
-  const here = fileURLToPath(import.meta.url);
-  const script = here.endsWith('.ts')
-    ? join(packageRoot(), 'dist', 'src', 'normalize', 'decode-worker.js')
-    : join(here, '..', 'decode-worker.js');
-  return existsSync(script) ? script : undefined;
 }

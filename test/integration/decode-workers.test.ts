@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { idleDecoderThreads, prestartDecoders, workerScript } from '../../src/normalize/decoder-threads.js';
 import { startDecoders } from '../../src/normalize/decoders.js';
 import { loadDataset } from '../../src/simulator/load-dataset.js';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/server.js';
@@ -85,6 +87,22 @@ describe('NDJSON decode workers', () => {
       expect(threaded.reports).toEqual(inline.reports);
       expect(threaded.rejects).toEqual(inline.rejects);
     }
+  });
+
+  it('loads the same warehouse with threads started before the run', async () => {
+    const inline = await load(0);
+    prestartDecoders(2); // what `reports-sync sync` does while it opens the warehouse
+    expect(idleDecoderThreads()).toBe(2);
+    const prestarted = await load(2);
+    expect(idleDecoderThreads()).toBe(0); // the first run took them, the second started its own
+    expect(prestarted).toEqual(inline);
+  });
+
+  it('never keeps a process alive with prestarted threads no run took', () => {
+    const module = join(workerScript()!, '..', 'decoder-threads.js');
+    const code = `import(${JSON.stringify(module)}).then((m) => m.prestartDecoders(2))`;
+    // Exits by itself (a kept-alive process would run into the timeout and throw).
+    execFileSync(process.execPath, ['-e', code], { timeout: 20_000 });
   });
 
   it('loads the same warehouse from the CSV export whichever thread decodes its pages', async () => {
