@@ -21,7 +21,7 @@ const schema = z.object(
  * Parses the configuration once: flags (`overrides`) over environment variables over defaults.
  * Empty environment values count as unset.
  *
- * @throws SyncError `CONFIG_INVALID` (exit 2) naming every bad variable, its value and what is allowed,
+ * @throws SyncError `CONFIG_INVALID` naming every bad variable, its value and what is allowed,
  *   before any work starts.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): Config {
@@ -115,7 +115,7 @@ function kebab(key: string): string {
   return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 }
 
-/** Throws `CONFIG_INVALID` (exit 2) when no upstream base URL is configured. */
+/** Throws `CONFIG_INVALID` when no upstream base URL is configured. */
 export function requireBaseUrl(config: Config): string {
   if (!config.baseUrl) {
     throw new SyncError(

@@ -55,8 +55,8 @@ export interface Daemon {
  * - after each successful job, a published snapshot for analysts (`publishSnapshot`);
  * - the HTTP server (`/healthz`, the reader) on the same instance.
  *
- * @throws SyncError `CONFIG_INVALID` (no upstream), `WAREHOUSE_LOCKED` (exit 2: another process holds the
- *   file), `HTTP_LISTEN` (exit 2); nothing is left open when it throws
+ * @throws SyncError `CONFIG_INVALID` (no upstream), `WAREHOUSE_LOCKED` (another process holds the
+ *   file), `HTTP_LISTEN`; nothing is left open when it throws
  */
 export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const { config, logger } = options;

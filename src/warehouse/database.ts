@@ -36,8 +36,8 @@ export interface Warehouse {
 /**
  * Opens (creating the file and its folder when needed) the DuckDB warehouse at `path`.
  *
- * @throws SyncError `WAREHOUSE_LOCKED` (exit 2) when another process holds the file, naming that process
- *   and the published copy; `WAREHOUSE_OPEN` (exit 1) for other failures (unwritable folder, corrupt file).
+ * @throws SyncError `WAREHOUSE_LOCKED` when another process holds the file, naming that process
+ *   and the published copy; `WAREHOUSE_OPEN` for other failures (unwritable folder, corrupt file).
  */
 export async function openWarehouse(path: string, options: WarehouseOptions = {}): Promise<Warehouse> {
   const absolute = resolve(path);

@@ -21,7 +21,7 @@ export interface ReadingHandle {
  * snapshot instead (DESIGN.md §7) and says so in the handle, so the caller can tell the user which copy
  * it read.
  *
- * @throws SyncError `WAREHOUSE_LOCKED` (exit 2, naming the holder and the published path) when the live
+ * @throws SyncError `WAREHOUSE_LOCKED` (naming the holder and the published path) when the live
  *   file is held and no snapshot has been published yet; `WAREHOUSE_MISSING`, `WAREHOUSE_OPEN` as
  *   {@link openWarehouse}
  */

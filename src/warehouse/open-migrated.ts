@@ -14,8 +14,8 @@ export function publishedPathFor(warehousePath: string): string {
  * Opens the configured warehouse read-write with the configured DuckDB limits and brings its schema to
  * the current migration, and closes runs left `running` by a dead process. The caller owns the returned handle (one per process).
  *
- * @throws SyncError `WAREHOUSE_LOCKED` (exit 2) or `WAREHOUSE_OPEN` (exit 1), see {@link openWarehouse};
- *   `WAREHOUSE_WRITE` (exit 1) when migrating or closing stale runs cannot write (disk full, read-only)
+ * @throws SyncError `WAREHOUSE_LOCKED` or `WAREHOUSE_OPEN`, see {@link openWarehouse};
+ *   `WAREHOUSE_WRITE` when migrating or closing stale runs cannot write (disk full, read-only)
  */
 export async function openMigratedWarehouse(config: Config): Promise<Warehouse> {
   const warehouse = await openWarehouse(config.warehouse, {

@@ -8,7 +8,7 @@ const STORAGE_FAILURE =
 
 /**
  * Turns an error thrown by DuckDB while writing the warehouse into a `WAREHOUSE_WRITE` {@link SyncError}
- * (exit code 1, not retryable) whose message names the warehouse file, quotes DuckDB's first line and says
+ * (not retryable) whose message names the warehouse file, quotes DuckDB's first line and says
  * what to do: a full disk, a file-size limit or an unwritable folder. Returns `undefined` for any other
  * error (SQL errors, bugs), which callers report as they are.
  *
