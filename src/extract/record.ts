@@ -11,10 +11,12 @@ export interface RecordLocation {
 
 /** Renders a location as people read it: `line 12`, `page 3, row 17, line 40`. */
 export function formatLocation(loc: RecordLocation): string {
+  const line = `line ${loc.line}`;
+  if (loc.page === undefined && loc.row === undefined) return line; // NDJSON: once per staged line
   const parts: string[] = [];
   if (loc.page !== undefined) parts.push(`page ${loc.page}`);
   if (loc.row !== undefined) parts.push(`row ${loc.row}`);
-  parts.push(`line ${loc.line}`);
+  parts.push(line);
   return parts.join(', ');
 }
 

@@ -41,7 +41,8 @@ export function stagedLineHead(
   const lh = lineHash === undefined ? 'null' : `"${lineHash.toString()}"`;
   // Valid UTF-8 JSON: the validator quarantines lone surrogates (no `\udXXX` escape reaches here), and a
   // value DuckDB still refuses is bisected out of the batch by StagingWriter.
-  return `{"s":${seq},"l":${JSON.stringify(formatLocation(location))},"h":"${hash}","ph":${ph},"lh":${lh},"x":${x},"r":`;
+  // A location is words, numbers, commas and spaces: nothing to escape.
+  return `{"s":${seq},"l":"${formatLocation(location)}","h":"${hash}","ph":${ph},"lh":${lh},"x":${x},"r":`;
 }
 
 /** The batch-file line of a known (unchanged) line: its seq and raw-line hash. */
