@@ -73,6 +73,25 @@ describe('re-sync with known lines', () => {
     expect(versions?.n).toBe(2);
   });
 
+  it('marks seen only the reports whose known lines came, not a current report missing from the run', async () => {
+    const lines = ['A', 'B', 'C'].map((id) => `${line(id, 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n`);
+    body = lines.join('');
+    const first = await sync();
+    body = lines.slice(0, 2).join(''); // C is gone; no /stats here, so it is not tombstoned either
+    const second = await sync();
+    expect(second.counters).toMatchObject({ recordsRead: 2, unchanged: 2, removed: 0 });
+    const rows = await query(
+      warehouse,
+      `SELECT id, run_id, last_seen_at = (SELECT max(last_seen_at) FROM reports) AS latest
+       FROM reports ORDER BY id`,
+    );
+    expect(rows).toEqual([
+      { id: 'A', run_id: second.runId, latest: true },
+      { id: 'B', run_id: second.runId, latest: true },
+      { id: 'C', run_id: first.runId, latest: false },
+    ]);
+  });
+
   it('updates a changed line, and revives a tombstoned report whose line comes back', async () => {
     body = `${line('A', 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n${line('B', 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n`;
     await sync();
