@@ -6,6 +6,7 @@ import { withRetry } from '../upstream/with-retry.js';
 import { isSyncError } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
+import { withMemoryLimit } from '../warehouse/memory-limit.js';
 import { newRunId, saveFacts, startRun } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
@@ -49,7 +50,10 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     exportInfo: state.exportInfo,
   });
   try {
-    await withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal);
+    // Reading only appends to staging: a lower DuckDB memory limit keeps its cache of written blocks small.
+    await withMemoryLimit(run.connection, config.duckdbReadMemoryLimit, () =>
+      withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal),
+    );
     if (state.notModified) {
       const { counters, attempts, exportInfo } = state;
       await finishNotModified(run.connection, {

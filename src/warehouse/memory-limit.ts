@@ -1,0 +1,55 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+
+const UNITS: Record<string, number> = {
+  b: 1,
+  bytes: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  tb: 1e12,
+  kib: 2 ** 10,
+  mib: 2 ** 20,
+  gib: 2 ** 30,
+  tib: 2 ** 40,
+};
+
+/**
+ * Bytes of a DuckDB size as a setting takes it (`128MiB`, `1GB`) or `current_setting('memory_limit')`
+ * prints it (`256.0 MiB`); undefined for anything else. Units as DuckDB's docs define them (KB = 1000,
+ * KiB = 1024 bytes).
+ */
+export function sizeBytes(text: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$/i.exec(text);
+  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
+  return m && unit !== undefined ? Number(m[1]) * unit : undefined;
+}
+
+/**
+ * Runs `fn` with DuckDB's `memory_limit` lowered to `limit` (a DuckDB size), then restores the limit it
+ * found (as DuckDB prints it: to 0.1 MiB), also when `fn` throws. Never raises it: a limit at or above the current one (or one that is not
+ * a size) runs `fn` unchanged. The setting belongs to the whole instance, so a reader sharing it has the
+ * lower limit meanwhile.
+ *
+ * Why: a sync's reading only appends to staging, yet DuckDB keeps the blocks it wrote cached up to its
+ * limit, which was most of the growth of a sync's peak RSS from 1M to 4M reports; the merge then needs
+ * the full limit for its joins.
+ *
+ * @throws whatever `fn` throws, or DuckDB's error when the setting cannot be read or changed
+ */
+export async function withMemoryLimit<T>(
+  connection: DuckDBConnection,
+  limit: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const read = await connection.runAndReadAll(`SELECT current_setting('memory_limit') AS m`);
+  const before = String(read.getRowObjectsJS()[0]!.m);
+  const current = sizeBytes(before);
+  const wanted = sizeBytes(limit);
+  if (current === undefined || wanted === undefined || wanted >= current) return fn();
+  await connection.run(`SET memory_limit = '${Math.round(wanted)}B'`);
+  try {
+    return await fn();
+  } finally {
+    await connection.run(`SET memory_limit = '${Math.round(current)}B'`).catch(() => undefined);
+  }
+}
