@@ -47,7 +47,8 @@ const INDEX_LIKE = /^(?:0|[1-9]\d*)$/;
  * code units) are declined: rare, and a backtracking match over them costs stack.
  *
  * @param text the line, valid UTF-8 decoded, without its line break
- * @param bytes the same line as received (what is hashed: no second encoding)
+ * @param bytes the same line as received (what is hashed: no second encoding). The caller must have checked
+ *   they are valid UTF-8 (`decodeBlock` does, before this): nothing here looks at them again.
  * @param limits bounds of the unknown fields (schema/value-rules.ts); only the key count and byte size can
  *   apply to scalar fields
  */
