@@ -103,6 +103,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       );
     }
   };
+  // The reader shares this DuckDB instance: a sync must not lower its memory limit while reading.
+  const syncConfig = { ...config, duckdbReadMemoryLimit: config.duckdbMemoryLimit };
   const runJob = async (job: Job, reason: RunReason, signal: AbortSignal): Promise<void> => {
     const log = logger.child({ job: job.name });
     log.info({ reason, target: job.target }, 'job started');
@@ -110,7 +112,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     try {
       const summaries = await syncTarget({
         warehouse,
-        config,
+        config: syncConfig,
         dispatcher,
         logger, // runSync binds runId, job and source itself
         target: job.target as SyncTarget,
