@@ -248,7 +248,7 @@ export const SETTINGS = {
       .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i)
       .default('128MiB'),
     allowed: 'a DuckDB size such as 128MiB or 1GB',
-    doc: "DuckDB `memory_limit` while `reports-sync sync` reads an export (restored for the merge, which needs `REPORTS_DUCKDB_MEMORY_LIMIT` for its joins; never raises it). The daemon (`reports-sync run`) keeps the full limit: its reader shares the instance. Reading only appends to staging, yet DuckDB keeps the blocks it wrote cached up to its limit: at 128MiB a sync of 4M reports peaked at ~540 instead of ~660 MiB RSS in the same time (measured); a 1M sync's peak is its merge's either way.",
+    doc: "DuckDB `memory_limit` while `reports-sync sync` reads an export (restored for the merge, which needs `REPORTS_DUCKDB_MEMORY_LIMIT` for its joins; never raises it). At least 16 × `REPORTS_MAX_RECORD_BYTES`, so the longest record allowed still stages. The daemon (`reports-sync run`) keeps the full limit: its reader shares the instance. Reading only appends to staging, yet DuckDB keeps the blocks it wrote cached up to its limit: at 128MiB a sync of 4M reports peaked at ~540 instead of ~660 MiB RSS in the same time (measured); a 1M sync's peak is its merge's either way.",
   },
   duckdbThreads: {
     env: 'REPORTS_DUCKDB_THREADS',

@@ -6,7 +6,7 @@ import { withRetry } from '../upstream/with-retry.js';
 import { isSyncError } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
-import { withMemoryLimit } from '../warehouse/memory-limit.js';
+import { readMemoryLimit, withMemoryLimit } from '../warehouse/memory-limit.js';
 import { newRunId, saveFacts, startRun } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
@@ -51,7 +51,8 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   });
   try {
     // Reading only appends to staging: a lower DuckDB memory limit keeps its cache of written blocks small.
-    await withMemoryLimit(run.connection, config.duckdbReadMemoryLimit, () =>
+    const readLimit = readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes);
+    await withMemoryLimit(run.connection, readLimit, () =>
       withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal),
     );
     if (state.notModified) {

@@ -25,6 +25,16 @@ export function sizeBytes(text: string): number | undefined {
 }
 
 /**
+ * The memory limit a sync reads with: `readLimit` (a DuckDB size), but at least 16 × `maxRecordBytes`, so
+ * that staging a batch that holds the longest record allowed does not run out of memory. DuckDB's
+ * `read_json` needed ~8 × the longest batch line (measured: a 16 MB line loaded at 128MiB, a 24 MB one did
+ * not), and a staged line holds a record's unknown fields twice. Returned as `<bytes>B`.
+ */
+export function readMemoryLimit(readLimit: string, maxRecordBytes: number): string {
+  return `${Math.max(sizeBytes(readLimit) ?? 0, 16 * maxRecordBytes)}B`;
+}
+
+/**
  * Runs `fn` with DuckDB's `memory_limit` lowered to `limit` (a DuckDB size), then restores the limit it
  * found (as DuckDB prints it: to 0.1 MiB), also when `fn` throws. Never raises it: a limit at or above the current one (or one that is not
  * a size) runs `fn` unchanged. The setting belongs to the whole instance, so a reader sharing it has the

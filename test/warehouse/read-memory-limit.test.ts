@@ -1,7 +1,11 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import { sizeBytes, withMemoryLimit } from '../../src/warehouse/memory-limit.js';
+import { startRawServer } from '../helpers/raw-server.js';
+import { openTestWarehouse, query, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
 
 let instance: DuckDBInstance;
 let c: DuckDBConnection;
@@ -52,5 +56,53 @@ describe('withMemoryLimit (a sync reads with a lower DuckDB memory limit than it
       }),
       { numRuns: 40 },
     );
+  });
+});
+
+describe('a sync reading with the lower limit', () => {
+  it('still stages the longest record REPORTS_MAX_RECORD_BYTES allows', async () => {
+    const tmp = tempDir();
+    // ~15 MB of unknown fields: the staged line holds them twice (~30 MB), more than 128MiB lets
+    // read_json load, so the reading limit must follow the record bound.
+    const big = 'x'.repeat(15_000_000);
+    const body = [
+      { id: 'BIG', extraText: big },
+      { id: 'SMALL', extraText: 'y' },
+    ]
+      .map(({ id, extraText }) =>
+        JSON.stringify({
+          id,
+          status: 'SUBMITTED',
+          destination: 'ROAD_CONTROL',
+          createdAt: '2024-01-01T00:00:00.000Z',
+          updatedAt: '2024-01-02T00:00:00.000Z',
+          note: extraText,
+        }),
+      )
+      .join('\n');
+    const server = await startRawServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      res.end(`${body}\n`);
+    });
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), {
+      maxRecordBytes: 16 * 1024 * 1024,
+      extraMaxBytes: 16 * 1024 * 1024,
+      duckdbReadMemoryLimit: '128MiB',
+      duckdbMemoryLimit: '512MiB',
+    });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      const run = await syncOnce(warehouse, config, ndjsonSource);
+      expect(run.counters).toMatchObject({ recordsLoaded: 2, recordsRejected: 0 });
+      const rows = await query(warehouse, `SELECT id, length(extra->>'note') AS n FROM reports ORDER BY id`);
+      expect(rows).toEqual([
+        { id: 'BIG', n: big.length },
+        { id: 'SMALL', n: 1 },
+      ]);
+    } finally {
+      warehouse.close();
+      await server.close();
+      tmp.cleanup();
+    }
   });
 });
