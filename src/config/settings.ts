@@ -15,6 +15,8 @@ export interface SettingDef<S extends z.ZodType = z.ZodType> {
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const ratio = z.coerce.number().min(0).max(1);
+// A size as DuckDB's settings take it (`memory_limit`).
+const duckdbSize = z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i);
 const urlPath = z.string().regex(/^\/[^\s?#]*$/, 'must start with / and hold no query');
 const boolish = z
   .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])])
@@ -234,19 +236,13 @@ export const SETTINGS = {
   },
   duckdbMemoryLimit: {
     env: 'REPORTS_DUCKDB_MEMORY_LIMIT',
-    schema: z
-      .string()
-      .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i)
-      .default('256MiB'),
+    schema: duckdbSize.default('256MiB'),
     allowed: 'a DuckDB size such as 256MiB or 1GB',
     doc: "DuckDB `memory_limit` (bounds the warehouse side of a sync's merge and the reader; larger merges spill to disk). At 128MiB analysts' queries (read_csv of a large export) ran out of memory; a sync's reading has its own limit (`REPORTS_DUCKDB_READ_MEMORY_LIMIT`).",
   },
   duckdbReadMemoryLimit: {
     env: 'REPORTS_DUCKDB_READ_MEMORY_LIMIT',
-    schema: z
-      .string()
-      .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i)
-      .default('128MiB'),
+    schema: duckdbSize.default('128MiB'),
     allowed: 'a DuckDB size such as 128MiB or 1GB',
     doc: "DuckDB `memory_limit` while `reports-sync sync` reads an export (restored for the merge, which needs `REPORTS_DUCKDB_MEMORY_LIMIT` for its joins; never raises it). At least 16 × `REPORTS_MAX_RECORD_BYTES`, so the longest record allowed still stages. The daemon (`reports-sync run`) keeps the full limit: its reader shares the instance. Reading only appends to staging, yet DuckDB keeps the blocks it wrote cached up to its limit: at 128MiB a sync of 4M reports peaked at ~540 instead of ~660 MiB RSS in the same time (measured); a 1M sync's peak is its merge's either way.",
   },

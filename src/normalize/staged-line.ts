@@ -5,10 +5,11 @@ import { csvProjectionHash } from '../schema/csv-projection.js';
 
 /**
  * The batch-file line of one staged report, as `StagingWriter` loads it with `read_json`: `s` seq, `l`
- * location, `h` content hash, `ph` the content hash of its CSV projection (schema/csv-projection.ts) or null when it is `h`, `lh` raw-line hash (text, a signed 64-bit integer) or null, `x` the `extra`
- * fields as JSON text or null, `r` the canonical JSON (`canonicalJson` of schema/report.ts) embedded as it is
- * — DuckDB reads the known fields from it and matches keys case-sensitively, so an extra field never
- * shadows one. Pure (no DuckDB): the decode workers build these lines too.
+ * location, `h` content hash, `ph` the content hash of its CSV projection (schema/csv-projection.ts) or null
+ * when it is `h`, `lh` raw-line hash (text, a signed 64-bit integer) or null, `x` the `extra` fields as JSON
+ * text or null, `r` the canonical JSON (`canonicalJson` of schema/report.ts) embedded as it is — DuckDB
+ * reads the known fields from it and matches keys case-sensitively, so an extra field never shadows one.
+ * Pure (no DuckDB): the decode workers build these lines too.
  */
 export function stagedRowLine(
   seq: number,
