@@ -1,3 +1,5 @@
+const NL = 0x0a;
+
 /** A line longer than the line-length limit: only its first bytes were kept (never buffered whole). */
 export interface OverLongLine {
   lineNumber: number;
@@ -11,7 +13,8 @@ export interface OverLongLine {
 
 /**
  * A run of NDJSON lines packed for a decode worker (raw lines, nothing parsed): line `i` is
- * `bytes[offsets[i] .. offsets[i+1])` without its `\n`, physical line number `lineNumbers[i]`. Lines over
+ * `bytes[offsets[i] .. offsets[i+1] - 1)`, each line being stored with a `\n` after it (so the lines of a
+ * chunk are copied in one piece), physical line number `lineNumbers[i]`. Lines over
  * the length limit travel as {@link OverLongLine}s (ascending line numbers). When `unterminated` is set, the
  * block's last line ended the body without a final `\n` (the body may have been cut there, DESIGN.md §4);
  * `url` names the export for that error.
@@ -39,6 +42,11 @@ export class BlockPacker {
   #lines: number[] = [];
   #overLong: OverLongLine[] = [];
   #unterminated: { url: string } | undefined;
+  /** A run of lines of one chunk not copied yet: `chunk[#runStart, #runEnd)` goes to `#bytes[#runAt…]`. */
+  #run: Buffer | null = null;
+  #runStart = 0;
+  #runEnd = 0;
+  #runAt = 0;
 
   constructor(private readonly targetBytes = 1 << 20) {
     this.#bytes = Buffer.allocUnsafeSlow(targetBytes);
@@ -54,16 +62,48 @@ export class BlockPacker {
     return this.#used + this.#keptText >= this.targetBytes;
   }
 
+  /** Adds one whole line (its bytes without the `\n`, copied). */
   add(raw: Uint8Array, lineNumber: number): void {
-    if (this.#used + raw.length > this.#bytes.length) {
-      const bigger = Buffer.allocUnsafeSlow(Math.max(this.#bytes.length * 2, this.#used + raw.length));
-      this.#bytes.copy(bigger, 0, 0, this.#used);
-      this.#bytes = bigger;
-    }
+    this.#room(raw.length + 1);
     this.#bytes.set(raw, this.#used);
-    this.#used += raw.length;
+    this.#bytes[this.#used + raw.length] = NL;
+    this.#used += raw.length + 1;
     this.#offsets.push(this.#used);
     this.#lines.push(lineNumber);
+  }
+
+  /**
+   * Adds the line `chunk[start, end)`, where `chunk[end]` is its `\n`. Lines that follow each other in one
+   * chunk are copied together, by {@link flush} or {@link take}: call {@link flush} before the chunk is
+   * reused (one copy a chunk instead of one a line: the main thread cuts every line of an export).
+   */
+  addRange(chunk: Buffer, start: number, end: number, lineNumber: number): void {
+    if (this.#run !== chunk || this.#runEnd !== start) {
+      this.flush();
+      this.#run = chunk;
+      this.#runStart = start;
+      this.#runAt = this.#used;
+    }
+    this.#room(end + 1 - start);
+    this.#runEnd = end + 1;
+    this.#used += end + 1 - start;
+    this.#offsets.push(this.#used);
+    this.#lines.push(lineNumber);
+  }
+
+  /** Copies the lines {@link addRange} left in their chunk into the block. */
+  flush(): void {
+    if (this.#run === null) return;
+    this.#run.copy(this.#bytes, this.#runAt, this.#runStart, this.#runEnd);
+    this.#run = null;
+  }
+
+  /** Makes room for `bytes` more (the bytes of a pending run are copied later, into the new buffer). */
+  #room(bytes: number): void {
+    if (this.#used + bytes <= this.#bytes.length) return;
+    const bigger = Buffer.allocUnsafeSlow(Math.max(this.#bytes.length * 2, this.#used + bytes));
+    this.#bytes.copy(bigger, 0, 0, this.#used);
+    this.#bytes = bigger;
   }
 
   /** Adds a line past the length limit (its kept text counts towards the block's size). */
@@ -80,6 +120,7 @@ export class BlockPacker {
 
   /** The block so far; the packer starts a new one. */
   take(): NdjsonBlock {
+    this.flush();
     const block: NdjsonBlock = {
       bytes: new Uint8Array(this.#bytes.buffer, this.#bytes.byteOffset, this.#used),
       offsets: Uint32Array.from(this.#offsets),

@@ -1,6 +1,6 @@
 import JsonlParser from 'stream-json/jsonl/Parser.js';
 import { BlockPacker, type NdjsonBlock } from './block-packer.js';
-import { splitLineBatches } from './split-lines.js';
+import { LineSplitter, type LineSink } from './split-lines.js';
 
 /** Bounds of {@link ndjsonBlocks}, in bytes. */
 export interface NdjsonOptions {
@@ -15,6 +15,8 @@ export interface NdjsonOptions {
    * numbers their lines apart, so records keep one arrival order across bodies.
    */
   lineOffset?: number | undefined;
+  /** Size a block is cut at (bytes, default 1 MiB): a block holds lines until it reaches it. */
+  blockBytes?: number | undefined;
 }
 
 // stream-json's JSONL parse step (`JsonlParser.checkedParse`, the function behind its `errorIndicator`
@@ -44,20 +46,26 @@ export function parseJsonLine(text: string): { value: unknown } | { error: strin
  * validated here (the normalize stage decodes blocks). A BOM is stripped; blank lines travel too (their
  * numbers count; the decoder skips them); a line over `maxRecordBytes` travels as an over-long line holding
  * only its first `rejectRawMaxBytes` bytes; a last line without a final `\n` travels alone in the last block,
- * flagged `unterminated`.
+ * flagged `unterminated`. A line inside one chunk is copied from the chunk into its block, with no object
+ * made for it (the main thread cuts every line of the export).
  */
 export async function* ndjsonBlocks(
   body: AsyncIterable<Uint8Array>,
   options: NdjsonOptions,
 ): AsyncGenerator<NdjsonBlock> {
-  const packer = new BlockPacker();
+  const packer = new BlockPacker(options.blockBytes);
   const offset = options.lineOffset ?? 0;
-  const batches = splitLineBatches(body, {
+  const splitter = new LineSplitter({
     maxLineBytes: options.maxRecordBytes,
     keepBytes: options.rejectRawMaxBytes,
   });
-  for await (const batch of batches)
-    for (const line of batch) {
+  const ready: NdjsonBlock[] = [];
+  const sink: LineSink = {
+    whole(chunk, start, end, lineNumber) {
+      packer.addRange(chunk, start, end, lineNumber + offset);
+      if (packer.full) ready.push(packer.take());
+    },
+    line(line) {
       if (line.overLimit) {
         packer.addOverLong({
           lineNumber: line.lineNumber + offset,
@@ -68,10 +76,18 @@ export async function* ndjsonBlocks(
       } else if (line.terminated) packer.add(line.raw ?? Buffer.from(line.text), line.lineNumber + offset);
       else {
         // A final block of its own: when the body was cut there, the blocks before it still count.
-        if (packer.count > 0) yield packer.take();
+        if (packer.count > 0) ready.push(packer.take());
         packer.addUnterminated(line.raw ?? Buffer.from(line.text), line.lineNumber + offset, options.url);
       }
-      if (packer.full) yield packer.take();
-    }
-  if (packer.count > 0) yield packer.take();
+      if (packer.full) ready.push(packer.take());
+    },
+  };
+  for await (const chunk of body) {
+    splitter.push(chunk, sink);
+    packer.flush(); // the chunk may be reused once we await again
+    yield* ready.splice(0);
+  }
+  splitter.end(sink);
+  if (packer.count > 0) ready.push(packer.take());
+  yield* ready.splice(0);
 }

@@ -11,9 +11,9 @@ export interface Line {
   /** False only for a last line with no final `\n` (a close-delimited body may have been cut there). */
   terminated: boolean;
   /**
-   * The line's bytes (without BOM and `\n`), a view on the current chunk: valid only until the consumer asks
-   * for the next line ({@link splitLines}) or batch ({@link splitLineBatches}), and so is a `text` decoded
-   * lazily from it. Absent when `overLimit`. Lets a hash skip encoding `text` back to UTF-8.
+   * The line's bytes (without BOM and `\n`), a view on the current chunk: valid only until {@link splitLines}
+   * reads the next chunk, and so is a `text` decoded lazily from it. Absent when `overLimit`. Lets a hash
+   * skip encoding `text` back to UTF-8.
    */
   raw?: Buffer | undefined;
 }
@@ -32,88 +32,123 @@ const NL = 0x0a;
  * Splits a byte stream into lines without ever holding more than one line (bounded by `maxLineBytes`)
  * plus one chunk in memory. Strips a UTF-8 BOM at the very start. Splitting on the `\n` byte is safe
  * for UTF-8 (it never occurs inside a multi-byte sequence). Empty lines are yielded too, so line numbers
- * are physical; callers skip them.
+ * are physical; callers skip them. The lines of one chunk are yielded together ({@link LineSplitter}); a
+ * line's `raw` view is valid until the next chunk is read.
  */
 export async function* splitLines(
   chunks: AsyncIterable<Uint8Array>,
   options: SplitLinesOptions,
 ): AsyncGenerator<Line> {
-  for await (const lines of splitLineBatches(chunks, options)) yield* lines;
+  const splitter = new LineSplitter(options);
+  let batch: Line[] = [];
+  const sink: LineSink = {
+    whole: (chunk, start, end, lineNumber, bytes) =>
+      batch.push(new ChunkLine(chunk.subarray(start, end), lineNumber, bytes)),
+    line: (line) => batch.push(line),
+  };
+  for await (const chunk of chunks) {
+    splitter.push(chunk, sink);
+    yield* batch;
+    batch = [];
+  }
+  splitter.end(sink);
+  yield* batch;
+}
+
+/** Receives the lines a {@link LineSplitter} finds, in body order. */
+export interface LineSink {
+  /**
+   * A whole line found inside one chunk: `chunk[start, end)`, without a BOM on line 1; `chunk[end]` is its
+   * `\n`; `bytes` is its size with a stripped BOM. The chunk is valid only until {@link LineSplitter.push}
+   * returns (copy what you keep).
+   */
+  whole(chunk: Buffer, start: number, end: number, lineNumber: number, bytes: number): void;
+  /** Any other line: one spanning chunks, one over `maxLineBytes`, or the last one without a final `\n`. */
+  line(line: Line): void;
 }
 
 /**
- * {@link splitLines} one chunk at a time: the lines each chunk completes, as an array (one `await` per
- * chunk instead of per line: ~1 µs a line saved on a 1M-line export). A line's `raw` view is
- * valid until the next batch is asked for.
+ * The line splitting of {@link splitLines} as a push parser: {@link push} each chunk, then {@link end}; the
+ * lines go to a {@link LineSink} as they complete. A whole line inside a chunk (nearly every line) is
+ * handed over as a range of the chunk, with no object or copy made for it: the NDJSON reader packs a 1M-line
+ * export's lines straight into blocks (extract/ndjson.ts).
  */
-export async function* splitLineBatches(
-  chunks: AsyncIterable<Uint8Array>,
-  options: SplitLinesOptions,
-): AsyncGenerator<Line[]> {
-  let pending: Buffer[] = [];
-  let pendingBytes = 0; // bytes of the current line seen so far (also past the limit)
-  let kept = 0; // bytes of the current line held in `pending`
-  let lineNumber = 0;
-  // A BOM can arrive split over chunks: strip it from the first line's text instead.
-  const stripBom = (text: string, n: number) =>
-    n === 1 && text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+export class LineSplitter {
+  #pending: Buffer[] = [];
+  /** Bytes of the current line seen so far (also past the limit). */
+  #pendingBytes = 0;
+  /** Bytes of the current line held in `#pending`. */
+  #kept = 0;
+  #lineNumber = 0;
 
-  const take = (terminated: boolean): Line => {
-    const buf = pending.length === 1 ? pending[0]! : Buffer.concat(pending, kept);
-    const overLimit = pendingBytes > options.maxLineBytes;
-    const text = stripBom(buf.toString('utf8'), lineNumber + 1);
-    const line: Line = {
-      lineNumber: ++lineNumber,
-      text,
-      bytes: pendingBytes,
-      overLimit,
-      terminated,
-      raw: overLimit ? undefined : withoutBom(buf, lineNumber),
-    };
-    pending = [];
-    pendingBytes = 0;
-    kept = 0;
-    return line;
-  };
-  const hold = (piece: Buffer) => {
-    pendingBytes += piece.length;
-    const limit = pendingBytes > options.maxLineBytes ? options.keepBytes : options.maxLineBytes;
-    if (kept < limit) {
-      const room = limit - kept;
-      const part = piece.length > room ? piece.subarray(0, room) : piece;
-      // Copy: the chunk may be a view on a pooled buffer that undici reuses.
-      pending.push(Buffer.from(part));
-      kept += part.length;
-    }
-    if (pendingBytes > options.maxLineBytes && kept > options.keepBytes) {
-      const all = Buffer.concat(pending, kept).subarray(0, options.keepBytes);
-      pending = [all];
-      kept = all.length;
-    }
-  };
+  constructor(private readonly options: SplitLinesOptions) {}
 
-  for await (const chunk of chunks) {
-    const batch: Line[] = [];
+  /** Splits one chunk; the lines it completes go to `sink` before this returns. */
+  push(chunk: Uint8Array, sink: LineSink): void {
+    const max = this.options.maxLineBytes;
     const buf = Buffer.isBuffer(chunk)
       ? chunk
       : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     let start = 0;
     for (let nl = buf.indexOf(NL, start); nl !== -1; nl = buf.indexOf(NL, start)) {
-      if (pendingBytes === 0 && nl - start <= options.maxLineBytes) {
+      if (this.#pendingBytes === 0 && nl - start <= max) {
         // Fast path: a whole line inside this chunk.
-        // The text is decoded only when read: a re-sync hashes the bytes of a known line and never needs it.
-        lineNumber++;
-        batch.push(new ChunkLine(withoutBom(buf.subarray(start, nl), lineNumber), lineNumber, nl - start));
+        const n = ++this.#lineNumber;
+        const from = n === 1 && hasBom(buf, start, nl) ? start + 3 : start;
+        sink.whole(buf, from, nl, n, nl - start);
       } else {
-        hold(buf.subarray(start, nl));
-        batch.push(take(true));
+        this.#hold(buf.subarray(start, nl));
+        sink.line(this.#take(true));
       }
       start = nl + 1;
     }
-    if (start < buf.length) hold(buf.subarray(start));
-    if (batch.length > 0) yield batch;
+    if (start < buf.length) this.#hold(buf.subarray(start));
   }
-  if (pendingBytes > 0) yield [take(false)];
+
+  /** Ends the body: a last line without a final `\n` goes to `sink`, flagged unterminated. */
+  end(sink: LineSink): void {
+    if (this.#pendingBytes > 0) sink.line(this.#take(false));
+  }
+
+  #take(terminated: boolean): Line {
+    const { maxLineBytes } = this.options;
+    const buf = this.#pending.length === 1 ? this.#pending[0]! : Buffer.concat(this.#pending, this.#kept);
+    const overLimit = this.#pendingBytes > maxLineBytes;
+    const lineNumber = ++this.#lineNumber;
+    let text = buf.toString('utf8');
+    // A BOM can arrive split over chunks: strip it from the first line's text instead.
+    if (lineNumber === 1 && text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    const line: Line = {
+      lineNumber,
+      text,
+      bytes: this.#pendingBytes,
+      overLimit,
+      terminated,
+      raw: overLimit ? undefined : lineNumber === 1 && hasBom(buf, 0, buf.length) ? buf.subarray(3) : buf,
+    };
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    this.#kept = 0;
+    return line;
+  }
+
+  #hold(piece: Buffer): void {
+    const { maxLineBytes, keepBytes } = this.options;
+    this.#pendingBytes += piece.length;
+    const limit = this.#pendingBytes > maxLineBytes ? keepBytes : maxLineBytes;
+    if (this.#kept < limit) {
+      const room = limit - this.#kept;
+      const part = piece.length > room ? piece.subarray(0, room) : piece;
+      // Copy: the chunk may be a view on a pooled buffer that undici reuses.
+      this.#pending.push(Buffer.from(part));
+      this.#kept += part.length;
+    }
+    if (this.#pendingBytes > maxLineBytes && this.#kept > keepBytes) {
+      const all = Buffer.concat(this.#pending, this.#kept).subarray(0, keepBytes);
+      this.#pending = [all];
+      this.#kept = all.length;
+    }
+  }
 }
 
 /** A whole line found inside one chunk; its text is decoded from `raw` on first read. */
@@ -134,9 +169,7 @@ class ChunkLine implements Line {
   }
 }
 
-// The first line's bytes without a UTF-8 BOM, when {@link splitLines} stripped one from its text.
-function withoutBom(bytes: Buffer, lineNumber: number): Buffer {
-  return lineNumber === 1 && bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf
-    ? bytes.subarray(3)
-    : bytes;
+/** True when `bytes[start, end)` starts with a UTF-8 BOM. */
+function hasBom(bytes: Buffer, start: number, end: number): boolean {
+  return end - start >= 3 && bytes[start] === 0xef && bytes[start + 1] === 0xbb && bytes[start + 2] === 0xbf;
 }

@@ -54,7 +54,7 @@ export function decodeBlock(
     }
   };
   for (let i = 0; i < block.count; i++) {
-    const raw = view.subarray(offsets[i], offsets[i + 1]);
+    const raw = view.subarray(offsets[i], offsets[i + 1]! - 1);
     const line = lineNumbers[i]!;
     overLongBefore(line);
     if (isBlank(raw)) continue;

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { startDecoders } from '../../src/normalize/decoders.js';
 import { KnownLines } from '../../src/normalize/known-lines.js';
+import { ndjsonBlocks } from '../../src/extract/ndjson.js';
 import { decodeNdjson } from '../../src/normalize/ndjson-decode.js';
 import { SyncError } from '../../src/util/errors.js';
 
@@ -91,5 +92,72 @@ describe('decodeNdjson: every line travels in a block', () => {
     const [reject] = blocks.flatMap((b) => b.rejects);
     expect(reject).toMatchObject({ location: { line: 1 }, rawTruncated: true, rawBytes: long.length });
     expect(Buffer.byteLength(reject!.raw)).toBeLessThanOrEqual(KEEP);
+  });
+});
+
+describe('ndjsonBlocks: the bytes of every line', () => {
+  // Lines of text: multi-byte characters, blanks, \r, and some longer than MAX.
+  const text = fc.oneof(
+    fc.string({ unit: 'grapheme', maxLength: 12 }),
+    fc.constant(''),
+    fc.constant('\r'),
+    fc.nat({ max: 100 }).map((n) => 'ü'.repeat(n)),
+  );
+
+  /**
+   * Yields `body` cut at `cuts`, each piece a copy that is overwritten as soon as the next one is asked for:
+   * undici may hand out views on memory it reuses, so a line copied late would come out garbled.
+   */
+  async function* reusedChunks(body: Buffer, cuts: number[]) {
+    for await (const piece of chunks(body, cuts)) {
+      const copy = Buffer.from(piece);
+      yield copy;
+      copy.fill(0xff);
+    }
+  }
+
+  it('hands over each line as the body holds it, whatever the chunks and block size (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.array(text, { maxLength: 14 }),
+        fc.boolean(),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        fc.integer({ min: 1, max: 300 }),
+        async (bom, lines, finalNewline, cuts, blockBytes) => {
+          const texts = lines.map((l) => l.replace(/\n/g, ''));
+          const joined = texts.join('\n') + (finalNewline && texts.length > 0 ? '\n' : '');
+          const body = Buffer.concat([Buffer.from(bom ? [0xef, 0xbb, 0xbf] : []), Buffer.from(joined)]);
+          const got: Array<[number, string]> = [];
+          const overLong: Array<[number, number]> = [];
+          let unterminated = 0;
+          const options = { maxRecordBytes: MAX, rejectRawMaxBytes: KEEP, url, blockBytes };
+          for await (const block of ndjsonBlocks(reusedChunks(body, cuts), options)) {
+            const bytes = Buffer.from(block.bytes);
+            for (let i = 0; i < block.count; i++) {
+              const line = bytes.subarray(block.offsets[i], block.offsets[i + 1]! - 1).toString('utf8');
+              got.push([block.lineNumbers[i]!, line]);
+            }
+            overLong.push(...block.overLong.map((l): [number, number] => [l.lineNumber, l.bytes]));
+            if (block.unterminated) unterminated++;
+          }
+          // The body's lines: a last empty piece (after a final line break, or of an empty body) is none.
+          const pieces = body.toString('utf8').split('\n');
+          if (pieces.at(-1) === '') pieces.pop();
+          const expected = pieces.map((piece, i) => ({
+            line: i + 1,
+            // A first line's leading U+FEFF is the body's BOM (with or without `bom`, the same bytes).
+            text: i === 0 ? piece.replace(/^\uFEFF/, '') : piece,
+            bytes: Buffer.byteLength(piece),
+          }));
+          expect(got).toEqual(expected.filter((l) => l.bytes <= MAX).map((l) => [l.line, l.text]));
+          expect(overLong).toEqual(expected.filter((l) => l.bytes > MAX).map((l) => [l.line, l.bytes]));
+          const last = expected.at(-1);
+          const cut = body.length > 0 && body[body.length - 1] !== 0x0a && last !== undefined;
+          expect(unterminated).toBe(cut && last.bytes <= MAX ? 1 : 0);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
