@@ -68,6 +68,7 @@ async function mergeInTransaction(
       runId,
       now,
       counters,
+      seen: merged.unique,
       exportInfo: state.exportInfo,
       complete: state.complete,
       incompleteReason: state.incompleteReason,

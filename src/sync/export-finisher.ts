@@ -65,6 +65,7 @@ export function exportFinisher(
       const logger = options.logger.child({ runId: ctx.runId, source: options.source.name });
       const tombstones = await applyTombstones(ctx.connection, {
         runId: ctx.runId,
+        seen: ctx.seen,
         now: ctx.now,
         complete: ctx.complete && options.source.fullExport,
         incompleteReason: options.source.fullExport ? ctx.incompleteReason : 'not a full export',

@@ -66,6 +66,8 @@ export interface AfterMergeContext {
   runId: string;
   now: Date;
   counters: RunCounters;
+  /** Distinct valid reports the merge took from the run (`MergeResult.unique`). */
+  seen: number;
   exportInfo: ExportInfo | undefined;
   /** The export was read to its end: false when the source stopped early (its read returned `complete: false`). */
   complete: boolean;

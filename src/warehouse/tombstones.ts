@@ -3,6 +3,8 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 /** What {@link applyTombstones} needs to know about the run. */
 export interface TombstoneInput {
   runId: string;
+  /** Distinct valid reports of the run, all current after its merge (`MergeResult.unique`). */
+  seen: number;
   /** The merge time: `removed_at` and the SCD2 `valid_from`/`valid_to` of the removal. */
   now: Date;
   /** The export was a full export read to its end (DESIGN.md §6: "an incomplete run never infers deletes"). */
@@ -32,8 +34,8 @@ export interface TombstoneResult {
 
 /**
  * Tombstones the reports a complete, clean full export no longer holds (DESIGN.md §6). Call inside
- * the run's finishing transaction right after `mergeStaging` (it reads the TEMP table `merge_batch`: the
- * run's deduplicated reports).
+ * the run's finishing transaction right after `mergeStaging` (when reports are missing it reads the TEMP
+ * table `merge_batch`: the run's deduplicated reports).
  *
  * Guards, checked in this order; when one holds nothing is removed and the note says why:
  * 1. the export is incomplete (stopped early, e.g. the server ignored `page`, or a short page before the
@@ -56,12 +58,9 @@ export async function applyTombstones(
 ): Promise<TombstoneResult> {
   const c = connection;
   const counts = (
-    await c.runAndReadAll(
-      `SELECT (SELECT count(*) FROM merge_batch) AS seen,
-              (SELECT count(*) FROM reports WHERE removed_at IS NULL) AS current`,
-    )
+    await c.runAndReadAll(`SELECT count(*) AS current FROM reports WHERE removed_at IS NULL`)
   ).getRowObjectsJS()[0];
-  const seen = Number(counts?.seen ?? 0);
+  const seen = input.seen;
   const current = Number(counts?.current ?? 0);
   const none = (note: string): TombstoneResult => ({ removed: 0, note: `no tombstones: ${note}` });
   if (!input.complete) {

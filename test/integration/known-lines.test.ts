@@ -5,6 +5,7 @@ import { startSimulator } from '../../src/simulator/server.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import { sampleDatasetPath } from '../../src/util/package-root.js';
 import type { Warehouse } from '../../src/warehouse/database.js';
+import { mergeStaging } from '../../src/warehouse/merge.js';
 import { startRawServer, type RawServer } from '../helpers/raw-server.js';
 import { openTestWarehouse, query, syncOnce, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
@@ -89,6 +90,51 @@ describe('re-sync with known lines', () => {
       { id: 'A', run_id: second.runId, latest: true },
       { id: 'B', run_id: second.runId, latest: true },
       { id: 'C', run_id: first.runId, latest: false },
+    ]);
+  });
+
+  it('counts a repeated known line as a duplicate, and does not take it for a missing report', async () => {
+    const [a, b] = ['A', 'B'].map((id) => `${line(id, 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n`);
+    body = `${a}${b}`;
+    const first = await sync();
+    // Every report, one of them twice: all seen, one duplicate.
+    body = `${a}${b}${a}`;
+    const second = await sync();
+    expect(second.counters).toMatchObject({ recordsLoaded: 3, duplicates: 1, unchanged: 2 });
+    // As many known lines as current reports, yet B is missing: B is not marked seen.
+    body = `${a}${a}`;
+    const third = await sync();
+    expect(third.counters).toMatchObject({ recordsLoaded: 2, duplicates: 1, unchanged: 1 });
+    const rows = await query(warehouse, 'SELECT id, run_id FROM reports ORDER BY id');
+    expect(rows).toEqual([
+      { id: 'A', run_id: third.runId },
+      { id: 'B', run_id: second.runId },
+    ]);
+    expect(first.status).toBe('succeeded');
+  });
+
+  it('merges known lines whose report changed since they were staged as matching nothing', async () => {
+    body = ['A', 'B'].map((id) => `${line(id, 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n`).join('');
+    const first = await sync();
+    // A resumed run's known lines were checked against the reports of its first start; B has changed
+    // since, so its staged hash no longer names a current report.
+    const connection = await warehouse.connect();
+    try {
+      await connection.run(
+        `INSERT INTO staging_seen SELECT 'resumed', row_number() OVER (ORDER BY id), line_hash FROM reports`,
+      );
+      await connection.run(`UPDATE reports SET line_hash = 42 WHERE id = 'B'`);
+      await connection.run('BEGIN TRANSACTION');
+      const merged = await mergeStaging(connection, { runId: 'resumed', source: 'ndjson', now: new Date() });
+      await connection.run('COMMIT');
+      expect(merged).toMatchObject({ staged: 2, unique: 1, duplicates: 1, unchanged: 1 });
+    } finally {
+      connection.closeSync();
+    }
+    const rows = await query(warehouse, 'SELECT id, run_id FROM reports ORDER BY id');
+    expect(rows).toEqual([
+      { id: 'A', run_id: 'resumed' },
+      { id: 'B', run_id: first.runId },
     ]);
   });
 
