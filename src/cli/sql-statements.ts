@@ -1,5 +1,8 @@
-import { DuckDBTypeId, type DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBTypeId } from '@duckdb/node-api';
+import { duckdbApi } from '../warehouse/duckdb-api.js';
 import { jsonRows } from './json-rows.js';
+
+const { DuckDBTypeId: TypeId } = duckdbApi;
 
 /** The result of one statement of a `sql` query. */
 export interface StatementResult {
@@ -10,19 +13,19 @@ export interface StatementResult {
 }
 
 const NUMERIC = new Set<DuckDBTypeId>([
-  DuckDBTypeId.TINYINT,
-  DuckDBTypeId.SMALLINT,
-  DuckDBTypeId.INTEGER,
-  DuckDBTypeId.BIGINT,
-  DuckDBTypeId.HUGEINT,
-  DuckDBTypeId.UTINYINT,
-  DuckDBTypeId.USMALLINT,
-  DuckDBTypeId.UINTEGER,
-  DuckDBTypeId.UBIGINT,
-  DuckDBTypeId.UHUGEINT,
-  DuckDBTypeId.FLOAT,
-  DuckDBTypeId.DOUBLE,
-  DuckDBTypeId.DECIMAL,
+  TypeId.TINYINT,
+  TypeId.SMALLINT,
+  TypeId.INTEGER,
+  TypeId.BIGINT,
+  TypeId.HUGEINT,
+  TypeId.UTINYINT,
+  TypeId.USMALLINT,
+  TypeId.UINTEGER,
+  TypeId.UBIGINT,
+  TypeId.UHUGEINT,
+  TypeId.FLOAT,
+  TypeId.DOUBLE,
+  TypeId.DECIMAL,
 ]);
 
 /**

@@ -1,4 +1,5 @@
-import { version as duckdbVersion, type DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { duckdbApi } from '../warehouse/duckdb-api.js';
 import { Counter, Gauge, Histogram, collectDefaultMetrics, Registry } from 'prom-client';
 import { packageVersion } from '../util/version.js';
 import type { DriftKind } from '../warehouse/drift.js';
@@ -61,7 +62,7 @@ export class ReaderMetrics {
       help: 'Always 1; the reports-sync, Node.js and DuckDB versions are its labels.',
       labelNames: ['version', 'node', 'duckdb'],
       registers,
-    }).set({ version: packageVersion(), node: process.versions.node, duckdb: duckdbVersion() }, 1);
+    }).set({ version: packageVersion(), node: process.versions.node, duckdb: duckdbApi.version() }, 1);
     this.#lastSuccess = new Gauge({
       name: 'reports_sync_last_success_timestamp_seconds',
       help: 'Unix time (s) when the last successful run of the job committed (sync_runs).',

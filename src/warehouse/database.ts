@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { SyncError } from '../util/errors.js';
+import { duckdbApi } from './duckdb-api.js';
 import { keepLeadingFeff } from './keep-leading-feff.js';
 
 // Every connection of the process reads text through the binding's decoder: fix it before any is opened.
@@ -63,7 +64,7 @@ export async function openWarehouse(path: string, options: WarehouseOptions = {}
   let instance: DuckDBInstance;
   try {
     if (!options.readOnly) mkdirSync(dirname(absolute), { recursive: true });
-    instance = await DuckDBInstance.create(absolute, settings);
+    instance = await duckdbApi.DuckDBInstance.create(absolute, settings);
   } catch (err) {
     throw openError(err, absolute, options.publishedPath);
   }
