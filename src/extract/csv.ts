@@ -291,9 +291,10 @@ class PageParser {
     this.rowLines += this.spanLines(start, end);
     const location = { page: options.page, row: this.row, line: this.lineAt(start) };
     const rawEnd = trimEnd(body, start, end);
-    const raw = body.toString('utf8', start, rawEnd);
+    // The row's text is decoded only when read: a valid row is hashed from its bytes (one string less a row).
+    const text = () => body.toString('utf8', start, rawEnd);
     const id = fields[this.idColumn];
-    this.keys += `${id === undefined ? raw : (id ?? '')}\n`;
+    this.keys += `${id === undefined ? text() : (id ?? '')}\n`;
     this.lastLine = location.line;
     this.lastRowEnd = end;
     this.lastRowRagged = fields.length !== columns.length;
@@ -312,13 +313,22 @@ class PageParser {
     if (this.lastRowRagged) {
       this.rejected++;
       const message = `ragged row: ${fields.length} cells where the header has ${columns.length} columns`;
-      this.emit({ kind: 'malformed', location, raw, issues: [{ path: '', message }] });
+      this.emit({ kind: 'malformed', location, raw: text(), issues: [{ path: '', message }] });
       return;
     }
     const value: Record<string, string | null> = {};
     for (let i = 0; i < columns.length; i++) value[columns[i] as string] = fields[i] as string | null;
     this.parsed++;
-    this.emit({ kind: 'value', location, raw, value });
+    const bytes = body.subarray(start, rawEnd);
+    this.emit({
+      kind: 'value',
+      location,
+      get raw() {
+        return text();
+      },
+      bytes,
+      value,
+    });
   }
 
   private emit(record: ExtractedRecord): void {

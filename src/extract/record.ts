@@ -31,6 +31,11 @@ export type ExtractedRecord =
       kind: 'value';
       location: RecordLocation;
       raw: string;
+      /**
+       * `raw` as its UTF-8 bytes, when the source has them (CSV rows: a view on the page body, valid UTF-8):
+       * hashing them skips encoding `raw` again.
+       */
+      bytes?: Uint8Array | undefined;
       value: unknown;
       /** Arrival order when the source numbers records itself (NDJSON: the line number). */
       seq?: number | undefined;

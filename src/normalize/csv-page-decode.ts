@@ -67,7 +67,7 @@ export function decodeCsvPage(body: Uint8Array, options: CsvPageOptions, known: 
       context = columns.join('\u0000');
       known.setContext(context);
     }
-    const check = known.check(record.raw);
+    const check = known.check(record.bytes ?? record.raw);
     if (check.known) {
       loaded++;
       seen.write(seenLine(seq, check.hash));

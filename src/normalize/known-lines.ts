@@ -144,7 +144,7 @@ export class KnownLines {
    * Hashes one raw line (without its line break) and looks it up. `text` may be given as its UTF-8 bytes
    * (same hash, no encoding step).
    */
-  check(text: string | Buffer): LineCheck {
+  check(text: string | Uint8Array): LineCheck {
     const h = BigInt.asIntN(
       64,
       typeof text === 'string' ? this.#h64(text, this.#seed) : this.#h64Raw(text, this.#seed),

@@ -30,3 +30,45 @@ describe('canonicalJson', () => {
     );
   });
 });
+
+describe('canonicalJson beyond the typed shape', () => {
+  it('leaves out a known field that is undefined, as JSON.stringify does (property)', () => {
+    const maybeMissing = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined, freq: 3 });
+    const loose = fc.record({
+      id: maybeMissing(text),
+      status: maybeMissing(text),
+      destination: text,
+      category: maybeMissing(orNull(text)),
+      description: orNull(text),
+      lat: maybeMissing(coordinate),
+      lng: coordinate,
+      address: maybeMissing(orNull(text)),
+      createdAt: text,
+      updatedAt: maybeMissing(text),
+      extra: fc.constant(null),
+    });
+    fc.assert(
+      fc.property(loose, (r) => {
+        const report = r as unknown as Report;
+        expect(canonicalJson(report)).toBe(JSON.stringify(toWire(report)));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('writes unknown fields after the known ones, as the wire object holds them (property)', () => {
+    // Keys that are not array indices: an object lists those first, whatever their insertion order.
+    const extra = fc.dictionary(
+      fc.string({ maxLength: 8 }).map((k) => `k${k}`),
+      fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean(), fc.constant(null)),
+      { maxKeys: 4 },
+    );
+    fc.assert(
+      fc.property(report, extra, (r, x) => {
+        const withExtra = { ...r, extra: Object.keys(x).length > 0 ? x : null };
+        expect(canonicalJson(withExtra)).toBe(JSON.stringify(toWire(withExtra)));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});

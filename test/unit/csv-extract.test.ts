@@ -1,6 +1,8 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseCsvPage, type CsvPage } from '../../src/extract/csv.js';
 import type { ExtractedRecord as Extracted } from '../../src/extract/record.js';
+import { KnownLines } from '../../src/normalize/known-lines.js';
 import { isSyncError } from '../../src/util/errors.js';
 
 const HEADER = 'id,status,description\r\n';
@@ -171,5 +173,26 @@ describe('parseCsvPage', () => {
     const c = page(`${HEADER}2,SUBMITTED,b\r\n3,SUBMITTED,c\r\n`);
     expect(a.keysDigest).toBe(b.keysDigest);
     expect(a.keysDigest).not.toBe(c.keysDigest);
+  });
+});
+
+describe('parseCsvPage: the bytes of a row', () => {
+  it('hands over each row as its raw text and the same text in UTF-8 bytes, which hash alike (property)', async () => {
+    const known = await KnownLines.empty('csv');
+    const cell = fc.string({ unit: 'grapheme', maxLength: 12 });
+    const quoted = (c: string) => (/[",\r\n]/.test(c) || c === '' ? `"${c.replace(/"/g, '""')}"` : c);
+    fc.assert(
+      fc.property(fc.array(fc.tuple(cell, cell, cell), { minLength: 1, maxLength: 6 }), (rows) => {
+        const body = HEADER + rows.map((r) => `${r.map(quoted).join(',')}\r\n`).join('');
+        const got = page(body).records.filter((r) => r.kind === 'value');
+        expect(got).toHaveLength(rows.length);
+        for (const record of got) {
+          if (record.kind !== 'value') continue;
+          expect(Buffer.from(record.bytes!).toString('utf8')).toBe(record.raw);
+          expect(known.check(record.bytes!).hash).toBe(known.check(record.raw).hash);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
