@@ -8,6 +8,7 @@ import { header, networkError, openStream } from '../../upstream/open-stream.js'
 import { withRetry } from '../../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../../util/errors.js';
 import type { ReadContext } from '../export-source.js';
+import { checkCloseDelimited } from './csv-paging.js';
 
 /** What a CSV page request accepts. */
 export const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
@@ -189,35 +190,6 @@ async function fetchPage(
     }
     throw err;
   }
-}
-
-/**
- * A close-delimited body (neither `Content-Length` nor chunked framing: HTTP/1.1 ends it by closing the
- * connection) cannot tell a cut connection from its end, so undici cannot catch the cut. Such a page counts
- * as cut short when it does not end with a line break, or when it holds fewer rows than `pageSize` yet links
- * a next page: either way the rest of the page would be lost silently (`csv:cut`).
- *
- * @param framing whether the response was length-delimited or chunked, ended without a line break, and
- *   sent a `Link` header
- * @param rows data rows of the page
- * @throws SyncError `BODY_TRUNCATED` (retryable: the page is fetched again)
- */
-function checkCloseDelimited(
-  framing: { delimited: boolean; unterminated: boolean; linked: boolean },
-  rows: number,
-  where: { page: number; url: string; pageSize: number },
-): void {
-  if (framing.delimited) return;
-  const shortWithNext = framing.linked && rows < where.pageSize && rows > 0;
-  if (!framing.unterminated && !shortWithNext) return;
-  throw new SyncError(
-    'BODY_TRUNCATED',
-    `CSV page ${where.page} from ${where.url} looks cut short: a close-delimited body ` +
-      (framing.unterminated
-        ? 'ending without a line break'
-        : `of ${rows} rows (pageSize ${where.pageSize}) that links a next page`),
-    { context: { url: where.url, page: where.page, rows }, retry: 'request' },
-  );
 }
 
 /** The time limit of one page request (`REPORTS_PAGE_DEADLINE_MS`). */

@@ -11,7 +11,12 @@
  * A server may have holes (a header-only page mid-export); up to {@link MAX_GAP_PAGES} such pages in a row
  * are read past while `/stats` says rows are missing. After that the export stops *incomplete*: what was
  * read is kept, no tombstones are inferred.
+ *
+ * Also here, as pure as the rest: when a page whose body was close-delimited counts as cut short
+ * ({@link checkCloseDelimited}).
  */
+
+import { SyncError } from '../../util/errors.js';
 
 /** Consecutive short or empty pages read past (on the word of `/stats`) before giving up as incomplete. */
 export const MAX_GAP_PAGES = 2;
@@ -95,4 +100,33 @@ export function decidePaging(facts: PageFacts): PagingDecision {
     gap,
     reason: `short page before the /stats total is reached: reading on (${numbers})`,
   };
+}
+
+/**
+ * A close-delimited body (neither `Content-Length` nor chunked framing: HTTP/1.1 ends it by closing the
+ * connection) cannot tell a cut connection from its end, so undici cannot catch the cut. Such a page counts
+ * as cut short when it does not end with a line break, or when it holds fewer rows than `pageSize` yet links
+ * a next page: either way the rest of the page would be lost silently (`csv:cut`).
+ *
+ * @param framing whether the response was length-delimited or chunked, ended without a line break, and
+ *   sent a `Link` header
+ * @param rows data rows of the page
+ * @throws SyncError `BODY_TRUNCATED` (retryable: the page is fetched again)
+ */
+export function checkCloseDelimited(
+  framing: { delimited: boolean; unterminated: boolean; linked: boolean },
+  rows: number,
+  where: { page: number; url: string; pageSize: number },
+): void {
+  if (framing.delimited) return;
+  const shortWithNext = framing.linked && rows < where.pageSize && rows > 0;
+  if (!framing.unterminated && !shortWithNext) return;
+  throw new SyncError(
+    'BODY_TRUNCATED',
+    `CSV page ${where.page} from ${where.url} looks cut short: a close-delimited body ` +
+      (framing.unterminated
+        ? 'ending without a line break'
+        : `of ${rows} rows (pageSize ${where.pageSize}) that links a next page`),
+    { context: { url: where.url, page: where.page, rows }, retry: 'request' },
+  );
 }
