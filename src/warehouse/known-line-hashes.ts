@@ -12,7 +12,9 @@ export async function loadKnownLines(connection: DuckDBConnection, source: strin
     (await connection.runAndReadAll(`SELECT count(*) FROM reports WHERE ${where}`)).getRowsJS()[0]?.[0] ?? 0,
   );
   const set = await KnownLines.withCapacity(source, count);
-  const result = await connection.stream(
+  // Materialised (8 bytes a hash) rather than streamed: a streamed result computes each 2,048-row chunk
+  // on request, one round trip to DuckDB's thread per chunk (~35 % slower for 1M hashes).
+  const result = await connection.run(
     `SELECT (line_hash >> 32)::INTEGER AS hi,
             ((line_hash & 4294967295) - CASE WHEN line_hash & 2147483648 <> 0 THEN 4294967296 ELSE 0 END)::INTEGER AS lo
      FROM reports WHERE ${where}`,
