@@ -68,6 +68,8 @@ type Cells = Array<string | null>;
  * Line numbers are computed from byte offsets, not taken from csv-parse's `info.lines` (which counts a CRLF
  * inside a quoted field as two lines, measured with csv-parse 6.2).
  *
+ * A value record's `raw` and `bytes` read `body` when used: leave it unchanged while the records are in use.
+ *
  * @throws SyncError `BODY_TRUNCATED` (retryable) when the body ends without a final line break inside an
  *   open quote or in a row with too few cells: a close-delimited body cut short;
  *   `CSV_HEADER_INVALID` when the header row itself cannot be parsed.
