@@ -11,14 +11,13 @@ export interface Line {
   /** False only for a last line with no final `\n` (a close-delimited body may have been cut there). */
   terminated: boolean;
   /**
-   * The line's bytes (without BOM and `\n`), a view on the current chunk: valid only until {@link splitLines}
-   * reads the next chunk, and so is a `text` decoded lazily from it. Absent when `overLimit`. Lets a hash
-   * skip encoding `text` back to UTF-8.
+   * The line's bytes (without BOM and `\n`). Absent when `overLimit`. Lets a hash skip encoding `text`
+   * back to UTF-8.
    */
   raw?: Buffer | undefined;
 }
 
-/** Options of {@link splitLines} (bytes). */
+/** Options of {@link LineSplitter} (bytes). */
 export interface SplitLinesOptions {
   /** Longest line accepted in full; longer lines are not buffered past `keepBytes` (constant memory). */
   maxLineBytes: number;
@@ -27,33 +26,6 @@ export interface SplitLinesOptions {
 }
 
 const NL = 0x0a;
-
-/**
- * Splits a byte stream into lines without ever holding more than one line (bounded by `maxLineBytes`)
- * plus one chunk in memory. Strips a UTF-8 BOM at the very start. Splitting on the `\n` byte is safe
- * for UTF-8 (it never occurs inside a multi-byte sequence). Empty lines are yielded too, so line numbers
- * are physical; callers skip them. The lines of one chunk are yielded together ({@link LineSplitter}); a
- * line's `raw` view is valid until the next chunk is read.
- */
-export async function* splitLines(
-  chunks: AsyncIterable<Uint8Array>,
-  options: SplitLinesOptions,
-): AsyncGenerator<Line> {
-  const splitter = new LineSplitter(options);
-  let batch: Line[] = [];
-  const sink: LineSink = {
-    whole: (chunk, start, end, lineNumber, bytes) =>
-      batch.push(new ChunkLine(chunk.subarray(start, end), lineNumber, bytes)),
-    line: (line) => batch.push(line),
-  };
-  for await (const chunk of chunks) {
-    splitter.push(chunk, sink);
-    yield* batch;
-    batch = [];
-  }
-  splitter.end(sink);
-  yield* batch;
-}
 
 /** Receives the lines a {@link LineSplitter} finds, in body order. */
 export interface LineSink {
@@ -68,8 +40,10 @@ export interface LineSink {
 }
 
 /**
- * The line splitting of {@link splitLines} as a push parser: {@link push} each chunk, then {@link end}; the
- * lines go to a {@link LineSink} as they complete. A whole line inside a chunk (nearly every line) is
+ * Splits a byte stream into lines, as a push parser: {@link push} each chunk, then {@link end}; the lines go
+ * to a {@link LineSink} as they complete. Never holds more than one line (bounded by `maxLineBytes`) beyond
+ * the chunk. Strips a UTF-8 BOM at the very start; splitting on the `\n` byte is safe for UTF-8 (it never
+ * occurs inside a multi-byte sequence). Empty lines are handed over too, so line numbers are physical. A whole line inside a chunk (nearly every line) is
  * handed over as a range of the chunk, with no object or copy made for it: the NDJSON reader packs a 1M-line
  * export's lines straight into blocks (extract/ndjson.ts).
  */
@@ -148,24 +122,6 @@ export class LineSplitter {
       this.#pending = [all];
       this.#kept = all.length;
     }
-  }
-}
-
-/** A whole line found inside one chunk; its text is decoded from `raw` on first read. */
-class ChunkLine implements Line {
-  readonly overLimit = false;
-  readonly terminated = true;
-  #text: string | undefined;
-
-  constructor(
-    readonly raw: Buffer,
-    readonly lineNumber: number,
-    /** Size in bytes, a stripped BOM included. */
-    readonly bytes: number,
-  ) {}
-
-  get text(): string {
-    return (this.#text ??= this.raw.toString('utf8'));
   }
 }
 

@@ -4,7 +4,7 @@ import { startDecoders } from '../../src/normalize/decoders.js';
 import { KnownLines } from '../../src/normalize/known-lines.js';
 import { decodeNdjson } from '../../src/normalize/ndjson-decode.js';
 import type { DecodedBlock } from '../../src/normalize/reject.js';
-import { splitLines } from '../../src/extract/split-lines.js';
+import { LineSplitter, type Line, type SplitLinesOptions } from '../../src/extract/split-lines.js';
 import { SyncError } from '../../src/util/errors.js';
 
 async function* chunks(...parts: (string | Buffer)[]) {
@@ -15,6 +15,26 @@ async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const x of it) out.push(x);
   return out;
+}
+
+/** The lines a {@link LineSplitter} hands over for `chunks`, as plain objects (a whole line's text copied). */
+async function* splitLines(chunks: AsyncIterable<Uint8Array>, options: SplitLinesOptions) {
+  const splitter = new LineSplitter(options);
+  const lines: Array<Pick<Line, 'lineNumber' | 'text' | 'bytes' | 'overLimit' | 'terminated'>> = [];
+  const sink = {
+    whole: (chunk: Buffer, start: number, end: number, lineNumber: number, bytes: number) =>
+      lines.push({
+        lineNumber,
+        text: chunk.toString('utf8', start, end),
+        bytes,
+        overLimit: false,
+        terminated: true,
+      }),
+    line: (line: Line) => lines.push(line),
+  };
+  for await (const chunk of chunks) splitter.push(chunk, sink);
+  splitter.end(sink);
+  yield* lines;
 }
 
 const opts = { maxRecordBytes: 1024, rejectRawMaxBytes: 16, url: 'http://127.0.0.1/x' };
@@ -34,7 +54,7 @@ function stagedLines(blocks: DecodedBlock[]): number[] {
     .map((l) => (JSON.parse(l) as { s: number }).s);
 }
 
-describe('splitLines', () => {
+describe('LineSplitter', () => {
   it('keeps physical line numbers across chunk borders, multi-byte characters and a BOM', async () => {
     const text = '\uFEFF{"a":"Köln"}\n\n{"b":1}\r\n{"c":"ü';
     const buf = Buffer.from(text);
