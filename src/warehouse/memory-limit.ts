@@ -37,8 +37,8 @@ export function readMemoryLimit(readLimit: string, maxRecordBytes: number): stri
 /**
  * Runs `fn` with DuckDB's `memory_limit` lowered to `limit` (a DuckDB size), then restores the limit it
  * found (as DuckDB prints it: to a tenth of its unit), also when `fn` throws. Never raises it: a limit at
- * or above the current one (or one that is not a size) runs `fn` unchanged. The setting belongs to the whole instance, so a reader sharing it has the
- * lower limit meanwhile.
+ * or above the current one (or one that is not a size) runs `fn` unchanged. The setting belongs to the
+ * whole instance, so a reader sharing it has the lower limit meanwhile.
  *
  * Why: a sync's reading only appends to staging, yet DuckDB keeps the blocks it wrote cached up to its
  * limit, which was most of the growth of a sync's peak RSS from 1M to 4M reports; the merge then needs
