@@ -2,19 +2,14 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 
 /**
  * A report last written from CSV and now read from NDJSON with the same CSV projection: the same version,
- * seen with its types (numbers, booleans, objects instead of their cell text). Its current version and row
- * take the typed `extra` and hashes in place; no version is made, as nothing changed upstream.
+ * seen with its types (numbers, booleans, objects instead of their cell text). Its row, which is also its
+ * current version (migration 011), takes the typed `extra` and hashes in place; no version is made, as
+ * nothing changed upstream.
  *
  * @param picked the `FROM … WHERE` clause of the staged rows to refine (built by merge.ts over `merge_batch`)
  * @param p the query parameters `run`, `now` (ISO time) and `source`
  */
 export async function refine(c: DuckDBConnection, picked: string, p: Record<string, string>): Promise<void> {
-  await c.run(
-    `UPDATE report_versions SET extra = u.extra, content_hash = u.content_hash
-     FROM (SELECT s.id, s.extra, s.content_hash ${picked}) AS u
-     WHERE report_versions.id = u.id AND report_versions.valid_to IS NULL`,
-    { run: p.run! },
-  );
   await c.run(
     `UPDATE reports SET extra = u.extra, content_hash = u.content_hash, csv_hash = u.csv_hash,
        line_hash = u.line_hash, last_seen_at = $now::TIMESTAMPTZ, source = $source, run_id = $run

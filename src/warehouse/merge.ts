@@ -1,6 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { refine } from './merge-refine.js';
 import { dropRunStaging } from './transaction.js';
+import { BUSINESS, closeCurrentVersions } from './versions.js';
 
 /** What a merge did, in records. */
 export interface MergeResult {
@@ -16,8 +17,6 @@ export interface MergeResult {
   unchanged: number;
 }
 
-const BUSINESS =
-  'status, destination, category, description, lat, lng, address, created_at, updated_at, extra';
 const COLUMNS = BUSINESS.split(', ');
 // seq * 2 + known fits below this (seq < 2^53: NDJSON line numbers, CSV page × 2^29 + row); the latest
 // updated_at (µs, < 2^58 up to year 9999) is above it, and the whole key stays below HUGEINT's 2^127.
@@ -130,38 +129,25 @@ export async function mergeStaging(
   }
   if (Number(counts.refined) > 0) await refine(c, picked(`'refine'`), all);
   if (Number(counts.updated) + Number(counts.revived) > 0) {
-    await c.run(
-      `UPDATE report_versions SET valid_to = $now::TIMESTAMPTZ
-       WHERE valid_to IS NULL AND id IN (SELECT id FROM merge_batch WHERE change IN ('update', 'revive'))`,
-      { now: all.now },
-    );
-  }
-  for (const change of ['insert', 'update', 'revive'] as const) {
-    if (Number(counts[change === 'insert' ? 'inserted' : `${change}d`]) === 0) continue;
-    await c.run(
-      `INSERT INTO report_versions (id, valid_from, valid_to, change, ${BUSINESS}, content_hash, run_id)
-       SELECT s.id, $now::TIMESTAMPTZ, NULL, '${change}', ${business}, s.content_hash, $run
-       ${picked(`'${change}'`)}`,
-      { run: run.runId, now: all.now },
-    );
-  }
-  if (Number(counts.updated) + Number(counts.revived) > 0) {
+    await closeCurrentVersions(c, `SELECT id FROM merge_batch WHERE change IN ('update', 'revive')`, all.now);
     await c.run(
       `UPDATE reports SET ${COLUMNS.map((col) => `${col} = u.${col}`).join(', ')},
          content_hash = u.content_hash, csv_hash = u.csv_hash, line_hash = u.line_hash,
-         last_seen_at = $now::TIMESTAMPTZ,
-         last_changed_at = $now::TIMESTAMPTZ, removed_at = NULL, source = $source, run_id = $run
+         last_seen_at = $now::TIMESTAMPTZ, last_changed_at = $now::TIMESTAMPTZ,
+         version_change = CASE WHEN reports.removed_at IS NULL THEN 'update' ELSE 'revive' END,
+         version_run_id = $run, removed_at = NULL, source = $source, run_id = $run
        FROM (SELECT s.* ${picked(`'update', 'revive'`)}) AS u
        WHERE reports.id = u.id`,
       all,
     );
   }
   if (Number(counts.inserted) > 0) {
+    // The row is also the report's first version (the report_versions view): written once, not twice.
     await c.run(
       `INSERT INTO reports (id, ${BUSINESS}, content_hash, csv_hash, line_hash, first_seen_at, last_seen_at,
-         last_changed_at, removed_at, source, run_id)
+         last_changed_at, version_change, version_run_id, removed_at, source, run_id)
        SELECT s.id, ${business}, s.content_hash, s.csv_hash, s.line_hash,
-         $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, NULL, $source, $run
+         $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, 'insert', $run, NULL, $source, $run
        ${picked(`'insert'`)}`,
       all,
     );

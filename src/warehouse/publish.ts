@@ -1,9 +1,11 @@
-import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, renameSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SyncError, errorMessage } from '../util/errors.js';
 import type { Warehouse } from './database.js';
 import { publishedPathFor } from './open-migrated.js';
+import { removeLeftovers, removeOldVersions, removeQuietly, swapSymlink } from './publish-files.js';
+import { reportVersionsSql } from './versions.js';
 
 /** Working tables that are empty between runs and of no use to analysts: not written as Parquet. */
 const WORKING_TABLES = new Set(['staging_reports', 'sync_checkpoints', 'schema_migrations']);
@@ -17,8 +19,15 @@ const isStaging = (table: string) => table.startsWith('staging_');
  */
 const INTERNAL_COLUMNS: Record<string, string[]> = {
   reports: ['content_hash', 'line_hash'],
+  report_versions_closed: ['content_hash'],
   report_versions: ['content_hash'],
 };
+
+/**
+ * Tables whose rows analysts read through a view (migration 011): the view is written as Parquet in their
+ * place, so `report_versions.parquet` holds every version, the current ones included.
+ */
+const PARQUET_AS_VIEW: Record<string, string> = { report_versions_closed: 'report_versions' };
 
 /** Tables written as Hive-partitioned Parquet, with their partition column. */
 const PARTITIONED: Record<string, string> = { reports: 'destination' };
@@ -54,7 +63,8 @@ export interface PublishResult {
  *    kept until the next publish (readers mid-scan), older ones are removed.
  *
  * The copy and the Parquet set hold what analysts query: no staging tables (`staging_*`) and no internal
- * columns (`content_hash`, `line_hash`); the copy keeps the views `current_reports` and `report_history`.
+ * columns (`content_hash`, `line_hash`); the copy keeps the views `current_reports`, `report_history` and
+ * `report_versions` (written as `report_versions.parquet`, every version, the current ones included).
  *
  * Call it between runs: the caller's job queue makes sure no run writes meanwhile, so the copy is one
  * consistent state. Left-over temp files of a publish that died are removed first.
@@ -99,8 +109,9 @@ export async function publishSnapshot(
 
     const parquetStarted = Date.now();
     mkdirSync(tmpParquet);
-    for (const { name } of tables) {
-      if (WORKING_TABLES.has(name)) continue;
+    for (const { name: table } of tables) {
+      if (WORKING_TABLES.has(table)) continue;
+      const name = PARQUET_AS_VIEW[table] ?? table;
       const partition = PARTITIONED[name];
       const target = partition ? join(tmpParquet, name) : join(tmpParquet, `${name}.parquet`);
       const options = partition ? `FORMAT parquet, PARTITION_BY (${ident(partition)})` : 'FORMAT parquet';
@@ -145,6 +156,12 @@ async function stripInternals(connection: DuckDBConnection, database: string): P
       await connection.run(`ALTER TABLE ${ident(database)}.main.${ident(name)} DROP COLUMN ${ident(column)}`);
     }
   }
+  // The view read the columns just dropped: defined again over what the copy holds.
+  if ((await tableNames(connection, database)).includes('report_versions_closed')) {
+    await connection.run(
+      `CREATE OR REPLACE VIEW ${ident(database)}.main.report_versions AS ${reportVersionsSql({ hashes: false })}`,
+    );
+  }
 }
 
 /** Which of `wanted` the table has (a warehouse not yet migrated to the newest schema may lack some). */
@@ -187,50 +204,6 @@ async function tableCounts(
     tables.push({ name, rows: Number(rows) });
   }
   return tables;
-}
-
-/** Points `link` at `target` (relative) atomically: a new symlink renamed over the old one. */
-function swapSymlink(link: string, target: string): void {
-  const tmp = `${link}.tmp-${process.pid}`;
-  rmSync(tmp, { force: true });
-  symlinkSync(target, tmp, 'dir');
-  const existing = lstatOrUndefined(link);
-  // A real folder in the way (an old layout, a copy by hand) cannot be renamed over: move it aside.
-  if (existing && !existing.isSymbolicLink()) rmSync(link, { recursive: true, force: true });
-  renameSync(tmp, link);
-}
-
-/** Removes the temp files of a publish that died (they start with a dot) and `.wal` files next to them. */
-function removeLeftovers(dir: string): void {
-  for (const name of readdirSync(dir)) {
-    if (/^\.(warehouse\.duckdb|parquet)\.tmp-/.test(name) || /^parquet\.tmp-/.test(name)) {
-      rmSync(join(dir, name), { recursive: true, force: true });
-    }
-  }
-}
-
-/** Keeps `current` and the version before it (readers may still be scanning it); removes older ones. */
-function removeOldVersions(dir: string, current: string): void {
-  const versions = readdirSync(dir)
-    .filter((name) => /^parquet-\d{8}T\d+Z$/.test(name) && name !== current)
-    .sort();
-  for (const old of versions.slice(0, -1)) rmSync(join(dir, old), { recursive: true, force: true });
-}
-
-function removeQuietly(path: string): void {
-  try {
-    rmSync(path, { recursive: true, force: true });
-  } catch {
-    // Best effort: the next publish removes left-overs too.
-  }
-}
-
-function lstatOrUndefined(path: string) {
-  try {
-    return lstatSync(path);
-  } catch {
-    return undefined;
-  }
 }
 
 function literal(text: string): string {

@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { closeCurrentVersions } from './versions.js';
 
 /** What {@link applyTombstones} needs to know about the run. */
 export interface TombstoneInput {
@@ -114,21 +115,11 @@ async function tombstoneMissing(c: DuckDBConnection, run: { runId: string; now: 
     (await c.runAndReadAll('SELECT count(*) AS n FROM tombstone_ids')).getRowObjectsJS()[0]?.n ?? 0,
   );
   if (removed > 0) {
+    // The removal is a version of its own (change 'remove', same fields): the row's current version.
+    await closeCurrentVersions(c, 'SELECT id FROM tombstone_ids', params.now);
     await c.run(
-      `UPDATE report_versions SET valid_to = $now::TIMESTAMPTZ
-       WHERE valid_to IS NULL AND id IN (SELECT id FROM tombstone_ids)`,
-      { now: params.now },
-    );
-    await c.run(
-      `INSERT INTO report_versions (id, valid_from, valid_to, change, status, destination, category, description,
-         lat, lng, address, created_at, updated_at, extra, content_hash, run_id)
-       SELECT id, $now::TIMESTAMPTZ, NULL, 'remove', status, destination, category, description,
-         lat, lng, address, created_at, updated_at, extra, content_hash, $run
-       FROM reports WHERE id IN (SELECT id FROM tombstone_ids)`,
-      params,
-    );
-    await c.run(
-      `UPDATE reports SET removed_at = $now::TIMESTAMPTZ, last_changed_at = $now::TIMESTAMPTZ, run_id = $run
+      `UPDATE reports SET removed_at = $now::TIMESTAMPTZ, last_changed_at = $now::TIMESTAMPTZ,
+         version_change = 'remove', version_run_id = $run, run_id = $run
        WHERE id IN (SELECT id FROM tombstone_ids)`,
       params,
     );

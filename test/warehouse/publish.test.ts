@@ -91,6 +91,14 @@ describe('publishSnapshot', () => {
     expect(names).toContain('status');
     expect(names).not.toContain('content_hash');
     expect(names).not.toContain('line_hash');
+    // Every version, the current ones (rows of reports) included.
+    const versionCounts = await query(
+      warehouse,
+      `SELECT (SELECT count(*) FROM read_parquet('${join(parquet, 'report_versions.parquet')}')) AS parquet,
+         (SELECT count(*) FROM report_versions) AS live`,
+    );
+    expect(versionCounts[0]?.parquet).toBe(versionCounts[0]?.live);
+    expect(Number(versionCounts[0]?.live)).toBeGreaterThanOrEqual(500);
     const partitions = readdirSync(join(parquet, 'reports'));
     expect(partitions.every((p) => /^destination=[A-Z_]+$/.test(p))).toBe(true);
     const glob = join(parquet, 'reports', '**', '*.parquet');
