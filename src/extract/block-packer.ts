@@ -62,6 +62,15 @@ export class BlockPacker {
     return this.#used + this.#keptText >= this.targetBytes;
   }
 
+  /**
+   * True when a line of `lineBytes` (without its `\n`) would not fit in the block's buffer: take the block
+   * first, so that a block is never copied into a bigger buffer (which cost a copy of ~1 MiB per block).
+   * A block with no line always takes it.
+   */
+  wouldOverflow(lineBytes: number): boolean {
+    return this.count > 0 && this.#used + lineBytes + 1 > this.#bytes.length;
+  }
+
   /** Adds one whole line (its bytes without the `\n`, copied). */
   add(raw: Uint8Array, lineNumber: number): void {
     this.#room(raw.length + 1);

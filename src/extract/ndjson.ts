@@ -15,7 +15,10 @@ export interface NdjsonOptions {
    * numbers their lines apart, so records keep one arrival order across bodies.
    */
   lineOffset?: number | undefined;
-  /** Size a block is cut at (bytes, default 1 MiB): a block holds lines until it reaches it. */
+  /**
+   * Size of a block (bytes, default 1 MiB): a block holds the lines (each with its `\n`) that fit in it; a
+   * longer line travels in a block of its own.
+   */
   blockBytes?: number | undefined;
 }
 
@@ -62,6 +65,7 @@ export async function* ndjsonBlocks(
   const ready: NdjsonBlock[] = [];
   const sink: LineSink = {
     whole(chunk, start, end, lineNumber) {
+      if (packer.wouldOverflow(end - start)) ready.push(packer.take());
       packer.addRange(chunk, start, end, lineNumber + offset);
       if (packer.full) ready.push(packer.take());
     },
@@ -73,8 +77,11 @@ export async function* ndjsonBlocks(
           text: line.text,
           limit: options.maxRecordBytes,
         });
-      } else if (line.terminated) packer.add(line.raw ?? Buffer.from(line.text), line.lineNumber + offset);
-      else {
+      } else if (line.terminated) {
+        const raw = line.raw ?? Buffer.from(line.text);
+        if (packer.wouldOverflow(raw.length)) ready.push(packer.take());
+        packer.add(raw, line.lineNumber + offset);
+      } else {
         // A final block of its own: when the body was cut there, the blocks before it still count.
         if (packer.count > 0) ready.push(packer.take());
         packer.addUnterminated(line.raw ?? Buffer.from(line.text), line.lineNumber + offset, options.url);
