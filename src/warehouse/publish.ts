@@ -43,7 +43,10 @@ export interface PublishResult {
   databasePath: string;
   /** `<published>/parquet`: a symlink to the current `parquet-<stamp>` folder. */
   parquetPath: string;
-  /** Tables of the copy with their row counts (Parquet holds the same minus working tables). */
+  /**
+   * Tables of the copy with their row counts. Parquet holds the same minus working tables, with
+   * `report_versions_closed` written as the `report_versions` view (every version).
+   */
   tables: { name: string; rows: number }[];
   databaseMs: number;
   parquetMs: number;

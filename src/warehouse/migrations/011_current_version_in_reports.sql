@@ -5,6 +5,9 @@
 -- half the merge's memory); a change now moves the old row into `report_versions_closed` before updating
 -- it. The current version's `valid_from` is the report's `last_changed_at` (they were always the same
 -- time); its `change` and `run_id` get columns of their own (`run_id` names the run that last saw it).
+-- Measured on 1M reports: columns added and updated in place take 0.5 s at memory_limit 256MiB and still
+-- finish at 48MiB (they spill); rebuilding `reports` with an INSERT joined to the open versions took 3.2 s
+-- and ran out of memory at 256MiB.
 ALTER TABLE reports ADD COLUMN version_change VARCHAR;
 ALTER TABLE reports ADD COLUMN version_run_id VARCHAR;
 UPDATE reports SET version_change = v.change, version_run_id = v.run_id, last_changed_at = v.valid_from
