@@ -43,9 +43,9 @@ export interface LineSink {
  * Splits a byte stream into lines, as a push parser: {@link push} each chunk, then {@link end}; the lines go
  * to a {@link LineSink} as they complete. Never holds more than one line (bounded by `maxLineBytes`) beyond
  * the chunk. Strips a UTF-8 BOM at the very start; splitting on the `\n` byte is safe for UTF-8 (it never
- * occurs inside a multi-byte sequence). Empty lines are handed over too, so line numbers are physical. A whole line inside a chunk (nearly every line) is
- * handed over as a range of the chunk, with no object or copy made for it: the NDJSON reader packs a 1M-line
- * export's lines straight into blocks (extract/ndjson.ts).
+ * occurs inside a multi-byte sequence). Empty lines are handed over too, so line numbers are physical. A
+ * whole line inside a chunk (nearly every line) is handed over as a range of the chunk, with no object or
+ * copy made for it: the NDJSON reader packs a 1M-line export's lines straight into blocks (extract/ndjson.ts).
  */
 export class LineSplitter {
   #pending: Buffer[] = [];
