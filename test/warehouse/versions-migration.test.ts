@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/warehouse/migrate.js';
+import { reportVersionsSql } from '../../src/warehouse/versions.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
@@ -41,6 +42,9 @@ describe('the current version kept in reports (migration 011)', () => {
         c.closeSync();
       }
       expect(await query(warehouse, ALL_VERSIONS)).toEqual(before);
+      // The query publish.ts defines the view with again (without hashes in the copy) is the migration's.
+      const republished = `SELECT * FROM (${reportVersionsSql({ hashes: true })}) ORDER BY id, valid_from, change`;
+      expect(await query(warehouse, republished)).toEqual(before);
       const [closed] = await query(warehouse, 'SELECT count(*) AS n FROM report_versions_closed');
       expect(Number(closed?.n)).toBe(before.filter((v) => v.valid_to !== null).length);
 
