@@ -150,30 +150,24 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
           { context: { url: safeUrl(first), last: safeUrl(current), redirects: hop } },
         );
       }
-      current = new URL(location, current);
+      current = redirectTarget(location, current, res.statusCode);
       continue;
     }
     let decoded;
     try {
       decoded = decodeBody(res.body, header(res.headers, 'content-encoding'), safeUrl(current));
     } catch (err) {
+      res.body.on('error', () => undefined); // the abort of an unread body is no failure of its own
       res.body.destroy();
+      // An error status stays the failure (and keeps its retry rule) when its page cannot be decoded.
+      if (res.statusCode !== 200) throw statusError(res.statusCode, res.headers, current, '');
       throw err;
     }
     const body = decoded.body;
     if (res.statusCode !== 200) {
       // An error page may echo the request's headers (a 401 quoting the key it refused): never let the
       // key into the message, the log or the run log through it (DESIGN.md §2).
-      const excerpt = await readExcerpt(body, options.apiKey);
-      const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
-      throw new SyncError(
-        'HTTP_STATUS',
-        `HTTP ${res.statusCode} from ${safeUrl(current)}${excerpt ? `: ${excerpt}` : ''}`,
-        {
-          context: { url: safeUrl(current), status: res.statusCode, retryAfterMs, excerpt },
-          retryable: RETRYABLE_STATUS.has(res.statusCode),
-        },
-      );
+      throw statusError(res.statusCode, res.headers, current, await readExcerpt(body, options.apiKey));
     }
     const contentType = header(res.headers, 'content-type') ?? '';
     if ((options.refuseContentTypes ?? /^text\/html\b/i).test(contentType)) {
@@ -245,4 +239,35 @@ export function networkError(err: unknown, url: URL | string): unknown {
     retryable: true,
     cause: err,
   });
+}
+
+/** The `HTTP_STATUS` error of a non-200 answer, retryable for {@link RETRYABLE_STATUS}. */
+function statusError(
+  status: number,
+  headers: Dispatcher.ResponseData['headers'],
+  url: URL,
+  excerpt: string,
+): SyncError {
+  const retryAfterMs = parseRetryAfter(headers['retry-after']);
+  return new SyncError('HTTP_STATUS', `HTTP ${status} from ${safeUrl(url)}${excerpt ? `: ${excerpt}` : ''}`, {
+    context: { url: safeUrl(url), status, retryAfterMs, excerpt },
+    retryable: RETRYABLE_STATUS.has(status),
+  });
+}
+
+/**
+ * Where a redirect leads: `location` resolved against the URL that answered (RFC 9110 §10.2.2).
+ *
+ * @throws SyncError `REDIRECT_INVALID` when it is no URL
+ */
+function redirectTarget(location: string, from: URL, status: number): URL {
+  try {
+    return new URL(location, from);
+  } catch {
+    throw new SyncError(
+      'REDIRECT_INVALID',
+      `${status} from ${safeUrl(from)} points at ${JSON.stringify(location.slice(0, 200))}, which is not a URL`,
+      { context: { url: safeUrl(from), status } },
+    );
+  }
 }

@@ -116,6 +116,49 @@ describe('compressed responses', () => {
   });
 });
 
+describe('answers the sync cannot read', () => {
+  it.each([
+    [200, 'zstd', 'CONTENT_ENCODING_UNSUPPORTED'],
+    [200, 'utf-8', 'CONTENT_ENCODING_UNSUPPORTED'],
+    [503, 'zstd', 'HTTP_STATUS'],
+  ])(
+    'HTTP %i with Content-Encoding %s: the run fails with %s, recorded, no crash',
+    async (status, coding, code) => {
+      const server = await startRawServer((_req, res) => {
+        res.writeHead(status, { 'content-type': 'application/x-ndjson', 'content-encoding': coding });
+        res.end('xx');
+      });
+      onTestFinished(() => server.close());
+      const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { retries: 0 });
+      const warehouse = await openTestWarehouse(config);
+      onTestFinished(() => warehouse.close());
+      const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+      expect([run?.status, run?.error?.code]).toEqual(['failed', code]);
+      const stored = await query(
+        warehouse,
+        `SELECT status, error LIKE '%' || $code || '%' AS named FROM sync_runs`,
+        {
+          code,
+        },
+      );
+      expect(stored).toEqual([{ status: 'failed', named: true }]);
+    },
+  );
+
+  it('a redirect to something that is not a URL fails with REDIRECT_INVALID', async () => {
+    const server = await startRawServer((_req, res) => {
+      res.writeHead(302, { location: 'http://[::1' });
+      res.end();
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { retries: 0 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+    expect([run?.status, run?.error?.code]).toEqual(['failed', 'REDIRECT_INVALID']);
+  });
+});
+
 describe('per-request deadline', () => {
   it.each([
     ['ndjson', 'exportDeadlineMs', 'REPORTS_EXPORT_DEADLINE_MS'],
