@@ -8,7 +8,7 @@ import type { ExportInfo, ExportValidator } from './export-source.js';
 /**
  * The validators (ETag, Last-Modified) of the last succeeded, complete run of `source` against the same
  * upstream: what a conditional request of the next full export sends. `undefined` when there is none, or
- * when it recorded neither validator.
+ * when that run recorded neither validator (never an older run's).
  */
 export async function lastCompleteValidators(
   connection: DuckDBConnection,
@@ -20,12 +20,13 @@ export async function lastCompleteValidators(
     await connection.runAndReadAll(
       `SELECT export_etag, export_last_modified FROM sync_runs
        WHERE source = $source AND status = 'succeeded' AND complete AND upstream_url = $url
-         AND (export_etag IS NOT NULL OR export_last_modified IS NOT NULL)
        ORDER BY started_at DESC LIMIT 1`,
       { source, url: upstreamUrl },
     )
   ).getRowObjectsJS()[0];
-  if (!row) return undefined;
+  // That run's validators or none: an older run's would be answered 304 for an export this run no longer
+  // holds (the upstream went back to it after sending one without validators).
+  if (!row || (row.export_etag === null && row.export_last_modified === null)) return undefined;
   return {
     etag: row.export_etag === null ? undefined : String(row.export_etag),
     lastModified: row.export_last_modified === null ? undefined : String(row.export_last_modified),

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startRawServer } from '../helpers/raw-server.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
@@ -82,6 +83,49 @@ describe('conditional full exports', () => {
       }
     },
   );
+
+  it('a conditional request sends the validators of the last complete run only: none when that run had none', async () => {
+    const line = (status: string) =>
+      `${JSON.stringify({
+        id: 'c-1',
+        status,
+        destination: 'ROAD_CONTROL',
+        createdAt: '2024-01-01T00:00:00.000Z',
+        updatedAt: status === 'SUBMITTED' ? '2024-01-01T00:00:00.000Z' : '2024-01-02T00:00:00.000Z',
+      })}\n`;
+    let served = { body: line('SUBMITTED'), etag: '"a"' as string | undefined };
+    const server = await startRawServer((req, res) => {
+      if (req.url?.endsWith('/stats')) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ total: 1 }));
+      } else if (served.etag !== undefined && req.headers['if-none-match'] === served.etag) {
+        res.writeHead(304, { etag: served.etag }).end();
+      } else {
+        res.writeHead(200, {
+          'content-type': 'application/x-ndjson',
+          ...(served.etag ? { etag: served.etag } : {}),
+        });
+        res.end(served.body);
+      }
+    });
+    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
+    const warehouse = await openTestWarehouse(config);
+    const status = async () => (await query(warehouse, `SELECT status FROM reports`))[0]?.status;
+    try {
+      expect((await syncTargetOnce(warehouse, config, 'ndjson'))[0]?.status).toBe('succeeded');
+      expect((await syncTargetOnce(warehouse, config, 'ndjson'))[0]?.notModified).toBe(true);
+      served = { body: line('RESOLVED'), etag: undefined }; // the upstream stopped sending an ETag
+      await syncTargetOnce(warehouse, config, 'ndjson');
+      expect(await status()).toBe('RESOLVED');
+      served = { body: line('SUBMITTED'), etag: '"a"' }; // back to the first export, and its ETag
+      const [last] = await syncTargetOnce(warehouse, config, 'ndjson');
+      expect(last?.notModified).toBeUndefined();
+      expect(server.requests.at(-1)?.headers['if-none-match']).toBeUndefined();
+      expect(await status()).toBe('SUBMITTED');
+    } finally {
+      warehouse.close();
+      await server.close();
+    }
+  });
 
   it('REPORTS_CONDITIONAL_EXPORTS=false downloads the export every time', async () => {
     const sim = await startTestSimulator({ generate: { n: 50, seed: 4 } });
