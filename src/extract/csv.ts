@@ -18,6 +18,12 @@ export interface CsvPageOptions {
   url: string;
   /** Bounds on a record's unknown fields (extra columns); default {@link DEFAULT_EXTRA_LIMITS}. */
   extraLimits?: ExtraLimits | undefined;
+  /**
+   * The transport checks where the body ends (`bodyEndChecked` of upstream/open-stream.ts): a last row
+   * with an open quote or too few cells is then quarantined like any other. Default false: the body may
+   * have been cut there, which is `BODY_TRUNCATED`.
+   */
+  endChecked?: boolean | undefined;
 }
 
 /** One parsed CSV page: its data rows as {@link ExtractedRecord} units, in order, plus what paging needs. */
@@ -71,7 +77,7 @@ type Cells = Array<string | null>;
  * A value record's `raw` and `bytes` read `body` when used: leave it unchanged while the records are in use.
  *
  * @throws SyncError `BODY_TRUNCATED` (retryable) when the body ends without a final line break inside an
- *   open quote or in a row with too few cells: a close-delimited body cut short;
+ *   open quote or in a row with too few cells: a close-delimited body cut short (unless `endChecked`);
  *   `CSV_HEADER_INVALID` when the header row itself cannot be parsed.
  */
 export function parseCsvPage(body: Buffer, options: CsvPageOptions): CsvPage {
@@ -188,7 +194,12 @@ class PageParser {
       );
     }
     const lines = countLines(body);
-    if (this.lastRowRagged && this.lastRowEnd === body.length && body[body.length - 1] !== NL) {
+    if (
+      !options.endChecked &&
+      this.lastRowRagged &&
+      this.lastRowEnd === body.length &&
+      body[body.length - 1] !== NL
+    ) {
       throw this.truncated(this.lastLine ?? lines);
     }
     return {
@@ -241,7 +252,7 @@ class PageParser {
     const start = skipLineBreaks(body, this.end);
     if (start >= body.length) return body.length;
     const nl = body.indexOf(NL, start);
-    if (nl === -1 && err instanceof CsvError && err.code === 'CSV_QUOTE_NOT_CLOSED') {
+    if (nl === -1 && !options.endChecked && err instanceof CsvError && err.code === 'CSV_QUOTE_NOT_CLOSED') {
       throw this.truncated(this.lineAt(start));
     }
     const header = this.header;

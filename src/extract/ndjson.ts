@@ -16,6 +16,13 @@ export interface NdjsonOptions {
    */
   lineOffset?: number | undefined;
   /**
+   * The transport checks where the body ends (`bodyEndChecked` of upstream/open-stream.ts: a length,
+   * chunked framing or a content coding): a last line without a final `\n` is then the export's last line,
+   * decoded like any other (a malformed one quarantined). Default false: the body may have been cut there,
+   * so that line travels flagged `unterminated`.
+   */
+  endChecked?: boolean | undefined;
+  /**
    * Size of a block (bytes, default 1 MiB): a block holds the lines (each with its `\n`) that fit in it; a
    * longer line travels in a block of its own.
    */
@@ -49,7 +56,7 @@ export function parseJsonLine(text: string): { value: unknown } | { error: strin
  * validated here (the normalize stage decodes blocks). A BOM is stripped; blank lines travel too (their
  * numbers count; the decoder skips them); a line over `maxRecordBytes` travels as an over-long line holding
  * only its first `rejectRawMaxBytes` bytes; a last line without a final `\n` travels alone in the last block,
- * flagged `unterminated`. A line inside one chunk is copied from the chunk into its block, with no object
+ * flagged `unterminated`, unless `endChecked`. A line inside one chunk is copied from the chunk into its block, with no object
  * made for it (the main thread cuts every line of the export).
  */
 export async function* ndjsonBlocks(
@@ -77,7 +84,7 @@ export async function* ndjsonBlocks(
           text: line.text,
           limit: options.maxRecordBytes,
         });
-      } else if (line.terminated) {
+      } else if (line.terminated || options.endChecked) {
         const raw = line.raw ?? Buffer.from(line.text);
         if (packer.wouldOverflow(raw.length)) ready.push(packer.take());
         packer.add(raw, line.lineNumber + offset);

@@ -271,3 +271,18 @@ function redirectTarget(location: string, from: URL, status: number): URL {
     );
   }
 }
+
+/**
+ * True when the transport checks where the body ends, so a cut connection is an error and never a short
+ * body: a `Content-Length` or chunked framing (undici fails a body that ends early: `UND_ERR_SOCKET`), or
+ * a content coding (gzip, deflate and br decoders fail on a cut stream). Otherwise the body is
+ * close-delimited (RFC 9112 §6.3): its end cannot be told from a dropped connection.
+ */
+export function bodyEndChecked(headers: Record<string, string | string[] | undefined>): boolean {
+  const coding = (header(headers, 'content-encoding') ?? '').trim().toLowerCase();
+  return (
+    headers['content-length'] !== undefined ||
+    headers['transfer-encoding'] !== undefined ||
+    (coding !== '' && coding !== 'identity')
+  );
+}

@@ -19,10 +19,20 @@ const line = (fields: Record<string, unknown>) =>
   JSON.stringify({ status: 'SUBMITTED', destination: 'ROAD_CONTROL', createdAt: T, ...fields });
 
 /** Serves `ndjson` (bytes) as the NDJSON export and `csv` as its only CSV page, with the given content types. */
-async function upstream(parts: { ndjson?: Buffer; csv?: Buffer; ndjsonType?: string; csvType?: string }) {
+async function upstream(parts: {
+  ndjson?: Buffer;
+  csv?: Buffer;
+  ndjsonType?: string;
+  csvType?: string;
+  /** Bodies end by closing the connection (no length, not chunked): a cut cannot be told from the end. */
+  closeDelimited?: boolean;
+}) {
   const server = await startRawServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    if (url.pathname === NDJSON_PATH && parts.ndjson) {
+    if (url.pathname === NDJSON_PATH && parts.ndjson && parts.closeDelimited) {
+      const head = `HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\nconnection: close\r\n\r\n`;
+      res.socket?.end(Buffer.concat([Buffer.from(head), parts.ndjson]));
+    } else if (url.pathname === NDJSON_PATH && parts.ndjson) {
       res.writeHead(200, { 'content-type': parts.ndjsonType ?? 'application/x-ndjson' });
       res.end(parts.ndjson);
     } else if (url.pathname === CSV_PATH && parts.csv) {
@@ -184,13 +194,39 @@ describe('values and text: NDJSON', () => {
   it('a failed run stores every reject it counted', async () => {
     // Rejects staged in a batch never committed: the body is cut mid-line, the run fails (no retries).
     const body = `${line({ id: 'x', createdAt: 'nope' })}\n{not json\n${line({ id: 'ok' })}\n{"id":"cut`;
-    const server = await upstream({ ndjson: Buffer.from(body) });
+    const server = await upstream({ ndjson: Buffer.from(body), closeDelimited: true });
     const { run } = await sync(server.url, ndjsonSource);
     const { summary, row } = await run();
     expect(summary.status).toBe('failed');
     expect(summary.error?.code).toBe('BODY_TRUNCATED');
     expect(row.records_rejected).toBe(2);
     expect(row.stored_rejects).toBe(2);
+  });
+});
+
+describe('a last line without a line break in a body whose end the transport checks', () => {
+  it('NDJSON, chunked or with a length: a malformed last line is quarantined, the run succeeds', async () => {
+    const body = Buffer.from(`${line({ id: 'a' })}\n${line({ id: 'b' })}\n{"id":"c", "status": SUBMITTED}`);
+    for (const server of [
+      await upstream({ ndjson: body }), // chunked
+      await startRawServer((req, res) => {
+        if (!req.url?.endsWith('.ndjson')) return void res.writeHead(404).end();
+        res
+          .writeHead(200, { 'content-type': 'application/x-ndjson', 'content-length': body.length })
+          .end(body);
+      }),
+    ]) {
+      onTestFinished(() => server.close());
+      const { run, warehouse } = await sync(server.url, ndjsonSource);
+      const { summary } = await run();
+      expect([summary.status, summary.counters.recordsLoaded, summary.counters.recordsRejected]).toEqual([
+        'succeeded',
+        2,
+        1,
+      ]);
+      const [reject] = await query(warehouse, `SELECT location, raw FROM rejected_records`);
+      expect(reject).toEqual({ location: 'line 3', raw: '{"id":"c", "status": SUBMITTED}' });
+    }
   });
 });
 

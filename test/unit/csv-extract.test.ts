@@ -162,6 +162,19 @@ describe('parseCsvPage', () => {
     expect(values(page(`${HEADER}1,SUBMITTED,ok`))).toHaveLength(1);
   });
 
+  it('quarantines such a last row when the transport checked where the body ends (endChecked)', () => {
+    for (const [body, reason] of [
+      [`${HEADER}1,SUBMITTED,ok\r\n2,SUBMI`, /ragged row/],
+      [`${HEADER}1,SUBMITTED,ok\r\n2,SUBMITTED,"an open quote`, /malformed CSV/],
+    ] as const) {
+      const p = page(body, { endChecked: true });
+      expect(values(p), body).toHaveLength(1);
+      const [bad] = malformed(p);
+      expect(bad?.location).toEqual({ page: 3, row: 2, line: 3 });
+      expect(bad?.issues[0]?.message).toMatch(reason);
+    }
+  });
+
   it('reads a header-only page and an empty body as no rows', () => {
     expect(page(HEADER).records).toEqual([]);
     expect(page('').records).toEqual([]);

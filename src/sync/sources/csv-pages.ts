@@ -4,7 +4,7 @@ import { charsetOf, toUtf8 } from '../../extract/charset.js';
 import type { DecodedCsvPage } from '../../normalize/csv-page-decode.js';
 import type { BlockDecoders } from '../../normalize/decoders.js';
 import { nextLink } from '../../upstream/link-header.js';
-import { header, networkError, openStream } from '../../upstream/open-stream.js';
+import { bodyEndChecked, header, networkError, openStream } from '../../upstream/open-stream.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../../util/errors.js';
 import type { ReadContext } from '../export-source.js';
@@ -153,8 +153,7 @@ async function fetchPage(
         const next = nextLink(res.headers.link, res.finalUrl);
         onDownloaded(next);
         const framing = {
-          delimited:
-            res.headers['content-length'] !== undefined || res.headers['transfer-encoding'] !== undefined,
+          delimited: bodyEndChecked(res.headers),
           unterminated: body.length > 0 && body[body.length - 1] !== 0x0a,
           linked: res.headers.link !== undefined,
         };
@@ -166,6 +165,7 @@ async function fetchPage(
           rejectRawMaxBytes: config.rejectRawMaxBytes,
           url: res.url,
           extraLimits: extraLimits(config),
+          endChecked: framing.delimited,
         });
         checkCloseDelimited(framing, decoded.page.rows, { page, url: res.url, pageSize: config.csvPageSize });
         return {

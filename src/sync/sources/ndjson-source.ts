@@ -1,4 +1,4 @@
-import { header, networkError, openStream } from '../../upstream/open-stream.js';
+import { bodyEndChecked, header, networkError, openStream } from '../../upstream/open-stream.js';
 import { extraLimits, requireBaseUrl } from '../../config/config.js';
 import { startDecoders } from '../../normalize/decoders.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
@@ -72,6 +72,7 @@ export const ndjsonSource: ExportSource = {
         maxRecordBytes: ctx.config.maxRecordBytes,
         rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
         url: res.url,
+        endChecked: bodyEndChecked(res.headers),
         decoders,
       })) {
         yield { kind: 'bytes', read };
