@@ -15,6 +15,14 @@ export interface PagedCsvOptions {
   emptyPages?: { at: number[]; shift: boolean };
   /** Called before a page is served (e.g. to unpublish a row mid-export). */
   beforePage?: (page: number) => void;
+  /** The status answered for a page past the last one (instead of a header-only page). */
+  pastEndStatus?: number;
+  /** The last page's `Link: rel="next"` leads back to this page (with `links`): a server whose links loop. */
+  linkBackTo?: number;
+  /** Bodies end by closing the connection: no `Content-Length`, not chunked. */
+  closeDelimited?: boolean;
+  /** No `/stats` endpoint (404). */
+  noStats?: boolean;
 }
 
 /** A raw paged CSV export of `ids`, with `/stats` counting them; `ids` may be changed between requests. */
@@ -38,6 +46,7 @@ export async function startPagedCsvServer(
   const server = await startRawServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname.endsWith('/stats')) {
+      if (options.noStats) return void res.writeHead(404).end();
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ total: state.ids.length }));
       return;
@@ -60,9 +69,21 @@ export async function startPagedCsvServer(
     const headers: Record<string, string> = { 'content-type': 'text/csv; charset=utf-8', ...validators };
     if (options.links && dataPage * size < state.ids.length) {
       headers.link = `<${url.pathname}?pageSize=${asked}&page=${page + 1}>; rel="next"`;
+    } else if (options.links && options.linkBackTo !== undefined) {
+      headers.link = `<${url.pathname}?pageSize=${asked}&page=${options.linkBackTo}>; rel="next"`;
+    }
+    if (options.pastEndStatus !== undefined && page > 1 && rows.length === 0) {
+      return void res
+        .writeHead(options.pastEndStatus, { 'content-type': 'application/json' })
+        .end('{"error":"no such page"}');
+    }
+    const body = HEADER + rows.map(csvRow).join('');
+    if (options.closeDelimited) {
+      const head = Object.entries({ ...headers, connection: 'close' }).map(([k, v]) => `${k}: ${v}\r\n`);
+      return void res.socket?.end(`HTTP/1.1 200 OK\r\n${head.join('')}\r\n${body}`);
     }
     res.writeHead(200, headers);
-    res.end(HEADER + rows.map(csvRow).join(''));
+    res.end(body);
   });
   return Object.defineProperty(server, 'ids', {
     get: () => state.ids,

@@ -143,6 +143,66 @@ describe('paged CSV export: no wrong delete', () => {
   });
 });
 
+describe('paged CSV export: servers that end, loop or frame pages their own way', () => {
+  it.each([404, 400, 416])(
+    'HTTP %i past the last page ends the export; /stats confirms it, so deletes follow',
+    async (status) => {
+      const start = ids(200);
+      const { server, config, warehouse, lastRun, current } = await setup(
+        start,
+        { pastEndStatus: status },
+        100,
+      );
+      await syncTargetOnce(warehouse, config, 'csv');
+      expect(await lastRun()).toMatchObject({ status: 'succeeded', complete: true });
+      expect(await current()).toEqual(start);
+      server.ids = start.filter((id) => id !== 'r-0007');
+      await syncTargetOnce(warehouse, config, 'csv');
+      expect(await lastRun()).toMatchObject({ status: 'succeeded', complete: true, removed: 1 });
+    },
+  );
+
+  it('HTTP 404 past the last page with no /stats: every row loaded, the run incomplete (no deletes)', async () => {
+    const start = ids(50);
+    const { config, warehouse, lastRun, current } = await setup(
+      start,
+      { pastEndStatus: 404, cap: 50, noStats: true },
+      100,
+    );
+    const [run] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(run?.status).toBe('succeeded');
+    expect(await current()).toEqual(start);
+    expect(await lastRun()).toMatchObject({ complete: false });
+  });
+
+  it('a Link that leads back to an earlier page stops the read incomplete instead of paging forever', async () => {
+    const start = ids(25);
+    const { server, config, warehouse, lastRun, current } = await setup(
+      start,
+      { links: true, linkBackTo: 1 },
+      10,
+    );
+    const [run] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(run?.status).toBe('succeeded');
+    expect(await current()).toEqual(start);
+    expect(await lastRun()).toMatchObject({ complete: false, records_read: 25 });
+    expect(server.requests.filter((r) => !r.url.includes('/stats')).length).toBeLessThan(8);
+  });
+
+  it('close-delimited pages of a server that caps pageSize and links on are read to the end', async () => {
+    const start = ids(75);
+    const { config, warehouse, lastRun, current } = await setup(
+      start,
+      { cap: 30, links: true, closeDelimited: true },
+      100,
+    );
+    const [run] = await syncTargetOnce(warehouse, config, 'csv');
+    expect([run?.status, run?.error?.message]).toEqual(['succeeded', undefined]);
+    expect(await current()).toEqual(start);
+    expect(await lastRun()).toMatchObject({ complete: true, records_read: 75 });
+  });
+});
+
 describe('paged CSV export against the simulator fault switches', () => {
   it('csv:noValidators, csv:capPageSize and csv:emptyPage: every row read, complete, no tombstones', async () => {
     const { startTestSimulator } = await import('../helpers/simulator.js');

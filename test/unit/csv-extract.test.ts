@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseCsvPage, type CsvPage } from '../../src/extract/csv.js';
+import { parseCsvPage, type CsvPage, type CsvPageOptions } from '../../src/extract/csv.js';
 import type { ExtractedRecord as Extracted } from '../../src/extract/record.js';
 import { KnownLines } from '../../src/normalize/known-lines.js';
 import { isSyncError } from '../../src/util/errors.js';
@@ -8,7 +8,7 @@ import { isSyncError } from '../../src/util/errors.js';
 const HEADER = 'id,status,description\r\n';
 const options = { page: 3, maxRecordBytes: 1024, rejectRawMaxBytes: 64, url: 'http://up/reports.csv?page=3' };
 
-function page(text: string | Buffer, opts: Partial<typeof options> = {}): CsvPage {
+function page(text: string | Buffer, opts: Partial<CsvPageOptions> = {}): CsvPage {
   return parseCsvPage(Buffer.isBuffer(text) ? text : Buffer.from(text), { ...options, ...opts });
 }
 

@@ -5,6 +5,8 @@ import type { DecodedCsvPage } from '../../normalize/csv-page-decode.js';
 import type { BlockDecoders } from '../../normalize/decoders.js';
 import { nextLink } from '../../upstream/link-header.js';
 import { bodyEndChecked, header, networkError, openStream } from '../../upstream/open-stream.js';
+import { safeUrl } from '../../upstream/safe-url.js';
+import { readBody } from '../../upstream/read-body.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../../util/errors.js';
 import type { ReadContext } from '../export-source.js';
@@ -39,6 +41,8 @@ export class PagesAhead {
   readonly #queue: PageFetch[] = [];
   /** The page started last (taken or not): its `Link` leads the window on. */
   #tail: PageFetch | undefined;
+  /** Rows of the fullest page decoded so far (what a close-delimited page is compared with). */
+  #fullest = 0;
 
   constructor(
     private readonly ctx: ReadContext,
@@ -72,9 +76,12 @@ export class PagesAhead {
       url: url.toString(),
       abort,
     };
-    entry.fetched = fetchPage({ ...this.ctx, signal }, url, page, this.decoders, (next) => {
-      entry.next = next;
-      if (this.#tail === entry) this.#extend();
+    entry.fetched = fetchPage({ ...this.ctx, signal }, url, page, this.decoders, {
+      downloaded: (next) => {
+        entry.next = next;
+        if (this.#tail === entry) this.#extend();
+      },
+      fullest: (rows) => (this.#fullest = Math.max(this.#fullest, rows ?? 0)),
     });
     entry.fetched.catch(() => undefined); // surfaces when taken; unawaited if the export ends first
     this.#queue.push(entry as PageFetch);
@@ -108,12 +115,14 @@ export interface FetchedPage {
   next: URL | undefined;
   etag?: string | undefined;
   lastModified?: string | undefined;
+  /** An error answer past the last page, read as an empty page ({@link pastEndPage}). */
+  pastEnd?: true | undefined;
 }
 
 /**
  * GETs one page and decodes it in a decode worker, retrying it alone (429/5xx, resets, a body cut short) as
- * with-retry.ts says; `onDownloaded` is called with the page's `Link: rel="next"` once its body is in (before
- * decoding). Once its retries are spent the error is no longer retryable: the runner must not restart the
+ * with-retry.ts says; `on.downloaded` is called with the page's `Link: rel="next"` once its body is in (before
+ * decoding), `on.fullest` gives (and, given rows, updates) the rows of the fullest page decoded so far. Once its retries are spent the error is no longer retryable: the runner must not restart the
  * whole export for a page that keeps failing.
  */
 async function fetchPage(
@@ -121,7 +130,7 @@ async function fetchPage(
   url: URL,
   page: number,
   decoders: BlockDecoders,
-  onDownloaded: (next: URL | undefined) => void,
+  on: { downloaded: (next: URL | undefined) => void; fullest: (rows?: number) => number },
 ): Promise<FetchedPage> {
   const { config } = ctx;
   try {
@@ -151,7 +160,7 @@ async function fetchPage(
         // A declared charset is honoured (or the page refused), never read as UTF-8 with U+FFFD.
         body = toUtf8(body, charsetOf(header(res.headers, 'content-type')), res.url);
         const next = nextLink(res.headers.link, res.finalUrl);
-        onDownloaded(next);
+        on.downloaded(next);
         const framing = {
           delimited: bodyEndChecked(res.headers),
           unterminated: body.length > 0 && body[body.length - 1] !== 0x0a,
@@ -167,7 +176,10 @@ async function fetchPage(
           extraLimits: extraLimits(config),
           endChecked: framing.delimited,
         });
-        checkCloseDelimited(framing, decoded.page.rows, { page, url: res.url, pageSize: config.csvPageSize });
+        // A capped server's pages are all shorter than asked: a short page is one shorter than the fullest.
+        const fullest = on.fullest();
+        checkCloseDelimited(framing, decoded.page.rows, { page, url: res.url, pageSize: fullest });
+        on.fullest(decoded.page.rows);
         return {
           decoded,
           bytes,
@@ -205,21 +217,22 @@ export function keyFor(config: Config, url: URL): string | undefined {
   return new URL(requireBaseUrl(config)).origin === url.origin ? config.apiKey : undefined;
 }
 
-/** The whole body in a buffer of its own (not Node's shared pool: it is transferred to a decode worker). */
-async function readBody(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    // Copy: undici may hand out views on pooled memory.
-    const buf = Buffer.from(chunk);
-    chunks.push(buf);
-    size += buf.length;
-  }
-  const whole = Buffer.allocUnsafeSlow(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    chunk.copy(whole, at);
-    at += chunk.length;
-  }
-  return whole;
+/** URL of page `page` of the export: `pageSize` and the configured page parameter set. */
+export function csvPageUrl(config: Config, page: number): URL {
+  const url = new URL(`${requireBaseUrl(config)}${config.csvPath}`);
+  url.searchParams.set('pageSize', String(config.csvPageSize));
+  url.searchParams.set(config.csvPageParam, String(page));
+  return url;
+}
+
+/**
+ * An empty page standing for an error answer past the last page (see `isPastEndAnswer` of csv-paging.ts):
+ * no rows, no validator (`pastEnd` set so the validator checks skip it).
+ */
+export function pastEndPage(url: URL): FetchedPage {
+  const none = { bytes: new Uint8Array(0), lines: 0, longest: 0 };
+  const page = { columns: [], rows: 0, parsed: 0, rejected: 0, lines: 0, skippedLines: 0, bytes: 0 };
+  const block = { rows: none, seen: none, rejects: [], read: 0, loaded: 0, rejected: 0 };
+  const decoded = { page: { ...page, keysDigest: '0:' }, block };
+  return { decoded, bytes: 0, wireBytes: 0, url: safeUrl(url), next: undefined, pastEnd: true };
 }

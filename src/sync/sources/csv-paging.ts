@@ -16,7 +16,7 @@
  * ({@link checkCloseDelimited}).
  */
 
-import { SyncError } from '../../util/errors.js';
+import { isSyncError, SyncError } from '../../util/errors.js';
 
 /** Consecutive short or empty pages read past (on the word of `/stats`) before giving up as incomplete. */
 export const MAX_GAP_PAGES = 2;
@@ -111,6 +111,8 @@ export function decidePaging(facts: PageFacts): PagingDecision {
  * @param framing whether the response was length-delimited or chunked, ended without a line break, and
  *   sent a `Link` header
  * @param rows data rows of the page
+ * @param where `pageSize`: the rows of the fullest page decoded so far (a capped server serves fewer than
+ *   asked on every page; 0 before any: the first page decoded is never taken for short)
  * @throws SyncError `BODY_TRUNCATED` (retryable: the page is fetched again)
  */
 export function checkCloseDelimited(
@@ -129,4 +131,16 @@ export function checkCloseDelimited(
         : `of ${rows} rows (pageSize ${where.pageSize}) that links a next page`),
     { context: { url: where.url, page: where.page, rows }, retry: 'request' },
   );
+}
+
+/**
+ * Statuses some servers answer for a page number past the last page instead of an empty page. Such an
+ * answer to a page asked for by number (not by a `Link`, which promised the page) is read as an empty page;
+ * it ends the export complete only when the `/stats` total confirms every row was read.
+ */
+const PAST_END_STATUS = new Set([400, 404, 410, 416]);
+
+/** True for an `HTTP_STATUS` error of {@link PAST_END_STATUS}. */
+export function isPastEndAnswer(err: unknown): boolean {
+  return isSyncError(err, 'HTTP_STATUS') && PAST_END_STATUS.has(Number(err.context.status));
 }

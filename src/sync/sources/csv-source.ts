@@ -1,14 +1,12 @@
-import { requireBaseUrl, type Config } from '../../config/config.js';
 import { startDecoders } from '../../normalize/decoders.js';
 import { KnownLines } from '../../normalize/known-lines.js';
-import { decidePaging, mayBeEnd } from './csv-paging.js';
-import { ACCEPT, keyFor, pageDeadline, PagesAhead } from './csv-pages.js';
+import { decidePaging, isPastEndAnswer, mayBeEnd } from './csv-paging.js';
+import { csvPageUrl, PagesAhead, pastEndPage } from './csv-pages.js';
+import { probeFirstPage, resumedPageSize } from './csv-resume.js';
 import { compareValidators, describeValidator, hasValidator } from './export-validators.js';
 import { extraLimits } from '../../config/config.js';
-import { header, openStream } from '../../upstream/open-stream.js';
 import { isNotModified } from '../conditional.js';
 import { safeUrl } from '../../upstream/safe-url.js';
-import { withRetry } from '../../upstream/with-retry.js';
 import { SyncError } from '../../util/errors.js';
 import type {
   SourceItem,
@@ -25,13 +23,16 @@ import type {
  * `Range` splice), following up to `REPORTS_MAX_REDIRECTS` redirects with the key dropped cross-origin
  * (openStream), parsed whole and decoded in a decode worker (`decodeCsvPage` of normalize/csv-page-decode.ts;
  * up to `PAGES_AHEAD` (csv-pages.ts) pages ahead of the one being staged), then yielded as one block with a
- * {@link CheckpointMark}, so each page is committed as one checkpoint together with its staged rows and rejects.
+ * {@link CheckpointMark}: batches are committed at page ends, so a checkpoint always names a whole page.
  *
  * Paging (csv-paging.ts decides): the next page is the `Link: <…>; rel="next"` target when the server sends
  * one, else page P+1 by the `REPORTS_CSV_PAGE_PARAM` parameter. A short or empty page is the end only when
  * nothing says otherwise (a `Link`, a `/stats` total not reached, a capped first page whose served size is
  * adopted); a run that cannot tell stops incomplete. A page whose keys repeat the previous page's (the
- * server ignored `page`) stops the run incomplete too. More than `REPORTS_CSV_MAX_PAGES` pages is an error.
+ * server ignored `page`) stops the run incomplete too, as does a `Link` back to a page already read. A 400,
+ * 404, 410 or 416 answered for a page asked for by number reads as an empty page (some servers answer so past
+ * the last page); it ends the export complete only when `/stats` confirms every row was read. More than
+ * `REPORTS_CSV_MAX_PAGES` pages is an error.
  *
  * Every page must carry the validator (`ETag`, else `Last-Modified`) page 1 had: a different one means the
  * export changed while being read, so pages may overlap or miss rows; the export restarts from page 1
@@ -49,14 +50,6 @@ export const csvSource: ExportSource = {
   read: readCsvExport,
 };
 
-/** URL of page `page` of the export: `pageSize` and the configured page parameter set. */
-export function csvPageUrl(config: Config, page: number): URL {
-  const url = new URL(`${requireBaseUrl(config)}${config.csvPath}`);
-  url.searchParams.set('pageSize', String(config.csvPageSize));
-  url.searchParams.set(config.csvPageParam, String(page));
-  return url;
-}
-
 async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, ReadOutcome> {
   const { config, logger } = ctx;
   const pageSize = config.csvPageSize;
@@ -71,6 +64,8 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
   }
   let previousKeys: string | undefined;
   let linkSeen = false;
+  let viaLink = false; // the page being read was asked for by a `Link` (then it must exist)
+  const visited = new Set<string>(); // page URLs read: a `Link` back to one is a loop
   // Paging state (csv-paging.ts): the page size in force, rows read, short pages read past, /stats total.
   let size = resume ? resumedPageSize(pageSize, resume) : pageSize;
   let rowsSoFar = resume?.rowsRead ?? 0;
@@ -95,14 +90,20 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
       try {
         fetched = await ahead.take(url, page);
       } catch (err) {
+        if (page > 1 && !viaLink && isPastEndAnswer(err)) fetched = pastEndPage(url);
         // Page 1 answered 304 to the conditional request: the whole export is the one last read.
-        if (page !== 1 || !ctx.conditional || !isNotModified(err)) throw err;
-        yield { kind: 'not-modified', url: safeUrl(url) };
-        return { complete: true };
+        else if (page !== 1 || !ctx.conditional || !isNotModified(err)) throw err;
+        else {
+          yield { kind: 'not-modified', url: safeUrl(url) };
+          return { complete: true };
+        }
       }
+      visited.add(url.toString());
       yield { kind: 'bytes', read: fetched.bytes, wire: fetched.wireBytes };
       const seen: ExportValidator = { etag: fetched.etag, lastModified: fetched.lastModified };
-      if (validator === undefined) {
+      if (fetched.pastEnd) {
+        // No validator to compare: an error answer stands for an empty page.
+      } else if (validator === undefined) {
         validator = seen;
         yield { kind: 'export', info: { url: fetched.url, ...seen } };
       } else if (compareValidators(validator, seen) === 'unknown') {
@@ -124,7 +125,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
         { page, rows, parsed: csv.parsed, rejected: csv.rejected, lines: csv.lines, bytes: csv.bytes },
         'CSV page read',
       );
-      if (consistency === undefined && !hasValidator(seen)) {
+      if (consistency === undefined && !fetched.pastEnd && !hasValidator(seen)) {
         consistency =
           `page ${page} carries neither ETag nor Last-Modified: a paged export without a validator cannot ` +
           'prove its pages are of one version (a row unpublished mid-read shifts later rows across pages)';
@@ -167,6 +168,16 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
         statsTotal = await ctx.upstreamTotal();
       }
       const decision = decidePaging({ ...facts, statsTotal });
+      if (
+        fetched.pastEnd &&
+        decision.action === 'stop-complete' &&
+        !(rowsSoFar >= (statsTotal ?? Infinity))
+      ) {
+        return incomplete(
+          ctx,
+          `page ${page} answered an error, not an empty page, and /stats does not confirm the end`,
+        );
+      }
       linkSeen ||= link !== undefined;
       if (decision.action === 'stop-incomplete') {
         const outcome = incomplete(ctx, decision.reason);
@@ -188,8 +199,17 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
         size = decision.size;
         gap = decision.gap;
       }
-      if (next !== undefined) ahead.start(next, page + 1);
+      const loops = next !== undefined && visited.has(next.toString());
+      viaLink = decision.action === 'continue' && decision.via === 'link';
+      if (next !== undefined && !loops) ahead.start(next, page + 1);
       if (rows > 0) yield { kind: 'block', block: fetched.decoded.block };
+      if (loops) {
+        if (rows > 0) yield { kind: 'checkpoint', page };
+        return incomplete(
+          ctx,
+          `the Link of page ${page} leads back to ${safeUrl(next)}, read before: the links loop`,
+        );
+      }
       if (rows > 0 || next !== undefined) yield { kind: 'checkpoint', page, nextUrl: next?.toString() };
       if (next === undefined) {
         logger.info({ page, rows, pageSize: size, rowsSoFar, statsTotal }, decision.reason);
@@ -206,43 +226,10 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
   }
 }
 
-/** `probe` of {@link PagedExport}: the validator of page 1, its body left unread. */
-async function probeFirstPage(ctx: ReadContext): Promise<ExportValidator> {
-  const url = csvPageUrl(ctx.config, 1);
-  return withRetry(
-    'CSV page 1 (resume check)',
-    ctx.config,
-    ctx.logger,
-    async () => {
-      const res = await openStream(url, {
-        dispatcher: ctx.dispatcher,
-        apiKey: keyFor(ctx.config, url),
-        maxRedirects: ctx.config.maxRedirects,
-        signal: ctx.signal,
-        headers: { accept: ACCEPT },
-        deadline: pageDeadline(ctx.config),
-      });
-      // Abort the body unread; undici then emits an abort error nobody else listens to.
-      res.body.once('error', () => undefined);
-      res.body.destroy();
-      return { etag: header(res.headers, 'etag'), lastModified: header(res.headers, 'last-modified') };
-    },
-    ctx.signal,
-  );
-}
-
 /** An incomplete read, with a warning that carries the numbers (no tombstones follow). */
 function incomplete(ctx: ReadContext, reason: string): ReadOutcome {
   ctx.logger.warn({ reason }, 'the CSV export stopped incomplete: no tombstones');
   return { complete: false, reason };
 }
 
-/**
- * The page size in force when resuming: the rows per committed page when the server served fewer than
- * asked (its cap, adopted by the interrupted run), else the size asked.
- */
-function resumedPageSize(asked: number, resume: { page: number; rowsRead?: number | undefined }): number {
-  if (resume.rowsRead === undefined || resume.page < 1) return asked;
-  const served = Math.round(resume.rowsRead / resume.page);
-  return served > 0 && served < asked ? served : asked;
-}
+export { csvPageUrl };
