@@ -1,9 +1,14 @@
+import { createHash } from 'node:crypto';
 import { startRawServer, type RawServer } from './raw-server.js';
 
 /** How a {@link startPagedCsvServer} misbehaves (all off: a well-behaved paged CSV export). */
 export interface PagedCsvOptions {
-  /** Send `ETag` (of the current id list) and `Last-Modified` on every page. Default true. */
-  validators?: boolean;
+  /**
+   * Send `ETag` (of the current id list) and `Last-Modified` on every page (default true); `per-page`: an
+   * `ETag` of each page's own body (as servers hashing their answer do); `stamped`: `Last-Modified` and
+   * `Date` both the time of the answer.
+   */
+  validators?: boolean | 'per-page' | 'stamped';
   /** Serve at most this many rows per page, whatever `pageSize` asks (a silent server cap). */
   cap?: number;
   /** Send `Link: rel="next"` while more rows follow. Default false. */
@@ -56,12 +61,14 @@ export async function startPagedCsvServer(
     options.beforePage?.(page);
     // Of the list as served (after beforePage changed it): an honest server's validator names its content.
     const validators: Record<string, string> =
-      options.validators === false
+      options.validators === false || options.validators === 'per-page'
         ? {}
-        : {
-            etag: `"v-${state.ids.join('|').length}-${state.ids.length}"`,
-            'last-modified': new Date(0).toUTCString(),
-          };
+        : options.validators === 'stamped'
+          ? { 'last-modified': new Date().toUTCString(), date: new Date().toUTCString() }
+          : {
+              etag: `"v-${state.ids.join('|').length}-${state.ids.length}"`,
+              'last-modified': new Date(0).toUTCString(),
+            };
     const size = Math.min(asked, options.cap ?? asked);
     const empties = options.emptyPages?.at ?? [];
     const dataPage = options.emptyPages?.shift ? page - empties.filter((p) => p < page).length : page;
@@ -78,6 +85,8 @@ export async function startPagedCsvServer(
         .end('{"error":"no such page"}');
     }
     const body = HEADER + rows.map(csvRow).join('');
+    if (options.validators === 'per-page')
+      headers.etag = `"${createHash('sha1').update(body).digest('hex')}"`;
     if (options.closeDelimited) {
       const head = Object.entries({ ...headers, connection: 'close' }).map(([k, v]) => `${k}: ${v}\r\n`);
       return void res.socket?.end(`HTTP/1.1 200 OK\r\n${head.join('')}\r\n${body}`);

@@ -175,6 +175,24 @@ describe('paged CSV export: servers that end, loop or frame pages their own way'
     expect(await lastRun()).toMatchObject({ complete: false });
   });
 
+  it.each(['per-page', 'stamped'] as const)(
+    'validators that name no export version (%s): every row read, complete, deletes not inferred',
+    async (validators) => {
+      const start = ids(25);
+      const { server, config, warehouse, lastRun, current } = await setup(start, { validators }, 10);
+      await syncTargetOnce(warehouse, config, 'csv');
+      expect(await lastRun()).toMatchObject({ status: 'succeeded', complete: true, records_read: 25 });
+      expect(await current()).toEqual(start);
+      server.ids = start.filter((id) => id !== 'r-0003');
+      await syncTargetOnce(warehouse, config, 'csv');
+      const run = await lastRun();
+      expect(run).toMatchObject({ status: 'succeeded', complete: true, removed: 0 });
+      expect(String(run?.tombstones_note)).toMatch(
+        validators === 'per-page' ? /validator of its own/ : /neither ETag nor Last-Modified/,
+      );
+    },
+  );
+
   it('a Link that leads back to an earlier page stops the read incomplete instead of paging forever', async () => {
     const start = ids(25);
     const { server, config, warehouse, lastRun, current } = await setup(

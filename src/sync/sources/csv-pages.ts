@@ -11,6 +11,7 @@ import { withRetry } from '../../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../../util/errors.js';
 import type { ReadContext } from '../export-source.js';
 import { checkCloseDelimited } from './csv-paging.js';
+import { pageValidator } from './export-validators.js';
 
 /** What a CSV page request accepts. */
 export const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
@@ -186,8 +187,7 @@ async function fetchPage(
           wireBytes,
           url: res.url,
           next,
-          etag: header(res.headers, 'etag'),
-          lastModified: header(res.headers, 'last-modified'),
+          ...pageValidator(res.headers),
         };
       },
       ctx.signal,

@@ -1,7 +1,8 @@
-import { header, openStream } from '../../upstream/open-stream.js';
+import { openStream } from '../../upstream/open-stream.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import type { ExportValidator, ReadContext } from '../export-source.js';
 import { ACCEPT, csvPageUrl, keyFor, pageDeadline } from './csv-pages.js';
+import { pageValidator } from './export-validators.js';
 
 // What resuming an interrupted CSV export needs: page 1's validator now, and the page size in force.
 
@@ -24,7 +25,7 @@ export async function probeFirstPage(ctx: ReadContext): Promise<ExportValidator>
       // Abort the body unread; undici then emits an abort error nobody else listens to.
       res.body.once('error', () => undefined);
       res.body.destroy();
-      return { etag: header(res.headers, 'etag'), lastModified: header(res.headers, 'last-modified') };
+      return pageValidator(res.headers);
     },
     ctx.signal,
   );

@@ -64,6 +64,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
   }
   let previousKeys: string | undefined;
   let linkSeen = false;
+  let perPage = false; // pages carry validators of their own (see below)
   let viaLink = false; // the page being read was asked for by a `Link` (then it must exist)
   const visited = new Set<string>(); // page URLs read: a `Link` back to one is a loop
   // Paging state (csv-paging.ts): the page size in force, rows read, short pages read past, /stats total.
@@ -111,13 +112,20 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
           `page ${page} carries no validator of the kind page 1 had (${describeValidator(validator)}, now ` +
           `${describeValidator(seen)}): the pages cannot be proven to be of one version`;
       } else if (compareValidators(validator, seen) === 'changed') {
-        throw new SyncError(
-          'EXPORT_CHANGED',
-          `The CSV export changed while it was read: page ${page} (${fetched.url}) has validator ` +
-            `${describeValidator(seen)}, page 1 had ${describeValidator(validator)}: the export is read again from page 1 ` +
-            '(if it keeps changing, sync when the upstream is not regenerating it)',
-          { context: { url: fetched.url, page, first: validator, now: seen }, retry: 'export' },
-        );
+        // Changed, or a server that validates each page apart: then page 1 still has the validator it had.
+        if (perPage || compareValidators(validator, await probeFirstPage(ctx)) === 'same') {
+          perPage = true;
+          consistency ??=
+            `page ${page} has a validator of its own (${describeValidator(seen)}) while page 1's is unchanged: ` +
+            'the server validates each page, not the export, so the pages cannot be proven to be of one version';
+        } else
+          throw new SyncError(
+            'EXPORT_CHANGED',
+            `The CSV export changed while it was read: page ${page} (${fetched.url}) has validator ` +
+              `${describeValidator(seen)}, page 1 had ${describeValidator(validator)}: the export is read again from page 1 ` +
+              '(if it keeps changing, sync when the upstream is not regenerating it)',
+            { context: { url: fetched.url, page, first: validator, now: seen }, retry: 'export' },
+          );
       }
       const csv = fetched.decoded.page;
       const { rows } = csv;
