@@ -44,7 +44,7 @@ export function fastCore(
   const created = normalizeTimestamp(createdAt);
   if (created === null) return undefined;
   let updated = created;
-  if (updatedAt !== undefined) {
+  if (updatedAt !== undefined && updatedAt !== null) {
     if (typeof updatedAt !== 'string') return undefined;
     const u = normalizeTimestamp(updatedAt);
     if (u === null) return undefined;

@@ -26,7 +26,8 @@ export { JsonText };
  * - every text (id and codes included) is well-formed UTF-16, so it has a UTF-8 form: a lone surrogate is
  *   quarantined, never rewritten (value-rules.ts).
  * - `lat`/`lng`: WGS84 degrees, both or neither.
- * - `createdAt`/`updatedAt`: UTC, `toISOString()` form (see {@link normalizeTimestamp}).
+ * - `createdAt`/`updatedAt`: UTC, `toISOString()` form (see {@link normalizeTimestamp}); an `updatedAt`
+ *   missing or `null` (Open311's `updated_datetime` of a request never updated) is `createdAt`.
  * - `extra`: every wire field we do not model, in wire order, or `null` when there is none: a null-prototype
  *   object (so `__proto__`, `constructor` are plain keys), values as `JSON.parse` gives them, or a
  *   {@link JsonText} when that would change them (a number a double cannot hold: `1e400`, `1.0`,
@@ -145,7 +146,7 @@ const core = z
     lng: optionalCoordinate(longitude),
     address: text,
     createdAt: timestamp,
-    updatedAt: timestamp.optional(),
+    updatedAt: timestamp.nullish(),
   })
   .superRefine((r, ctx) => {
     if ((r.lat === null) !== (r.lng === null)) {

@@ -52,6 +52,17 @@ describe('validateWireReport', () => {
     expect(r.issues.map((i) => i.path)).toContain(path);
   });
 
+  it('reads an updatedAt that is null like a missing one: the report was never updated (createdAt)', () => {
+    const { updatedAt: _u, ...missing } = base;
+    const absent = validateWireReport(missing);
+    expect(absent.ok && absent.report.updatedAt).toBe('2016-02-16T20:26:00.000Z');
+    expect(validateWireReport({ ...base, updatedAt: null })).toEqual(absent);
+    const csv = { ...missing, lat: '50.94', lng: '6.96', location: undefined };
+    delete csv.location;
+    expect(validateCsvReport({ ...csv, updatedAt: null })).toEqual(validateCsvReport(csv));
+    expect(validateCsvReport({ ...csv, updatedAt: null }).ok).toBe(true);
+  });
+
   it('rejects a value that is not an object', () => {
     expect(validateWireReport([1, 2]).ok).toBe(false);
   });
