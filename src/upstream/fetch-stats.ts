@@ -64,7 +64,8 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
       } finally {
         res.body.destroy();
       }
-      const text = Buffer.concat(chunks, size).toString('utf8');
+      // A leading BOM is dropped (RFC 8259 §8.1 lets a parser ignore it; JSON.parse does not).
+      const text = new TextDecoder('utf-8').decode(Buffer.concat(chunks, size));
       try {
         return { body: JSON.parse(text) as unknown, url: res.url, etag: header(res.headers, 'etag') };
       } catch (err) {

@@ -145,6 +145,24 @@ describe('answers the sync cannot read', () => {
     },
   );
 
+  it('a /stats body that starts with a UTF-8 BOM is read (its total recorded)', async () => {
+    const server = await startRawServer((req, res) => {
+      const stats = req.url?.endsWith('/stats');
+      res.writeHead(200, {
+        'content-type': stats ? 'application/json; charset=utf-8' : 'application/x-ndjson',
+      });
+      res.end(stats ? `\ufeff${JSON.stringify({ total: ids.length })}` : ids.map(ndjsonLine).join(''));
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { retries: 0 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    await syncTargetOnce(warehouse, config, 'ndjson');
+    expect(await query(warehouse, `SELECT status, stats_total_upstream FROM sync_runs`)).toEqual([
+      { status: 'succeeded', stats_total_upstream: ids.length },
+    ]);
+  });
+
   it('a redirect to something that is not a URL fails with REDIRECT_INVALID', async () => {
     const server = await startRawServer((_req, res) => {
       res.writeHead(302, { location: 'http://[::1' });
