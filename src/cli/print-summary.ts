@@ -33,7 +33,8 @@ export async function printRunSummaries(
       if (s.status === 'succeeded') {
         out.write(
           `  merge:   ${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged, ` +
-            `${c.revived} revived, ${c.removed} removed, ${c.duplicates} duplicates superseded\n`,
+            `${c.revived} revived, ${c.removed} removed, ${c.duplicates} duplicates superseded` +
+            `${c.refined > 0 ? `, ${c.refined} refined from their CSV form` : ''}\n`,
         );
       }
     }

@@ -11,7 +11,7 @@ export interface LastSuccess {
 /** The two runs the reader keys on: what it serves, and how recent the warehouse is. */
 export interface RunState {
   /**
-   * The last successful run that changed `reports` (inserted, updated, removed or revived a report), or
+   * The last successful run that changed `reports` (inserted, updated, removed, revived or refined a report), or
    * `null` when none did: the data state every answer is a function of, so the validators (`ETag`,
    * `Last-Modified`) come from it and a stats-only or no-change run leaves every client cache valid.
    */
@@ -30,7 +30,7 @@ export async function readRunState(connection: DuckDBConnection): Promise<RunSta
   const reader = await connection.runAndReadAll(
     `SELECT
        arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id))
-         FILTER (WHERE inserted + updated + removed + revived > 0),
+         FILTER (WHERE inserted + updated + removed + revived + refined > 0),
        arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id))
      FROM sync_runs WHERE status = 'succeeded' AND finished_at IS NOT NULL`,
   );

@@ -61,6 +61,7 @@ async function mergeInTransaction(
       inserted: merged.inserted,
       updated: merged.updated,
       unchanged: merged.unchanged,
+      refined: merged.refined,
       revived: merged.revived,
     });
     await afterMerge?.({

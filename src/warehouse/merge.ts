@@ -15,6 +15,8 @@ export interface MergeResult {
   updated: number;
   revived: number;
   unchanged: number;
+  /** Reports rewritten from their CSV form to typed values, with no new version (counted apart from `unchanged`). */
+  refined: number;
 }
 
 const COLUMNS = BUSINESS.split(', ');
@@ -157,6 +159,7 @@ export async function mergeStaging(
   const inserted = Number(counts.inserted);
   const updated = Number(counts.updated);
   const revived = Number(counts.revived);
+  const refined = Number(counts.refined);
   return {
     staged,
     unique,
@@ -164,7 +167,8 @@ export async function mergeStaging(
     inserted,
     updated,
     revived,
-    unchanged: unique - inserted - updated - revived,
+    refined,
+    unchanged: unique - inserted - updated - revived - refined,
   };
 }
 
@@ -212,6 +216,7 @@ async function everyCurrentSeenUnchanged(
     updated: 0,
     revived: 0,
     unchanged: current,
+    refined: 0,
   };
 }
 

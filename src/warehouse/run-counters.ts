@@ -12,6 +12,8 @@ export interface RunCounters {
   inserted: number;
   updated: number;
   unchanged: number;
+  /** Reports rewritten in place from a lossy CSV form to typed values, with no new version (merge-refine.ts). */
+  refined: number;
   removed: number;
   revived: number;
   bytesRead: number;
@@ -20,11 +22,11 @@ export interface RunCounters {
 }
 
 /**
- * True when a run inserted, updated, revived or removed a report: `sync_runs.outcome` is `changed`, and the
+ * True when a run inserted, updated, revived, refined or removed a report: `sync_runs.outcome` is `changed`, and the
  * daemon publishes after it (a no-change run leaves the published copy and the reader's validators alone).
  */
 export function changedAny(c: RunCounters): boolean {
-  return c.inserted + c.updated + c.revived + c.removed > 0;
+  return c.inserted + c.updated + c.revived + c.refined + c.removed > 0;
 }
 
 /** Fresh all-zero counters. */
@@ -37,6 +39,7 @@ export function emptyCounters(): RunCounters {
     inserted: 0,
     updated: 0,
     unchanged: 0,
+    refined: 0,
     removed: 0,
     revived: 0,
     bytesRead: 0,

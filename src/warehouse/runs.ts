@@ -41,7 +41,7 @@ export async function saveCounters(
   await connection.run(
     `UPDATE sync_runs SET records_read = $read, records_loaded = $loaded, records_rejected = $rejected,
        duplicates = $duplicates, inserted = $inserted, updated = $updated, unchanged = $unchanged,
-       removed = $removed, revived = $revived, bytes_read = $bytes, bytes_wire = $wire, pages = $pages
+       refined = $refined, removed = $removed, revived = $revived, bytes_read = $bytes, bytes_wire = $wire, pages = $pages
      WHERE run_id = $run`,
     {
       run: runId,
@@ -52,6 +52,7 @@ export async function saveCounters(
       inserted: c.inserted,
       updated: c.updated,
       unchanged: c.unchanged,
+      refined: c.refined,
       removed: c.removed,
       revived: c.revived,
       bytes: c.bytesRead,
