@@ -16,8 +16,13 @@ export interface RunState {
    * `Last-Modified`) come from it and a stats-only or no-change run leaves every client cache valid.
    */
   changed: LastSuccess | null;
-  /** The last successful run of any job (`/healthz`, the status page), or `null` before the first one. */
+  /** The last successful run of any job (`/healthz`), or `null` before the first one. */
   latest: LastSuccess | null;
+  /**
+   * Changes whenever the run log does (a run starts, ends in any status, or is marked aborted): what the
+   * status page's figures are kept by, so a failed run shows at once.
+   */
+  logKey: string;
 }
 
 /**
@@ -30,13 +35,16 @@ export async function readRunState(connection: DuckDBConnection): Promise<RunSta
   const reader = await connection.runAndReadAll(
     `SELECT
        arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id))
-         FILTER (WHERE inserted + updated + removed + revived + refined > 0),
-       arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id))
-     FROM sync_runs WHERE status = 'succeeded' AND finished_at IS NOT NULL`,
+         FILTER (WHERE ${SUCCEEDED} AND inserted + updated + removed + revived + refined > 0),
+       arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id)) FILTER (WHERE ${SUCCEEDED}),
+       concat_ws('/', count(*), count(finished_at), max(finished_at), count(*) FILTER (WHERE status = 'running'))
+     FROM sync_runs`,
   );
   const row = reader.getRowsJS()[0] ?? [];
-  return { changed: runOf(row[0]), latest: runOf(row[1]) };
+  return { changed: runOf(row[0]), latest: runOf(row[1]), logKey: String(row[2] ?? '') };
 }
+
+const SUCCEEDED = `status = 'succeeded' AND finished_at IS NOT NULL`;
 
 function runOf(value: unknown): LastSuccess | null {
   if (!Array.isArray(value)) return null;

@@ -21,7 +21,7 @@ export function statusRoute(ctx: ReaderContext, periods: ReadonlyMap<string, num
   const cache = new VersionCache();
   return async (request, reply) => {
     const runs = await ctx.validators.runs();
-    const key = runs.latest?.runId ?? 'none';
+    const key = runs.logKey;
     const data = await cache.get(key, 'status', async (): Promise<StatusData> => {
       const tx = await ReadTransaction.begin(ctx.pool, ctx.config.readerQueryTimeoutMs);
       let ok = false;
