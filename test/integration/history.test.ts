@@ -243,6 +243,37 @@ describe('history and tombstones', () => {
     }
   });
 
+  it('infers tombstones when /stats counts a record this run quarantined (valid to the upstream)', async () => {
+    const line = (i: number) =>
+      JSON.stringify({
+        id: `q-${i}`,
+        status: 'SUBMITTED',
+        destination: 'ROAD_CONTROL',
+        // One record the upstream thinks valid and this tool quarantines: a date it cannot read.
+        createdAt: i === 3 ? '16.02.2016 21:26' : '2024-01-01T00:00:00.000Z',
+      });
+    let ids = Array.from({ length: 30 }, (_, i) => i);
+    const server = await startRawServer((req, res) => {
+      const stats = req.url?.endsWith('/stats');
+      res.writeHead(200, { 'content-type': stats ? 'application/json' : 'application/x-ndjson' });
+      res.end(stats ? JSON.stringify({ total: ids.length }) : ids.map((i) => `${line(i)}\n`).join(''));
+    });
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { maxRejectRatio: 0.5 });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      await syncTargetOnce(warehouse, config, 'ndjson');
+      ids = ids.filter((i) => i !== 5);
+      const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+      expect([run?.status, run?.counters.removed]).toEqual(['succeeded', 1]);
+      expect(await query(warehouse, `SELECT id FROM reports WHERE removed_at IS NOT NULL`)).toEqual([
+        { id: 'q-5' },
+      ]);
+    } finally {
+      warehouse.close();
+      await server.close();
+    }
+  });
+
   it('revives a report that comes back, keeping one open SCD2 version per report', async () => {
     const source = await startTestSimulator({ generate: { n: 50, seed: 4 } });
     const lines = await exportLines(source);
