@@ -63,6 +63,45 @@ describe('validateWireReport', () => {
     expect(validateCsvReport({ ...csv, updatedAt: null }).ok).toBe(true);
   });
 
+  it('drops nothing of a location unseen: its other keys go to extra, a second value for it is an issue', () => {
+    const { location: _location, ...rest } = base;
+    const ok = (v: unknown) => {
+      const r = validateWireReport(v);
+      if (!r.ok) throw new Error(JSON.stringify(r.issues));
+      return [r.report.lat, r.report.lng, r.report.extra === null ? null : { ...r.report.extra }];
+    };
+    // NYC 311 (Socrata): top-level copies of the coordinates beside a location with a human_address.
+    const nyc = {
+      ...rest,
+      latitude: '40.847',
+      longitude: '-73.935',
+      location: { latitude: '40.847', longitude: '-73.935', human_address: '{"address": ""}' },
+    };
+    expect(ok(nyc)).toEqual([40.847, -73.935, { 'location.human_address': '{"address": ""}' }]);
+    // A GeoJSON point: [lng, lat].
+    expect(ok({ ...rest, location: { type: 'Point', coordinates: [-73.9, 40.7] } })).toEqual([
+      40.7,
+      -73.9,
+      null,
+    ]);
+    expect(ok({ ...rest, location: { lat: 1, lng: 2, accuracy: 5 } })).toEqual([
+      1,
+      2,
+      { 'location.accuracy': 5 },
+    ]);
+    for (const twice of [
+      { ...rest, location: { lat: 40.7, lng: -73.9 }, latitude: 41 },
+      { ...rest, lat: 40.7, lng: -73.9, lon: -74 },
+      { ...rest, location: { lat: 40.7, lng: -73.9, longitude: '-74' } },
+      { ...rest, location: { type: 'Point', coordinates: [-73.9, 40.7] }, lat: 1 },
+    ]) {
+      const r = validateWireReport(twice);
+      expect(r.ok, JSON.stringify(twice)).toBe(false);
+      if (!r.ok)
+        expect(r.issues[0]).toMatchObject({ path: 'location', message: /differs from the coordinate read/ });
+    }
+  });
+
   it('rejects a value that is not an object', () => {
     expect(validateWireReport([1, 2]).ok).toBe(false);
   });
