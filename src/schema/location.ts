@@ -1,0 +1,109 @@
+// The location of a wire record and its aliases (DESIGN.md §2), read so that nothing of it is dropped unseen.
+
+/** What {@link readLocation} found: the coordinates (as given) and the keys it kept, or the issue. */
+export type LocationRead =
+  | { lat: unknown; lng: unknown; leftover: Record<string, unknown> | null }
+  | { issue: { path: string; message: string } };
+
+const LAT_KEYS = ['lat', 'latitude'] as const;
+const LNG_KEYS = ['lng', 'lon', 'longitude'] as const;
+
+/**
+ * The coordinates of a wire object, from `location` ({lat|latitude, lng|lon|longitude}, or a GeoJSON
+ * `Point` {type, coordinates: [lng, lat]}) or else the top-level aliases. Nothing is dropped unseen: keys
+ * of `location` it does not read come back in `leftover` as `location.<key>` (kept in `extra`), and an
+ * alias that names a different value than the one read (`location.lat` 40.7 and `latitude` 41) is an
+ * issue, not a silent choice. An alias with the same value (NYC 311's `latitude` beside its `location`)
+ * is a copy and goes.
+ */
+export function readLocation(obj: Record<string, unknown>): LocationRead {
+  const loc = obj.location;
+  if (loc === undefined || loc === null) return pickCoordinates(obj, [obj], null);
+  if (typeof loc !== 'object' || Array.isArray(loc)) {
+    return { issue: { path: 'location', message: 'expected an object {lat, lng} or null' } };
+  }
+  const l = loc as Record<string, unknown>;
+  const c = l.coordinates;
+  if (l.type === 'Point' && Array.isArray(c) && c.length === 2 && !hasAny(l, [...LAT_KEYS, ...LNG_KEYS])) {
+    return pickCoordinates({ lat: c[1], lng: c[0] }, [obj], leftoverOf(l, ['type', 'coordinates']));
+  }
+  return pickCoordinates(l, [l, obj], leftoverOf(l, [...LAT_KEYS, ...LNG_KEYS]));
+}
+
+/** The first coordinates of `from` by alias; every alias given in `all` must name the same value. */
+function pickCoordinates(
+  from: Record<string, unknown>,
+  all: Record<string, unknown>[],
+  leftover: Record<string, unknown> | null,
+): LocationRead {
+  const lat = from.lat ?? from.latitude;
+  const lng = from.lng ?? from.lon ?? from.longitude;
+  for (const [keys, value] of [
+    [LAT_KEYS, lat],
+    [LNG_KEYS, lng],
+  ] as const) {
+    for (const o of all) {
+      for (const key of keys) {
+        const other = o[key];
+        if (other === undefined || other === null || sameCoordinate(other, value)) continue;
+        const where = o === topLevel(all) ? key : `location.${key}`;
+        return {
+          issue: {
+            path: 'location',
+            message: `${where} (${JSON.stringify(other)}) differs from the coordinate read (${JSON.stringify(value)}): the location is given twice`,
+          },
+        };
+      }
+    }
+  }
+  return { lat, lng, leftover };
+}
+
+/** The top-level object of {@link pickCoordinates}' `all` (the last one). */
+function topLevel(all: Record<string, unknown>[]): Record<string, unknown> | undefined {
+  return all[all.length - 1];
+}
+
+function sameCoordinate(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  const n = (v: unknown) =>
+    typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;
+  return n(a) === n(b);
+}
+
+function hasAny(o: Record<string, unknown>, keys: readonly string[]): boolean {
+  return keys.some((k) => o[k] !== undefined);
+}
+
+/** The keys of a `location` object other than `read`, as `location.<key>` (null when none). */
+function leftoverOf(l: Record<string, unknown>, read: readonly string[]): Record<string, unknown> | null {
+  let leftover: Record<string, unknown> | null = null;
+  for (const key of Object.keys(l)) {
+    if (read.includes(key)) continue;
+    leftover ??= Object.create(null) as Record<string, unknown>;
+    leftover[`location.${key}`] = l[key];
+  }
+  return leftover;
+}
+
+/** `extra` with the leftover of the location appended (either may be null). */
+export function withLeftover(
+  extra: Record<string, unknown> | null,
+  leftover: Record<string, unknown> | null,
+): Record<string, unknown> | null {
+  if (leftover === null) return extra;
+  const out = extra ?? (Object.create(null) as Record<string, unknown>);
+  for (const key of Object.keys(leftover)) if (!(key in out)) out[key] = leftover[key];
+  return out;
+}
+
+/** The `location.<key>` entries of an `extra` that are no top-level field (see {@link leftoverOf}). */
+export function leftoverIn(extra: Record<string, unknown>): Record<string, unknown> | null {
+  let out: Record<string, unknown> | null = null;
+  for (const key of Object.keys(extra)) {
+    if (!key.startsWith('location.')) continue;
+    out ??= Object.create(null) as Record<string, unknown>;
+    out[key] = extra[key];
+  }
+  return out;
+}
