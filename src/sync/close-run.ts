@@ -84,7 +84,7 @@ async function mergeInTransaction(
       exportLastModified: state.exportInfo?.lastModified ?? null,
     });
     await clearStaging(connection, runId);
-    await finishRun(connection, runId, 'succeeded');
+    await finishRun(connection, runId, 'succeeded', undefined, now);
     await failpoint('in-merge');
   });
 }

@@ -109,16 +109,27 @@ export async function saveFacts(connection: DuckDBConnection, runId: string, fac
   await connection.run(`UPDATE sync_runs SET ${sets} WHERE run_id = $run`, { ...params, run: runId });
 }
 
-/** Marks a run finished with its outcome and, for failures, the error as JSON (no secrets). */
+/**
+ * Marks a run finished with its outcome and, for failures, the error as JSON (no secrets). `finished_at` is
+ * not before `notBefore` (a merged run's merge time: its versions' `valid_from`), as DuckDB's `now()` is
+ * the start of the transaction, which began before the merge time was read.
+ */
 export async function finishRun(
   connection: DuckDBConnection,
   runId: string,
   status: Exclude<RunStatus, 'running'>,
   error?: Record<string, unknown>,
+  notBefore?: Date,
 ): Promise<void> {
   await connection.run(
-    `UPDATE sync_runs SET status = $status, finished_at = now(), error = $error::JSON WHERE run_id = $run`,
-    { run: runId, status, error: error ? redactSecrets(JSON.stringify(error)) : null },
+    `UPDATE sync_runs SET status = $status, finished_at = greatest(now(), $notBefore::TIMESTAMPTZ),
+       error = $error::JSON WHERE run_id = $run`,
+    {
+      run: runId,
+      status,
+      error: error ? redactSecrets(JSON.stringify(error)) : null,
+      notBefore: (notBefore ?? new Date(0)).toISOString(),
+    },
   );
 }
 

@@ -58,6 +58,13 @@ describe('SCD2 history over changing upstreams', () => {
             try {
               const [run] = await syncTargetOnce(warehouse, config, s.source);
               expect(run?.status, run?.error?.message).toBe('succeeded');
+              // A run's versions are in place when it is finished (what the status page's chart joins on).
+              const [late] = await query(
+                warehouse,
+                `SELECT count(*) AS n FROM report_versions v JOIN sync_runs r USING (run_id)
+                 WHERE v.valid_from > r.finished_at`,
+              );
+              expect(late?.n).toBe(0);
             } finally {
               await sim.close();
             }
