@@ -47,6 +47,7 @@ export interface CsvPage {
 }
 
 const NL = 0x0a;
+const QUOTE = 0x22;
 const CR = 0x0d;
 
 /** The cells of one CSV record: text, or `null` for an unquoted empty cell (PostgreSQL `COPY … CSV`). */
@@ -173,7 +174,8 @@ class PageParser {
       try {
         parseRecords(
           body.subarray(base),
-          this.crlf ? '\r\n' : '\n',
+          // A page whose header ends with LF may still end rows with CRLF: never leave the CR in a cell.
+          this.crlf ? '\r\n' : ['\r\n', '\n'],
           base === 0,
           this.options.maxRecordBytes,
           (fields, bytes) => this.onCsvRecord(fields, base + bytes),
@@ -461,10 +463,18 @@ function rowEndedByLf(
   return null;
 }
 
-/** True when the first line break of the body is CRLF (the simulator's and RFC 4180's). */
+/**
+ * True when the header row ends with CRLF (the simulator's and RFC 4180's): its first line break outside
+ * quotes (a quoted header cell may hold a line break of its own).
+ */
 function usesCrlf(body: Buffer): boolean {
-  const nl = body.indexOf(NL);
-  return nl === -1 || (nl > 0 && body[nl - 1] === CR);
+  let quoted = false;
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (c === QUOTE) quoted = !quoted;
+    else if (c === NL && !quoted) return i > 0 && body[i - 1] === CR;
+  }
+  return true;
 }
 
 /** Thrown out of csv-parse to restart parsing after the first line of a ragged multi-line row. */

@@ -162,6 +162,20 @@ describe('parseCsvPage', () => {
     expect(values(page(`${HEADER}1,SUBMITTED,ok`))).toHaveLength(1);
   });
 
+  it('never leaves a CR in a cell: a header ending with LF over rows ending with CRLF', () => {
+    const p = page('id,status,description\n1,SUBMITTED,desc 1\r\n2,SUBMITTED,"two\r\nlines"\r\n');
+    expect(values(p)).toEqual([
+      { id: '1', status: 'SUBMITTED', description: 'desc 1' },
+      { id: '2', status: 'SUBMITTED', description: 'two\r\nlines' },
+    ]);
+    expect(malformed(p)).toEqual([]);
+  });
+
+  it('takes the line break of the header from outside its quotes (a column name may hold one)', () => {
+    const p = page('id,status,"odd\nname"\r\n1,SUBMITTED,a\nb\r\n');
+    expect(values(p)).toEqual([{ id: '1', status: 'SUBMITTED', 'odd\nname': 'a\nb' }]);
+  });
+
   it('quarantines such a last row when the transport checked where the body ends (endChecked)', () => {
     for (const [body, reason] of [
       [`${HEADER}1,SUBMITTED,ok\r\n2,SUBMI`, /ragged row/],
