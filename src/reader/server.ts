@@ -148,6 +148,24 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     }
     return payload;
   });
+  // An OPTIONS that is no CORS preflight (no Access-Control-Request-Method) gets the API's answer (405 with
+  // Allow, or 404), as the upstream gives it, not @fastify/cors's plain-text 400.
+  const routed = new Set<string>([...Object.values(PUBLIC_PATHS), ...Object.values(OPS_PATHS)]);
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method !== 'OPTIONS' || request.headers['access-control-request-method'] !== undefined)
+      return;
+    const path = pathOf(request.url);
+    if (!routed.has(path)) return notFound(request, reply);
+    return sendError(
+      reply,
+      405,
+      'METHOD_NOT_ALLOWED',
+      `OPTIONS is not allowed on ${path} (allowed: ${ALLOWED}).`,
+      {
+        Allow: ALLOWED,
+      },
+    );
+  });
   await app.register(cors, {
     origin: corsOrigins(config.readerCorsOrigins),
     methods: ['GET', 'HEAD'],
@@ -172,7 +190,6 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
   app.get(OPS_PATHS.healthz, healthzRoute(ctx));
   app.get(OPS_PATHS.metrics, metricsRoute(ctx));
 
-  const routed = new Set<string>([...Object.values(PUBLIC_PATHS), ...Object.values(OPS_PATHS)]);
   app.setNotFoundHandler((request, reply) => {
     const path = pathOf(request.url);
     if (routed.has(path) && request.method !== 'GET' && request.method !== 'HEAD') {

@@ -122,6 +122,14 @@ describe('the reader for dashboards (20,000 generated reports)', () => {
     expect(list.headers.get('access-control-expose-headers')).toMatch(/ETag/i);
   });
 
+  it('answers an OPTIONS that is no preflight as the API does: 405 with Allow, or 404', async () => {
+    const bare = await fetch(s.reader.api('/reports'), { method: 'OPTIONS' });
+    expect([bare.status, bare.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
+    expect(((await bare.json()) as { error: { code: string } }).error.code).toBe('METHOD_NOT_ALLOWED');
+    const unknown = await fetch(s.reader.api('/nothing-here'), { method: 'OPTIONS' });
+    expect(unknown.status).toBe(404);
+  });
+
   it('allows only the configured origins when REPORTS_READER_CORS_ORIGINS lists them', async () => {
     const reader = await startTestReader(s.warehouse, {
       ...s.config,
