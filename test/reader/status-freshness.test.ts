@@ -26,4 +26,14 @@ describe('the status page and the run log', () => {
     expect(failed?.status).toBe('failed');
     expect(cells(await page())).toContain('failed');
   });
+
+  it('answers HEAD with the headers GET has (its length included) and no body', async () => {
+    s = await startSyncedReader({ generate: { n: 5, seed: 3 } });
+    const identity = { 'accept-encoding': 'identity' };
+    const get = await fetch(`${s.reader.url}/`, { headers: identity });
+    const head = await fetch(`${s.reader.url}/`, { method: 'HEAD', headers: identity });
+    expect(head.status).toBe(200);
+    expect(Number(head.headers.get('content-length'))).toBe(Buffer.byteLength(await get.text()));
+    expect(await head.text()).toBe('');
+  });
 });

@@ -46,6 +46,6 @@ export function statusRoute(ctx: ReaderContext, periods: ReadonlyMap<string, num
         'Cache-Control': 'no-cache',
         'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
       })
-      .send(request.method === 'HEAD' ? '' : html);
+      .send(html);
   };
 }
