@@ -116,7 +116,10 @@ const id = z.union(
       .nonnegative()
       .transform((n) => String(n)),
   ],
-  { error: 'expected a non-blank string or a non-negative integer' },
+  {
+    error:
+      'expected a non-blank string or a non-negative integer of at most 2^53 − 1 (a larger one: as a string)',
+  },
 );
 const timestamp = z.string().transform((value, ctx) => {
   const normalized = normalizeTimestamp(value);

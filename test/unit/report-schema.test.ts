@@ -102,6 +102,15 @@ describe('validateWireReport', () => {
     }
   });
 
+  it('says why a numeric id past 2^53 − 1 is refused (a double cannot hold it) and how to send it', () => {
+    const r = validateWireReport({ ...base, id: 2 ** 60 });
+    expect(r.ok).toBe(false);
+    if (!r.ok)
+      expect(r.issues).toEqual([
+        { path: 'id', message: expect.stringMatching(/at most 2\^53 − 1.*as a string/) },
+      ]);
+  });
+
   it('rejects a value that is not an object', () => {
     expect(validateWireReport([1, 2]).ok).toBe(false);
   });
