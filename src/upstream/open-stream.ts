@@ -46,6 +46,9 @@ export interface OpenStreamOptions {
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** A body to read: 200, or 203 (the same, transformed by a proxy: RFC 9110 §15.3.4). */
+const OK_STATUS = new Set([200, 203]);
+
 const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 
 /**
@@ -160,11 +163,11 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
       res.body.on('error', () => undefined); // the abort of an unread body is no failure of its own
       res.body.destroy();
       // An error status stays the failure (and keeps its retry rule) when its page cannot be decoded.
-      if (res.statusCode !== 200) throw statusError(res.statusCode, res.headers, current, '');
+      if (!OK_STATUS.has(res.statusCode)) throw statusError(res.statusCode, res.headers, current, '');
       throw err;
     }
     const body = decoded.body;
-    if (res.statusCode !== 200) {
+    if (!OK_STATUS.has(res.statusCode)) {
       // An error page may echo the request's headers (a 401 quoting the key it refused): never let the
       // key into the message, the log or the run log through it (DESIGN.md §2).
       throw statusError(res.statusCode, res.headers, current, await readExcerpt(body, options.apiKey));

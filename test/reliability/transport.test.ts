@@ -163,6 +163,20 @@ describe('answers the sync cannot read', () => {
     ]);
   });
 
+  it('a 203 (a body transformed by a proxy) is read like a 200', async () => {
+    const server = await startRawServer((req, res) => {
+      const stats = req.url?.endsWith('/stats');
+      res.writeHead(203, { 'content-type': stats ? 'application/json' : 'application/x-ndjson' });
+      res.end(stats ? JSON.stringify({ total: ids.length }) : ids.map(ndjsonLine).join(''));
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { retries: 0 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+    expect([run?.status, run?.counters.recordsLoaded]).toEqual(['succeeded', ids.length]);
+  });
+
   it('a redirect to something that is not a URL fails with REDIRECT_INVALID', async () => {
     const server = await startRawServer((_req, res) => {
       res.writeHead(302, { location: 'http://[::1' });
