@@ -19,7 +19,7 @@ export async function loadLineHasher(): Promise<void> {
  * Bumped whenever a change to parsing or validation could load the same line differently: every stored
  * line hash then stops matching, and the next run validates every record again.
  */
-const RULES_VERSION = 2; // 2: xxHash64 instead of SHA-1 cut to 64 bits
+const RULES_VERSION = 3; // 2: xxHash64 instead of SHA-1 cut to 64 bits; 3: location keys kept, CR never left in a CSV cell
 
 /** A {@link KnownLines} set as passed to a worker thread (its tables are shared memory). */
 export interface KnownLinesState {

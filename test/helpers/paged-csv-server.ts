@@ -28,6 +28,14 @@ export interface PagedCsvOptions {
   closeDelimited?: boolean;
   /** No `/stats` endpoint (404). */
   noStats?: boolean;
+  /** The `/stats` total to answer whatever the rows (an upstream whose counters lag). */
+  statsTotal?: number;
+  /** Pages answered once with an error status (page → status), then served. */
+  failOnce?: Map<number, number>;
+  /** Answer a conditional request as an HTTP cache would: 304 when the page's ETag still matches. */
+  conditional?: boolean;
+  /** The first answer of page 1 holds only its first row (a close-delimited body cut at a line break). */
+  cutFirstPageOnce?: boolean;
 }
 
 /** A raw paged CSV export of `ids`, with `/stats` counting them; `ids` may be changed between requests. */
@@ -53,12 +61,17 @@ export async function startPagedCsvServer(
     if (url.pathname.endsWith('/stats')) {
       if (options.noStats) return void res.writeHead(404).end();
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ total: state.ids.length }));
+      res.end(JSON.stringify({ total: options.statsTotal ?? state.ids.length }));
       return;
     }
     const asked = Number(url.searchParams.get('pageSize'));
     const page = Number(url.searchParams.get('page'));
     options.beforePage?.(page);
+    const failure = options.failOnce?.get(page);
+    if (failure !== undefined) {
+      options.failOnce?.delete(page);
+      return void res.writeHead(failure, { 'content-type': 'application/json' }).end('{"error":"try later"}');
+    }
     // Of the list as served (after beforePage changed it): an honest server's validator names its content.
     const validators: Record<string, string> =
       options.validators === false || options.validators === 'per-page'
@@ -84,9 +97,14 @@ export async function startPagedCsvServer(
         .writeHead(options.pastEndStatus, { 'content-type': 'application/json' })
         .end('{"error":"no such page"}');
     }
-    const body = HEADER + rows.map(csvRow).join('');
+    const cut = options.cutFirstPageOnce && page === 1 && rows.length > 1;
+    if (cut) options.cutFirstPageOnce = false;
+    const body = HEADER + (cut ? rows.slice(0, 1) : rows).map(csvRow).join('');
     if (options.validators === 'per-page')
       headers.etag = `"${createHash('sha1').update(body).digest('hex')}"`;
+    if (options.conditional && headers.etag !== undefined && req.headers['if-none-match'] === headers.etag) {
+      return void res.writeHead(304, { etag: headers.etag }).end();
+    }
     if (options.closeDelimited) {
       const head = Object.entries({ ...headers, connection: 'close' }).map(([k, v]) => `${k}: ${v}\r\n`);
       return void res.socket?.end(`HTTP/1.1 200 OK\r\n${head.join('')}\r\n${body}`);

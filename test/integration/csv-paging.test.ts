@@ -179,7 +179,11 @@ describe('paged CSV export: servers that end, loop or frame pages their own way'
     'validators that name no export version (%s): every row read, complete, deletes not inferred',
     async (validators) => {
       const start = ids(25);
-      const { server, config, warehouse, lastRun, current } = await setup(start, { validators }, 10);
+      const { server, config, warehouse, lastRun, current } = await setup(
+        start,
+        { validators, conditional: true },
+        10,
+      );
       await syncTargetOnce(warehouse, config, 'csv');
       expect(await lastRun()).toMatchObject({ status: 'succeeded', complete: true, records_read: 25 });
       expect(await current()).toEqual(start);
@@ -190,8 +194,36 @@ describe('paged CSV export: servers that end, loop or frame pages their own way'
       expect(String(run?.tombstones_note)).toMatch(
         validators === 'per-page' ? /validator of its own/ : /neither ETag nor Last-Modified/,
       );
+      // Rows added on a later page: page 1 is the same, yet the next run reads them (no 304 on its word).
+      server.ids = [...server.ids, 'r-0100', 'r-0101'];
+      await syncTargetOnce(warehouse, config, 'csv');
+      expect(await current()).toContain('r-0101');
     },
   );
+
+  it('an error answer mid-export, rows after it: the run is incomplete and removes nothing', async () => {
+    const start = ids(40);
+    const failOnce = new Map<number, number>();
+    const { server, config, warehouse, lastRun, current } = await setup(start, { failOnce }, 2);
+    await syncTargetOnce(warehouse, config, 'csv');
+    // Two reports more upstream while /stats lags at 40, and page 2 answers 404 once.
+    server.ids = [...start, 'r-0100', 'r-0101'].sort();
+    failOnce.set(2, 404);
+    const lagging = await startPagedCsvServer(server.ids, { failOnce, statsTotal: 40 });
+    onTestFinished(() => lagging.close());
+    await syncTargetOnce(warehouse, { ...config, baseUrl: lagging.url }, 'csv');
+    expect(await lastRun()).toMatchObject({ status: 'succeeded', complete: false, removed: 0 });
+    expect(await current()).toEqual(expect.arrayContaining(start));
+  });
+
+  it('a close-delimited page 1 cut at a line break (with a Link) is read again, no row lost', async () => {
+    const start = ids(6);
+    const options = { links: true, closeDelimited: true, noStats: true, cutFirstPageOnce: true };
+    const { config, warehouse, current } = await setup(start, options, 2);
+    const [run] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(run?.status).toBe('succeeded');
+    expect(await current()).toEqual(start);
+  });
 
   it('a Link that leads back to an earlier page stops the read incomplete instead of paging forever', async () => {
     const start = ids(25);

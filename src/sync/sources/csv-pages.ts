@@ -123,8 +123,9 @@ export interface FetchedPage {
 /**
  * GETs one page and decodes it in a decode worker, retrying it alone (429/5xx, resets, a body cut short) as
  * with-retry.ts says; `on.downloaded` is called with the page's `Link: rel="next"` once its body is in (before
- * decoding), `on.fullest` gives (and, given rows, updates) the rows of the fullest page decoded so far. Once its retries are spent the error is no longer retryable: the runner must not restart the
- * whole export for a page that keeps failing.
+ * decoding), `on.fullest` gives (and, given rows, updates) the rows of the fullest page decoded so far. Once its
+ * retries are spent the error is no longer retryable: the runner must not restart the whole export for a
+ * page that keeps failing.
  */
 async function fetchPage(
   ctx: ReadContext,
@@ -134,6 +135,7 @@ async function fetchPage(
   on: { downloaded: (next: URL | undefined) => void; fullest: (rows?: number) => number },
 ): Promise<FetchedPage> {
   const { config } = ctx;
+  let shortRows: number | undefined; // rows of a read taken for cut short (see below)
   try {
     return await withRetry(
       `CSV page ${page}`,
@@ -177,10 +179,17 @@ async function fetchPage(
           extraLimits: extraLimits(config),
           endChecked: framing.delimited,
         });
-        // A capped server's pages are all shorter than asked: a short page is one shorter than the fullest.
-        const fullest = on.fullest();
-        checkCloseDelimited(framing, decoded.page.rows, { page, url: res.url, pageSize: fullest });
-        on.fullest(decoded.page.rows);
+        // Short: fewer rows than the fullest page so far (before any, than asked). A capped server's pages
+        // are all short, so a short page counts as cut unless reading it again gives as many rows.
+        const rows = decoded.page.rows;
+        const expected = shortRows === rows ? 0 : on.fullest() || config.csvPageSize;
+        try {
+          checkCloseDelimited(framing, rows, { page, url: res.url, pageSize: expected });
+        } catch (err) {
+          shortRows = rows;
+          throw err;
+        }
+        on.fullest(rows);
         return {
           decoded,
           bytes,

@@ -105,14 +105,14 @@ export function decidePaging(facts: PageFacts): PagingDecision {
 /**
  * A close-delimited body (neither `Content-Length` nor chunked framing: HTTP/1.1 ends it by closing the
  * connection) cannot tell a cut connection from its end, so undici cannot catch the cut. Such a page counts
- * as cut short when it does not end with a line break, or when it holds fewer rows than `pageSize` yet links
- * a next page: either way the rest of the page would be lost silently (`csv:cut`).
+ * as cut short when it does not end with a line break, or when it holds fewer rows than a full page yet links
+ * a next page: either way the rest of the page would be lost silently (`csv:cut`). (The caller reads a short
+ * page once more and keeps it when it holds as many rows again: a server capping its pages.)
  *
  * @param framing whether the response was length-delimited or chunked, ended without a line break, and
  *   sent a `Link` header
  * @param rows data rows of the page
- * @param where `pageSize`: the rows of the fullest page decoded so far (a capped server serves fewer than
- *   asked on every page; 0 before any: the first page decoded is never taken for short)
+ * @param where `pageSize`: the rows a full page holds as far as is known (0: no page counts as short)
  * @throws SyncError `BODY_TRUNCATED` (retryable: the page is fetched again)
  */
 export function checkCloseDelimited(

@@ -30,9 +30,8 @@ import type {
  * nothing says otherwise (a `Link`, a `/stats` total not reached, a capped first page whose served size is
  * adopted); a run that cannot tell stops incomplete. A page whose keys repeat the previous page's (the
  * server ignored `page`) stops the run incomplete too, as does a `Link` back to a page already read. A 400,
- * 404, 410 or 416 answered for a page asked for by number reads as an empty page (some servers answer so past
- * the last page); it ends the export complete only when `/stats` confirms every row was read. More than
- * `REPORTS_CSV_MAX_PAGES` pages is an error.
+ * 404, 410 or 416 to a page asked for by number reads as an empty page (some servers answer so past the end):
+ * complete only when `/stats` confirms it and no rows follow. Over `REPORTS_CSV_MAX_PAGES` pages: an error.
  *
  * Every page must carry the validator (`ETag`, else `Last-Modified`) page 1 had: a different one means the
  * export changed while being read, so pages may overlap or miss rows; the export restarts from page 1
@@ -65,6 +64,8 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
   let previousKeys: string | undefined;
   let linkSeen = false;
   let perPage = false; // pages carry validators of their own (see below)
+  let pastEndAt: number | undefined; // a page answered an error read as an empty page (pastEndPage)
+  let missing: string | undefined; // why the export lacks a page, when rows followed such an answer
   let viaLink = false; // the page being read was asked for by a `Link` (then it must exist)
   const visited = new Set<string>(); // page URLs read: a `Link` back to one is a loop
   // Paging state (csv-paging.ts): the page size in force, rows read, short pages read past, /stats total.
@@ -114,6 +115,9 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
       } else if (compareValidators(validator, seen) === 'changed') {
         // Changed, or a server that validates each page apart: then page 1 still has the validator it had.
         if (perPage || compareValidators(validator, await probeFirstPage(ctx)) === 'same') {
+          // Page 1's validator names no export version: none is recorded, so no later run sends it (a 304
+          // to page 1 would hide rows added on later pages).
+          if (!perPage) yield { kind: 'export', info: { url: safeUrl(csvPageUrl(config, 1)) } };
           perPage = true;
           consistency ??=
             `page ${page} has a validator of its own (${describeValidator(seen)}) while page 1's is unchanged: ` +
@@ -129,6 +133,10 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
       }
       const csv = fetched.decoded.page;
       const { rows } = csv;
+      if (fetched.pastEnd) pastEndAt ??= page;
+      else if (rows > 0 && pastEndAt !== undefined) {
+        missing ??= `page ${pastEndAt} answered an error, yet page ${page} has rows: a page of the export is missing`;
+      }
       logger.debug(
         { page, rows, parsed: csv.parsed, rejected: csv.rejected, lines: csv.lines, bytes: csv.bytes },
         'CSV page read',
@@ -221,6 +229,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
       if (rows > 0 || next !== undefined) yield { kind: 'checkpoint', page, nextUrl: next?.toString() };
       if (next === undefined) {
         logger.info({ page, rows, pageSize: size, rowsSoFar, statsTotal }, decision.reason);
+        if (missing !== undefined) return incomplete(ctx, missing);
         return { complete: true, tombstonesBlocked: consistency };
       }
       previousKeys = rows > 0 ? csv.keysDigest : previousKeys;
@@ -239,5 +248,3 @@ function incomplete(ctx: ReadContext, reason: string): ReadOutcome {
   ctx.logger.warn({ reason }, 'the CSV export stopped incomplete: no tombstones');
   return { complete: false, reason };
 }
-
-export { csvPageUrl };
