@@ -141,6 +141,26 @@ describe('sync --source recent', () => {
     }
   });
 
+  it('reads a list page that starts with a UTF-8 BOM', async () => {
+    const sim = await startTestSimulator({ generate: { n: 5, seed: 2 } });
+    const valid = await (await fetch(sim.api('/reports?pageSize=10'))).text();
+    const server = await startRawServer((req, res) => {
+      const first = new URL(req.url ?? '/', 'http://x').searchParams.get('page') === '1';
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(first ? `\ufeff${valid}` : '[]');
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`, { recentPageSize: 10 });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      const [run] = await syncTargetOnce(warehouse, config, 'recent');
+      expect([run?.status, run?.counters.recordsLoaded]).toEqual(['succeeded', 5]);
+    } finally {
+      await warehouse.close();
+      await sim.close();
+    }
+  });
+
   it('quarantines a list element that fails validation with its page and row, and merges the rest', async () => {
     const sim = await startTestSimulator({ generate: { n: 5, seed: 2 } });
     const valid = (await (await fetch(sim.api('/reports?pageSize=10'))).json()) as Record<string, unknown>[];

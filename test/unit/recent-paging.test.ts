@@ -10,12 +10,15 @@ function page(list: PageRecord[], k: number, size: number): PageRecord[] {
   return list.slice((k - 1) * size, k * size);
 }
 
-function readAll(list: PageRecord[], size: number, maxPages: number) {
+/** Reads `list` as decidePage says, from a server serving at most `cap` rows a page (default: as asked). */
+function readAll(list: PageRecord[], size: number, maxPages: number, cap = size) {
   let previousIds: (string | undefined)[] | undefined;
+  let inForce: number | undefined;
   for (let k = 1; ; k++) {
-    const records = page(list, k, size);
-    const d = decidePage({ page: k, pageSize: size, maxPages, records, previousIds });
+    const records = page(list, k, Math.min(size, cap));
+    const d = decidePage({ page: k, pageSize: size, size: inForce, maxPages, records, previousIds });
     if (!d.next) return { pages: k, ...d };
+    inForce = d.size ?? inForce;
     previousIds = records.map((r) => r.id);
   }
 }
@@ -43,12 +46,36 @@ describe('decidePage (the stop rules of the recent source)', () => {
             const p = page(list, wanted, size);
             if (p.length < size || p.every((x) => x.known)) break;
           }
+          // A short first page that is not caught up may be a server's cap: page 2 is read to tell.
+          const p1 = page(list, 1, size);
+          if (wanted === 1 && p1.length > 0 && p1.length < size && !p1.every((x) => x.known)) wanted = 2;
           if (known >= size) expect(wanted).toBe(Math.ceil(fresh / size) + 1);
           expect(r.pages).toBe(Math.min(wanted, maxPages));
           if (wanted > maxPages) expect(r).toMatchObject({ reason: 'max-pages', complete: false });
           else expect(r.complete).toBe(true);
           // Every new report was on a page read while the limit allowed it.
           if (r.complete) expect(r.pages * size).toBeGreaterThanOrEqual(Math.min(fresh, list.length));
+        },
+      ),
+    );
+  });
+
+  it('a server capping pageSize loses no new report: its served size is adopted from page 2 on', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 300 }),
+        fc.integer({ min: 0, max: 300 }),
+        fc.integer({ min: 2, max: 50 }),
+        fc.integer({ min: 1, max: 49 }),
+        (fresh, known, size, cap) => {
+          fc.pre(cap < size);
+          const list = [
+            ...Array.from({ length: fresh }, (_, i) => record(`n${i}`, false)),
+            ...Array.from({ length: known }, (_, i) => record(`k${i}`, true)),
+          ];
+          const r = readAll(list, size, 10_000, cap);
+          expect(r.complete).toBe(true);
+          expect(r.pages * cap).toBeGreaterThanOrEqual(Math.min(fresh, list.length));
         },
       ),
     );

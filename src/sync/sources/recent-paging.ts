@@ -26,7 +26,7 @@ export type StopReason =
 
 /** What to do after a page: read the next one, or stop (with `use` false when the page itself is dropped). */
 export type PageDecision =
-  { next: true } | { next: false; reason: StopReason; complete: boolean; use: boolean };
+  { next: true; size?: number } | { next: false; reason: StopReason; complete: boolean; use: boolean };
 
 /** Input of {@link decidePage}. */
 export interface PageInput {
@@ -34,6 +34,8 @@ export interface PageInput {
   page: number;
   /** `pageSize` asked for. */
   pageSize: number;
+  /** The page size in force: `pageSize`, or the length of a short page 1 once page 2 showed more follow. */
+  size?: number | undefined;
   /** Largest number of pages a run reads. */
   maxPages: number;
   records: readonly PageRecord[];
@@ -54,7 +56,9 @@ export interface PageInput {
  *    content rule read the whole list). Changed reports on the pages read are merged as updates anyway; the
  *    others wait for the next full export. Records that fail validation neither stop nor extend the run:
  *    they are quarantined whichever page they are on; a page of only invalid records is read past;
- * 4. a page shorter than `pageSize` is the last one (`end`, complete);
+ * 4. a page shorter than the page size in force is the last one (`end`, complete), but for a short page 1:
+ *    the server may cap `pageSize` (the seed names no maximum), so page 2 is read, and page 1's length is
+ *    the size in force from then on (`size`);
  * 5. page `maxPages` is the last one read (`max-pages`, incomplete);
  * 6. otherwise the next page is read.
  */
@@ -68,12 +72,19 @@ export function decidePage(input: PageInput): PageDecision {
   if (valid.length > 0 && valid.every((r) => r.known)) {
     return { next: false, reason: 'caught-up', complete: true, use: true };
   }
-  if (records.length < input.pageSize) return { next: false, reason: 'end', complete: true, use: true };
+  const size = input.size ?? input.pageSize;
+  if (records.length < size) {
+    if (input.page > 1 || input.size !== undefined)
+      return { next: false, reason: 'end', complete: true, use: true };
+    if (input.page >= input.maxPages) return { next: false, reason: 'max-pages', complete: false, use: true };
+    return { next: true, size: records.length };
+  }
   if (input.page >= input.maxPages) return { next: false, reason: 'max-pages', complete: false, use: true };
   return { next: true };
 }
 
 function sameIds(records: readonly PageRecord[], previous: readonly (string | undefined)[]): boolean {
-  if (records.length !== previous.length) return false;
-  return records.every((r, i) => r.id !== undefined && r.id === previous[i]);
+  if (records.length !== previous.length || records.every((r) => r.id === undefined)) return false;
+  // Position by position, an element without an id included (it repeats as such).
+  return records.every((r, i) => r.id === previous[i]);
 }

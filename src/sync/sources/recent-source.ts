@@ -59,6 +59,7 @@ async function* readRecent(
   );
   try {
     let previousIds: (string | undefined)[] | undefined;
+    let size = pageSize; // in force: a capped server's served size once page 2 confirms it (decidePage)
     for (let page = 1; ; page++) {
       const url = new URL(`${requireBaseUrl(config)}${config.listPath}`);
       url.searchParams.set('pageSize', String(pageSize));
@@ -67,7 +68,14 @@ async function* readRecent(
       yield { kind: 'bytes', read: bytes, wire: bytes };
       if (page === 1) yield { kind: 'export', info: { url: safeUrl, etag, lastModified } };
       const records = await pageRecords(values, lookup);
-      const decision = decidePage({ page, pageSize, maxPages: config.recentMaxPages, records, previousIds });
+      const decision = decidePage({
+        page,
+        pageSize,
+        size,
+        maxPages: config.recentMaxPages,
+        records,
+        previousIds,
+      });
       if (decision.next || decision.use) {
         // The page's elements as NDJSON lines (white space outside strings may hold newlines, strings
         // cannot), decoded by the same rules as the NDJSON export; numbered page × 2^29 + row.
@@ -88,6 +96,7 @@ async function* readRecent(
         }
       }
       if (decision.next) {
+        size = decision.size ?? size;
         previousIds = records.map((r) => r.id);
         continue;
       }
@@ -160,7 +169,8 @@ async function fetchPage(
       },
     );
   }
-  const text = bytes.toString('utf8');
+  // A leading BOM is dropped (RFC 8259 §8.1 lets a parser ignore it; JSON.parse does not).
+  const text = bytes.toString('utf8').replace(/^\uFEFF/, '');
   let body: unknown;
   try {
     body = JSON.parse(text);
