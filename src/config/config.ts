@@ -126,6 +126,19 @@ export function requireBaseUrl(config: Config): string {
   return config.baseUrl;
 }
 
+/**
+ * The URL of the API path `path` (e.g. `/api/v1/public/reports.ndjson`) under the base URL: the path goes
+ * after the base's own path, and a query the base URL carries (an access token some services take there)
+ * is kept, never followed by the path.
+ *
+ * @throws SyncError `CONFIG_INVALID` when no base URL is configured
+ */
+export function apiUrl(config: Config, path: string): URL {
+  const url = new URL(requireBaseUrl(config));
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
+  return url;
+}
+
 /** The bounds on a record's unknown fields (`REPORTS_EXTRA_MAX_*`), as the validator takes them. */
 export function extraLimits(config: Config): ExtraLimits {
   return { maxDepth: config.extraMaxDepth, maxKeys: config.extraMaxKeys, maxBytes: config.extraMaxBytes };

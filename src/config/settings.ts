@@ -13,8 +13,13 @@ export interface SettingDef<S extends z.ZodType = z.ZodType> {
   allowed: string;
 }
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
-const ratio = z.coerce.number().min(0).max(1);
+// Text is read as a number only when it is written as one (decimal digits): a blank value or `0x10` is
+// refused, not taken for 0 or 16 as `Number()` would.
+const numberText = (pattern: RegExp) => (v: unknown) =>
+  typeof v === 'string' ? (pattern.test(v.trim()) ? Number(v.trim()) : NaN) : v;
+const int = (min: number, max: number) =>
+  z.preprocess(numberText(/^-?\d+$/), z.number().int().min(min).max(max));
+const ratio = z.preprocess(numberText(/^\d+(\.\d+)?$/), z.number().min(0).max(1));
 // A size as DuckDB's settings take it (`memory_limit`).
 const duckdbSize = z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i);
 const urlPath = z.string().regex(/^\/[^\s?#]*$/, 'must start with / and hold no query');
@@ -28,9 +33,10 @@ export const SETTINGS = {
     env: 'REPORTS_BASE_URL',
     schema: z
       .url({ protocol: /^https?$/ })
+      .refine((u) => !u.includes('#'), 'must hold no fragment (#)')
       .transform((u) => u.replace(/\/+$/, ''))
       .optional(),
-    allowed: 'an http(s) URL such as https://reports.example.org',
+    allowed: 'an http(s) URL without fragment, such as https://reports.example.org',
     doc: 'Upstream base URL (the public API lives under `/api/v1/public`). Unset: `npm start` runs the bundled simulator.',
   },
   warehouse: {

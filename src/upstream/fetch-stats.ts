@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { requireBaseUrl, type Config } from '../config/config.js';
+import { apiUrl, type Config } from '../config/config.js';
 import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { header, networkError, openStream } from './open-stream.js';
@@ -31,7 +31,7 @@ export interface FetchStatsOptions {
  */
 export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamStats> {
   const { config } = options;
-  const url = `${requireBaseUrl(config)}${config.statsPath}`;
+  const url = apiUrl(config, config.statsPath).toString();
   return withRetry(
     'stats',
     config,

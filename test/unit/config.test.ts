@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { exitCodeFor } from '../../src/cli/exit-codes.js';
-import { loadConfig, settingsMarkdown } from '../../src/config/config.js';
+import { apiUrl, loadConfig, settingsMarkdown } from '../../src/config/config.js';
 import { packageRoot } from '../../src/util/package-root.js';
 import { SETTINGS } from '../../src/config/settings.js';
 import { SyncError } from '../../src/util/errors.js';
@@ -38,6 +38,31 @@ describe('loadConfig', () => {
       'REPORTS_BATCH_SIZE="abc" is not valid: expected an integer from 1 to 1000000',
     );
     expect(e.message).toContain('REPORTS_MAX_REJECT_RATIO="2"');
+  });
+
+  it('refuses numbers not written as numbers and a base URL the API paths cannot follow', () => {
+    for (const [name, value] of [
+      ['REPORTS_RETRIES', ' '],
+      ['REPORTS_BATCH_SIZE', '0x10'],
+      ['REPORTS_BATCH_SIZE', '1e3'],
+      ['REPORTS_MAX_REJECT_RATIO', ' '],
+      ['REPORTS_BASE_URL', 'http://127.0.0.1:9/#top'],
+    ]) {
+      expect(() => loadConfig({ [name!]: value }), `${name}=${value}`).toThrow(new RegExp(`${name}=`));
+    }
+    expect(loadConfig({ REPORTS_BATCH_SIZE: ' 250 ', REPORTS_MAX_REJECT_RATIO: '0.5' })).toMatchObject({
+      batchSize: 250,
+      maxRejectRatio: 0.5,
+    });
+  });
+
+  it('puts the API paths after the base URL path, keeping a query the base URL carries', () => {
+    const url = (base: string) =>
+      apiUrl(loadConfig({ REPORTS_BASE_URL: base }), '/api/v1/public/reports.ndjson');
+    expect(url('http://127.0.0.1:9/base/?token=t').toString()).toBe(
+      'http://127.0.0.1:9/base/api/v1/public/reports.ndjson?token=t',
+    );
+    expect(url('http://127.0.0.1:9').toString()).toBe('http://127.0.0.1:9/api/v1/public/reports.ndjson');
   });
 
   it('names the flag when the bad value came from a flag, and never shows the API key', () => {

@@ -1,5 +1,5 @@
 import type { Config } from '../../config/config.js';
-import { extraLimits, requireBaseUrl } from '../../config/config.js';
+import { apiUrl, extraLimits, requireBaseUrl } from '../../config/config.js';
 import { charsetOf, toUtf8 } from '../../extract/charset.js';
 import type { DecodedCsvPage } from '../../normalize/csv-page-decode.js';
 import type { BlockDecoders } from '../../normalize/decoders.js';
@@ -228,7 +228,7 @@ export function keyFor(config: Config, url: URL): string | undefined {
 
 /** URL of page `page` of the export: `pageSize` and the configured page parameter set. */
 export function csvPageUrl(config: Config, page: number): URL {
-  const url = new URL(`${requireBaseUrl(config)}${config.csvPath}`);
+  const url = apiUrl(config, config.csvPath);
   url.searchParams.set('pageSize', String(config.csvPageSize));
   url.searchParams.set(config.csvPageParam, String(page));
   return url;

@@ -1,5 +1,5 @@
 import { bodyEndChecked, header, networkError, openStream } from '../../upstream/open-stream.js';
-import { extraLimits, requireBaseUrl } from '../../config/config.js';
+import { apiUrl, extraLimits } from '../../config/config.js';
 import { startDecoders } from '../../normalize/decoders.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
 import { KnownLines } from '../../normalize/known-lines.js';
@@ -18,7 +18,7 @@ export const ndjsonSource: ExportSource = {
   name: 'ndjson',
   fullExport: true,
   async *read(ctx: ReadContext) {
-    const url = `${requireBaseUrl(ctx.config)}${ctx.config.ndjsonPath}`;
+    const url = apiUrl(ctx.config, ctx.config.ndjsonPath).toString();
     let res;
     try {
       res = await openStream(url, {

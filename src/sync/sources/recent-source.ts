@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { requireBaseUrl } from '../../config/config.js';
+import { apiUrl } from '../../config/config.js';
 import { extraLimits } from '../../config/config.js';
 import { startDecoders } from '../../normalize/decoders.js';
 import { KnownLines } from '../../normalize/known-lines.js';
@@ -61,7 +61,7 @@ async function* readRecent(
     let previousIds: (string | undefined)[] | undefined;
     let size = pageSize; // in force: a capped server's served size once page 2 confirms it (decidePage)
     for (let page = 1; ; page++) {
-      const url = new URL(`${requireBaseUrl(config)}${config.listPath}`);
+      const url = apiUrl(config, config.listPath);
       url.searchParams.set('pageSize', String(pageSize));
       url.searchParams.set('page', String(page));
       const { values, texts, bytes, safeUrl, etag, lastModified } = await fetchPage(ctx, url);
