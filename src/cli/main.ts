@@ -6,6 +6,15 @@ import { buildProgram } from './program.js';
 
 // The bin entry: parse, run, and turn errors into a readable message and an exit code (never a stack
 // trace for an expected failure).
+
+// Output piped to a reader that stopped (`… | head`): the rest is not wanted, the command itself goes on
+// (a sync still commits and records its run), and no write error crashes the process.
+for (const out of [process.stdout, process.stderr]) {
+  out.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err;
+  });
+}
+
 try {
   await buildProgram().parseAsync(process.argv);
 } catch (err) {

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import { runCli } from '../helpers/cli.js';
+import { spawnCli } from '../helpers/cli-process.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
 
@@ -25,6 +26,15 @@ describe('reports-sync sql --format json over the analyst views', () => {
     }
   }, 120_000);
   afterAll(() => tmp.cleanup());
+
+  it('stops writing quietly when the reader of its output goes away (`| head`)', async () => {
+    const cli = spawnCli(['sql', '--warehouse', path, 'SELECT range FROM range(200000)', '--format', 'csv']);
+    await cli.waitFor(/range/);
+    cli.child.stdout.destroy(); // as `head -1` does once it has its line
+    const { code } = await cli.exited;
+    expect(code).toBe(0);
+    expect(cli.output().stderr).not.toMatch(/EPIPE|Error/);
+  });
 
   it('prints JSON columns as JSON values, timestamps as ISO 8601 and counts as numbers', async () => {
     const r = await runCli(
