@@ -1,5 +1,6 @@
 import type { DuckDBConnection, DuckDBTypeId } from '@duckdb/node-api';
 import { duckdbApi } from '../warehouse/duckdb-api.js';
+import { SyncError } from '../util/errors.js';
 import { jsonRows } from './json-rows.js';
 
 const { DuckDBTypeId: TypeId } = duckdbApi;
@@ -10,6 +11,8 @@ export interface StatementResult {
   rows: Record<string, unknown>[];
   /** Columns of a numeric SQL type, to align right. */
   numeric: Set<string>;
+  /** Column names in order (also when there is no row). */
+  columns: string[];
 }
 
 const NUMERIC = new Set<DuckDBTypeId>([
@@ -38,6 +41,13 @@ export async function runStatements(
   query: string,
   options: { json?: boolean } = {},
 ): Promise<StatementResult[]> {
+  // DuckDB refuses an empty query with a bare "Error in native callback": say what is wrong instead.
+  if (query.replace(/[\s;]+/g, '') === '') {
+    throw new SyncError(
+      'SQL_ERROR',
+      'The query holds no statement: pass SQL such as "select count(*) from reports"',
+    );
+  }
   const statements = await connection.extractStatements(query);
   const results: StatementResult[] = [];
   for (let i = 0; i < statements.count; i++) {
@@ -45,7 +55,11 @@ export async function runStatements(
     const names = reader.columnNames();
     const types = reader.columnTypes();
     const numeric = new Set(names.filter((_, c) => NUMERIC.has(types[c]!.typeId)));
-    results.push({ rows: options.json ? jsonRows(reader) : reader.getRowObjectsJson(), numeric });
+    results.push({
+      rows: options.json ? jsonRows(reader) : reader.getRowObjectsJson(),
+      numeric,
+      columns: names,
+    });
   }
   return results;
 }

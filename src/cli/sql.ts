@@ -25,7 +25,8 @@ export function registerSql(program: Command): void {
       '\nViews to query: current_reports (current, not removed), report_history (every version, SCD2).\n' +
         'Tables: reports, report_versions, sync_runs, rejected_records, stats_snapshots, stats_values.\n' +
         'With --format json, JSON columns are JSON values and timestamps ISO 8601.\n' +
-        'The warehouse is opened read-only; statements that write are refused. While reports-sync run holds\n' +
+        'The warehouse is opened read-only: statements that change it are refused (COPY … TO a file of yours\n' +
+        'works, as in any DuckDB). While reports-sync run holds\n' +
         'the warehouse, the published copy (published/warehouse.duckdb next to it) is read, and stderr says so.',
     )
     .action(async (query: string, flags: CommonFlags & { format: 'table' | 'csv' | 'json' }) => {
@@ -67,7 +68,7 @@ export function registerSql(program: Command): void {
             results.map((r) => formatTable(r.rows, { nullAs: 'NULL', rightAlign: r.numeric })).join('\n'),
           );
         } else {
-          process.stdout.write(render(results[0]?.rows ?? [], flags.format));
+          process.stdout.write(render(results[0]?.rows ?? [], flags.format, results[0]?.columns ?? []));
         }
       } finally {
         warehouse.close();
@@ -75,14 +76,18 @@ export function registerSql(program: Command): void {
     });
 }
 
-function render(rows: Record<string, unknown>[], format: 'table' | 'csv' | 'json'): string {
+function render(
+  rows: Record<string, unknown>[],
+  format: 'table' | 'csv' | 'json',
+  columns: string[],
+): string {
   switch (format) {
     case 'json':
       return `${JSON.stringify(rows, null, 2)}\n`;
     case 'csv':
       return stringify(rows, {
         header: true,
-        columns: rows[0] ? Object.keys(rows[0]) : [],
+        columns, // the header also for an empty result
         cast: { object: (v) => JSON.stringify(v) },
       });
     case 'table':

@@ -27,6 +27,21 @@ describe('reports-sync sql --format json over the analyst views', () => {
   }, 120_000);
   afterAll(() => tmp.cleanup());
 
+  it('prints the header of an empty CSV result, and says so when the query holds no statement', async () => {
+    const empty = await runCli([
+      'sql',
+      '--warehouse',
+      path,
+      'select id, status from reports where false',
+      '--format',
+      'csv',
+    ]);
+    expect([empty.code, empty.stdout]).toEqual([0, 'id,status\n']);
+    const none = await runCli(['sql', '--warehouse', path, ' ; ']);
+    expect(none.code).not.toBe(0);
+    expect(none.stderr).toMatch(/holds no statement/);
+  });
+
   it('stops writing quietly when the reader of its output goes away (`| head`)', async () => {
     const cli = spawnCli(['sql', '--warehouse', path, 'SELECT range FROM range(200000)', '--format', 'csv']);
     await cli.waitFor(/range/);
