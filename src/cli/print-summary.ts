@@ -21,6 +21,7 @@ export async function printRunSummaries(
     out.write(`\nRun ${s.runId} (${s.source}): ${s.status.toUpperCase()} in ${seconds.toFixed(2)} s`);
     out.write(s.attempts > 1 ? ` after ${s.attempts} attempts\n` : '\n');
     if (s.error) out.write(`  error: ${s.error.message}\n`);
+    if (s.incompleteReason) out.write(`  incomplete: ${s.incompleteReason} (no tombstones inferred)\n`);
     if (s.notModified)
       out.write('  export not modified (304): nothing read or merged, every current report seen\n');
     for (const d of s.drift ?? []) out.write(`  schema drift: ${describeDrift(d)}\n`);

@@ -10,6 +10,8 @@ export interface RunJson {
   attempts: number;
   counters: RunSummary['counters'];
   error?: Record<string, unknown> | undefined;
+  /** Why a succeeded run stopped before the end of its export (absent when it read it all). */
+  incompleteReason?: string | undefined;
   rejectsByReason: { reason: string; records: number }[];
 }
 
@@ -45,6 +47,7 @@ export async function runSummariesJson(
       attempts: s.attempts,
       counters: s.counters,
       error: s.error?.toJSON(),
+      incompleteReason: s.incompleteReason,
       rejectsByReason: reasons.map((r) => ({ reason: String(r.reason), records: Number(r.records) })),
     });
   }

@@ -86,7 +86,8 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     await mergeRun(run.connection, mergeRunOf, options.afterMerge);
     await failpoint('after-commit');
     logger.info({ ...state.counters, durationMs: summary().durationMs }, 'run succeeded');
-    return { ...summary(), status: 'succeeded' };
+    const incomplete = state.complete ? {} : { incompleteReason: state.incompleteReason ?? 'stopped early' };
+    return { ...summary(), status: 'succeeded', ...incomplete };
   } catch (err) {
     const aborted = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED');
     const failure = await failRun(run, aborted ? 'aborted' : 'failed', err);

@@ -89,6 +89,8 @@ export interface RunSummary {
   error?: SyncError | undefined;
   /** The export answered 304 to the run's conditional request: nothing was read or merged. */
   notModified?: boolean | undefined;
+  /** Set when a succeeded run stopped before the end of its export (`sync_runs.complete` false): why. */
+  incompleteReason?: string | undefined;
   /** Schema drift the run saw (warehouse/drift.ts), when its source checks for it. */
   drift?: readonly DriftEvent[] | undefined;
 }

@@ -118,6 +118,8 @@ describe('sync --source recent', () => {
         run: run!.runId,
       });
       expect(logged[0]?.complete).toBe(false);
+      // The summary a person or a script reads says so, and why.
+      expect(run?.incompleteReason).toMatch(/repeats page 1/);
     } finally {
       await warehouse.close();
     }

@@ -100,7 +100,8 @@ async function* readRecent(
         previousIds = records.map((r) => r.id);
         continue;
       }
-      ctx.logger.info({ pages: page, stop: decision.reason }, 'recent: list read');
+      const level = decision.complete ? 'info' : 'warn';
+      ctx.logger[level]({ pages: page, stop: decision.reason }, 'recent: list read');
       if (decision.reason === 'repeated') {
         return {
           complete: false,
