@@ -47,7 +47,7 @@ export async function configFromFlags(
   extra: ConfigOverrides = {},
   options: { interactive?: boolean } = {},
 ): Promise<{ config: Config; logger: Logger }> {
-  const [{ loadConfig }, { createLogger }] = await Promise.all([
+  const [{ loadConfig, unknownEnvNames }, { createLogger }] = await Promise.all([
     import('../config/config.js'),
     import('../util/logger.js'),
   ]);
@@ -57,6 +57,8 @@ export async function configFromFlags(
     logLevel: flags.logLevel,
     ...extra,
   });
+  for (const warning of unknownEnvNames(process.env))
+    process.stderr.write(`reports-sync: warning: ${warning}\n`);
   const onTerminal = Boolean(process.stderr.isTTY) && config.logPretty !== false;
   const levelGiven = flags.logLevel !== undefined || Boolean(process.env.REPORTS_LOG_LEVEL);
   const level = options.interactive && onTerminal && !levelGiven ? 'warn' : config.logLevel;

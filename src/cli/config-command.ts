@@ -12,12 +12,15 @@ export function registerConfig(program: Command): void {
     .option('--json', 'print one JSON object keyed by variable name')
     .option('--markdown', 'print the table of every setting (docs/configuration.md) instead')
     .action(async (flags: { markdown?: boolean; json?: boolean }) => {
-      const { loadConfig, settingsMarkdown, effectiveSettings } = await import('../config/config.js');
+      const { loadConfig, settingsMarkdown, effectiveSettings, unknownEnvNames } =
+        await import('../config/config.js');
       if (flags.markdown) {
         process.stdout.write(`${settingsMarkdown()}\n`);
         return;
       }
       const settings = effectiveSettings(loadConfig());
+      for (const warning of unknownEnvNames(process.env))
+        process.stderr.write(`reports-sync: warning: ${warning}\n`);
       if (flags.json) {
         process.stdout.write(
           `${JSON.stringify(Object.fromEntries(settings.map((s) => [s.env, s.value])), null, 2)}\n`,

@@ -126,6 +126,40 @@ export function requireBaseUrl(config: Config): string {
   return config.baseUrl;
 }
 
+/** `REPORTS_*` names read outside the settings: job schedules (daemon/load-jobs.ts) and the test failpoint. */
+const OTHER_ENV = [/^REPORTS_SCHEDULE_/, /^REPORTS_FAILPOINT$/];
+
+/**
+ * The `REPORTS_*` variables of `env` that no setting reads (a typo such as `REPORTS_RECENT_PAGESIZE` would
+ * otherwise change nothing, silently), each as a sentence naming the closest setting when one is near.
+ */
+export function unknownEnvNames(env: NodeJS.ProcessEnv): string[] {
+  const known = Object.values(SETTINGS).map((d) => d.env);
+  return Object.keys(env)
+    .filter(
+      (name) => name.startsWith('REPORTS_') && !known.includes(name) && !OTHER_ENV.some((p) => p.test(name)),
+    )
+    .sort()
+    .map((name) => {
+      const near = known.map((k) => ({ k, d: editDistance(name, k) })).sort((a, b) => a.d - b.d)[0];
+      const hint = near && near.d <= 3 ? ` (did you mean ${near.k}?)` : '';
+      return `${name} is not a setting and is ignored${hint}: see docs/configuration.md`;
+    });
+}
+
+/** Levenshtein distance of two short strings. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length]!;
+}
+
 /**
  * The URL of the API path `path` (e.g. `/api/v1/public/reports.ndjson`) under the base URL: the path goes
  * after the base's own path, and a query the base URL carries (an access token some services take there)

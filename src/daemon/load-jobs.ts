@@ -43,7 +43,7 @@ export function scheduleEnvName(jobName: string): string {
  * in the order of their `order` field, then file name, and applies the environment (see {@link resolveJobs}).
  *
  * @throws SyncError `JOB_INVALID` (exit 2) naming the file whose declaration is not valid;
- *   `CONFIG_INVALID` (exit 2) for a bad `REPORTS_SCHEDULE_<NAME>` value
+ *   `CONFIG_INVALID` (exit 2) for a bad `REPORTS_SCHEDULE_<NAME>` value, or one that names no job
  */
 export async function loadJobs(
   options: { dir?: string; env?: NodeJS.ProcessEnv; targets?: readonly string[] } = {},
@@ -70,7 +70,7 @@ export async function loadJobs(
  *
  * @throws SyncError `JOB_INVALID` (exit 2): a declaration that is not an object of {@link JobDeclaration}'s
  *   shape, a cron expression node-cron refuses, or a name used twice; `CONFIG_INVALID` (exit 2): an
- *   override that is neither `off` nor a valid cron expression
+ *   override that is neither `off` nor a valid cron expression, or `REPORTS_SCHEDULE_<X>` naming no job
  */
 export function resolveJobs(
   declared: ReadonlyArray<{ file: string; declaration: unknown }>,
@@ -126,6 +126,16 @@ export function resolveJobs(
       enabled: disabledReason === undefined,
       disabledReason,
     });
+  }
+  // An override that names no job would change nothing, silently (a typo in the job's name).
+  const names = new Set(jobs.map((j) => scheduleEnvName(j.name)));
+  const stray = Object.keys(env).filter((k) => k.startsWith('REPORTS_SCHEDULE_') && !names.has(k));
+  if (stray.length > 0) {
+    throw new SyncError(
+      'CONFIG_INVALID',
+      `${stray.join(', ')} names no job: the jobs are ${[...names].join(', ')} (jobs/*.ts)`,
+      { context: { stray } },
+    );
   }
   return jobs;
 }

@@ -161,4 +161,19 @@ describe('resolveJobs', () => {
     );
     expect(jobs.map((j) => `${j.file}:${j.name}`)).toEqual(['b.ts:b', 'a.ts:a']);
   });
+
+  it('refuses a schedule override that names no job (a typo would change nothing, silently)', () => {
+    const declared = [
+      {
+        file: 'r.ts',
+        declaration: { name: 'sync-recent', schedule: '*/5 * * * *', target: 'ndjson', description: '' },
+      },
+    ];
+    expect(() => resolveJobs(declared, { REPORTS_SCHEDULE_SYNC_RECNT: 'off' }, ['ndjson'])).toThrow(
+      /REPORTS_SCHEDULE_SYNC_RECNT names no job: the jobs are REPORTS_SCHEDULE_SYNC_RECENT/,
+    );
+    expect(resolveJobs(declared, { REPORTS_SCHEDULE_SYNC_RECENT: 'off' }, ['ndjson'])[0]?.enabled).toBe(
+      false,
+    );
+  });
 });

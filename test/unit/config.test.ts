@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { exitCodeFor } from '../../src/cli/exit-codes.js';
-import { apiUrl, loadConfig, settingsMarkdown } from '../../src/config/config.js';
+import { apiUrl, loadConfig, settingsMarkdown, unknownEnvNames } from '../../src/config/config.js';
 import { packageRoot } from '../../src/util/package-root.js';
 import { SETTINGS } from '../../src/config/settings.js';
 import { SyncError } from '../../src/util/errors.js';
@@ -54,6 +54,21 @@ describe('loadConfig', () => {
       batchSize: 250,
       maxRejectRatio: 0.5,
     });
+  });
+
+  it('names the REPORTS_* variables no setting reads, with the setting meant when one is near', () => {
+    expect(
+      unknownEnvNames({
+        REPORTS_RECENT_PAGESIZE: '50',
+        REPORTS_BATCH_SIZE: '9',
+        REPORTS_SCHEDULE_SYNC_NDJSON: 'off',
+        REPORTS_WHATEVER_ELSE_ENTIRELY: '1',
+        HOME: '/root',
+      }),
+    ).toEqual([
+      'REPORTS_RECENT_PAGESIZE is not a setting and is ignored (did you mean REPORTS_RECENT_PAGE_SIZE?): see docs/configuration.md',
+      'REPORTS_WHATEVER_ELSE_ENTIRELY is not a setting and is ignored: see docs/configuration.md',
+    ]);
   });
 
   it('puts the API paths after the base URL path, keeping a query the base URL carries', () => {
