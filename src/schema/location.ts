@@ -1,5 +1,7 @@
 // The location of a wire record and its aliases (DESIGN.md §2), read so that nothing of it is dropped unseen.
 
+import { canonicalJsonText, extraValue, scanJsonObject, type JsonField } from './json-text.js';
+
 /** What {@link readLocation} found: the coordinates (as given) and the keys it kept, or the issue. */
 export type LocationRead =
   | { lat: unknown; lng: unknown; leftover: Record<string, unknown> | null }
@@ -106,4 +108,24 @@ export function leftoverIn(extra: Record<string, unknown>): Record<string, unkno
     out[key] = extra[key];
   }
   return out;
+}
+
+/**
+ * {@link leftoverIn} with each value read again from the record's text (`fields`: its top-level fields), so
+ * numbers keep their source form (`1.0`, `12345678901234567890`) as top-level unknown fields do.
+ */
+export function leftoverOfText(
+  text: string,
+  fields: readonly JsonField[],
+  extra: Record<string, unknown>,
+): Record<string, unknown> | null {
+  const wanted = leftoverIn(extra);
+  const loc = fields.find((f) => f.key === 'location');
+  if (wanted === null || loc === undefined) return wanted;
+  const object = text.slice(loc.start, loc.end);
+  for (const f of scanJsonObject(object).fields) {
+    const key = `location.${f.key}`;
+    if (key in wanted) wanted[key] = extraValue(canonicalJsonText(object, f.start, f.end));
+  }
+  return wanted;
 }

@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { fastCore, type CoreReport } from './fast-core.js';
 import { REPORT_RULES as RULES } from './report-rules.js';
-import { leftoverIn, readLocation, withLeftover } from './location.js';
+import { leftoverOfText, readLocation, withLeftover } from './location.js';
 import { normalizeTimestamp, timestampIssue } from './timestamp.js';
 import {
   checkExtra,
@@ -295,7 +295,8 @@ function withExtra(
   if (parsedExtra !== null) {
     const issue = checkExtra(parsedExtra, limits);
     if (issue) return { ok: false, issues: [issue] };
-    if (source) extra = withLeftover(extraOfText(source), leftoverIn(parsedExtra));
+    if (source)
+      extra = withLeftover(extraOfText(source), leftoverOfText(source.text, source.fields, parsedExtra));
   }
   const report: Report = {
     id: r.id,

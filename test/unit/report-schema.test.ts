@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { contentHash, toWire, validateCsvReport, validateWireReport } from '../../src/schema/report.js';
+import {
+  canonicalJson,
+  contentHash,
+  toWire,
+  validateCsvReport,
+  validateWireReport,
+} from '../../src/schema/report.js';
+import { validateWireLine } from '../../src/schema/wire-line.js';
 
 const base = {
   id: '1',
@@ -109,6 +116,19 @@ describe('validateWireReport', () => {
       expect(r.issues).toEqual([
         { path: 'id', message: expect.stringMatching(/at most 2\^53 − 1.*as a string/) },
       ]);
+  });
+
+  it('keeps the number text of a location key it does not read, as it does for top-level fields', () => {
+    const text = JSON.stringify({ ...base, location: undefined }).replace(
+      /}$/,
+      ',"location":{"lat":1,"lng":2,"acc":1.0,"big":12345678901234567890},"top":1.0}',
+    );
+    const r = validateWireLine(text, JSON.parse(text));
+    expect(r.ok).toBe(true);
+    if (r.ok)
+      expect(canonicalJson(r.report)).toMatch(
+        /"top":1\.0,"location\.acc":1\.0,"location\.big":12345678901234567890}$/,
+      );
   });
 
   it('rejects a value that is not an object', () => {
