@@ -239,12 +239,16 @@ export function validateWireReportWithZod(
 export type CsvRow = Record<string, string | null | undefined>;
 
 /**
- * Validates one CSV row ({@link CsvRow}). Coerces `lat`/`lng` from text (an empty one is `null`); a `null`
+ * Validates one CSV row ({@link CsvRow}). Coerces `lat`/`lng` from text (an empty one is `null`; the columns
+ * `latitude`, `lon`, `longitude` are read as their aliases, as in NDJSON, and a second value for a coordinate
+ * or a `location` cell that is not empty is an issue, see readLocation); a `null`
  * cell is `null`, a quoted empty cell the empty string; extra columns that are not `null` go to `extra` as
  * strings (within `limits`). Never throws. Common rows take the hot path ({@link fastCore}), the rest the
  * zod schema.
  */
 export function validateCsvReport(row: CsvRow, limits: ExtraLimits = DEFAULT_EXTRA_LIMITS): ValidationResult {
+  const loc = readLocation(row);
+  if ('issue' in loc) return { ok: false, issues: [loc.issue] };
   const extra = csvExtra(row);
   const fast = fastCore(
     row.id,
@@ -252,14 +256,14 @@ export function validateCsvReport(row: CsvRow, limits: ExtraLimits = DEFAULT_EXT
     row.destination,
     row.category,
     row.description,
-    row.lat,
-    row.lng,
+    loc.lat,
+    loc.lng,
     row.address,
     row.createdAt,
     row.updatedAt,
   );
   if (fast) return withExtra(fast, extra, limits);
-  return finish(core.safeParse(row), extra, limits);
+  return finish(core.safeParse({ ...row, lat: loc.lat, lng: loc.lng }), extra, limits);
 }
 
 /** {@link validateCsvReport} through the zod schema only (the hot path's reference in tests). */
@@ -267,7 +271,9 @@ export function validateCsvReportWithZod(
   row: CsvRow,
   limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
 ): ValidationResult {
-  return finish(core.safeParse(row), csvExtra(row), limits);
+  const loc = readLocation(row);
+  if ('issue' in loc) return { ok: false, issues: [loc.issue] };
+  return finish(core.safeParse({ ...row, lat: loc.lat, lng: loc.lng }), csvExtra(row), limits);
 }
 
 function csvExtra(row: CsvRow): Record<string, unknown> | null {

@@ -156,6 +156,30 @@ describe('validateCsvReport', () => {
     expect(csv).toEqual(json);
   });
 
+  it('reads the location aliases as NDJSON does, and drops none of them unseen', () => {
+    const row = {
+      id: '1',
+      status: 'SUBMITTED',
+      destination: 'ROAD_CONTROL',
+      createdAt: base.createdAt,
+    };
+    const aliased = validateCsvReport({ ...row, latitude: '40.7', longitude: '-73.9' });
+    expect(aliased.ok && [aliased.report.lat, aliased.report.lng, aliased.report.extra]).toEqual([
+      40.7,
+      -73.9,
+      null,
+    ]);
+    for (const twice of [
+      { ...row, lat: '40.7', lng: '-73.9', latitude: '41' },
+      { ...row, lat: '40.7', lng: '-73.9', location: '(40.7, -73.9)' },
+    ]) {
+      const r = validateCsvReport(twice);
+      expect(r.ok, JSON.stringify(twice)).toBe(false);
+      if (!r.ok) expect(r.issues[0]?.path).toBe('location');
+    }
+    expect(validateCsvReport({ ...row, lat: '1', lng: '2', location: null }).ok).toBe(true);
+  });
+
   it('tells NULL (unquoted empty cell) from the empty string (quoted ""), as PostgreSQL COPY CSV does', () => {
     const row = { id: '1', status: 'S', destination: 'D', createdAt: base.createdAt };
     const r = validateCsvReport({ ...row, category: '', description: null, note: '', gone: null });
