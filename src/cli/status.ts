@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 
 /**
@@ -17,17 +17,25 @@ export function registerStatus(program: Command): void {
       ),
     { upstream: false },
   )
-    .option('--runs <n>', 'how many recent runs to show', '10')
+    .option('--runs <n>', 'how many recent runs to show', runCount, 10)
     .option('--json', 'print one JSON document (the same tables) instead of text')
-    .action(async (flags: CommonFlags & { runs: string; json?: boolean }) => {
+    .action(async (flags: CommonFlags & { runs: number; json?: boolean }) => {
       const { config } = await configFromFlags(flags);
       const [{ loadJobs }, { readStatus, renderStatus }] = await Promise.all([
         import('../daemon/load-jobs.js'),
         import('./status-report.js'),
       ]);
-      const report = await readStatus(config, await loadJobs(), Number(flags.runs) || 10);
+      const report = await readStatus(config, await loadJobs(), flags.runs);
       process.stdout.write(
         flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report, config),
       );
     });
+}
+
+/** `--runs`: a whole number, 1 or more (commander refuses anything else with this message). */
+function runCount(value: string): number {
+  if (!/^\d+$/.test(value.trim()) || Number(value) < 1) {
+    throw new InvalidArgumentError('expected a whole number of runs, 1 or more');
+  }
+  return Number(value);
 }

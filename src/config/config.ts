@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { SyncError } from '../util/errors.js';
 import { safeUrl } from '../upstream/safe-url.js';
-import { SETTINGS, type SettingKey } from './settings.js';
+import { SETTINGS, type SettingDef, type SettingKey } from './settings.js';
 
 type Schemas = { [K in SettingKey]: (typeof SETTINGS)[K]['schema'] };
 
@@ -32,7 +32,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     const fromEnv = env[def.env];
     if (flag !== undefined) {
       raw[key] = flag;
-      origin[key] = `--${kebab(key)}`;
+      origin[key] = (def as SettingDef).flag ?? `--${kebab(key)}`;
     } else if (fromEnv !== undefined && fromEnv !== '') {
       raw[key] = fromEnv;
       origin[key] = def.env;

@@ -11,6 +11,8 @@ export interface SettingDef<S extends z.ZodType = z.ZodType> {
   doc: string;
   /** How a user writes an allowed value, for error messages ("an integer from 1 to 1000000"). */
   allowed: string;
+  /** The command-line flag that sets it, when not `--<kebab-case key>` (error messages name it). */
+  flag?: string;
 }
 
 // Text is read as a number only when it is written as one (decimal digits): a blank value or `0x10` is
@@ -71,6 +73,7 @@ export const SETTINGS = {
   },
   csvPageSize: {
     env: 'REPORTS_CSV_PAGE_SIZE',
+    flag: '--page-size', // of `sync`
     schema: int(1, 1_000_000).default(1000),
     allowed: 'an integer from 1 to 1000000',
     doc: 'Rows per CSV page (`pageSize`).',

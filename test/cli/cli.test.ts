@@ -33,6 +33,10 @@ describe('reports-sync CLI', () => {
   it('refuses an unknown option or source with exit 2', async () => {
     expect((await runCli(['sync', '--source', 'xml'])).code).toBe(2);
     expect((await runCli(['sync', '--frobnicate'])).code).toBe(2);
+    for (const runs of ['abc', '0', '-1']) {
+      const r = await runCli(['status', '--runs', runs]);
+      expect([r.code, r.stderr.includes('expected a whole number of runs')], runs).toEqual([2, true]);
+    }
   });
 
   it('builds an executable bin, so `npx reports-sync` works from a fresh clone', () => {

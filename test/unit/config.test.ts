@@ -82,6 +82,7 @@ describe('loadConfig', () => {
 
   it('names the flag when the bad value came from a flag, and never shows the API key', () => {
     expect(() => loadConfig({}, { baseUrl: 'ftp://x' })).toThrow(/--base-url="ftp:\/\/x"/);
+    expect(() => loadConfig({}, { csvPageSize: '-5' })).toThrow(/--page-size="-5"/); // sync's own flag name
     expect(() => loadConfig({ REPORTS_API_KEY: '' }, { apiKey: '' })).toThrow(/\[redacted\]/);
   });
 
