@@ -163,7 +163,7 @@ export const SETTINGS = {
     env: 'REPORTS_RETRIES',
     schema: int(0, 100).default(5),
     allowed: 'an integer from 0 to 100',
-    doc: 'Retries of a request or export after 429/502/503/504, resets and timeouts.',
+    doc: 'Retries of a request or export after 408/425/429/500/502/503/504, resets and timeouts.',
   },
   retryBaseMs: {
     env: 'REPORTS_RETRY_BASE_MS',
