@@ -103,9 +103,10 @@ export async function readExport(run: ExportRead, attempt: number): Promise<void
         writer.addBlock(item.block);
         if (writer.pending >= config.batchSize && !source.paging) {
           await flush({ page: state.page });
-          run.progress();
           await failpoint('after-batch', () => writer.drain());
         }
+        // Every block (the reporter throttles): a run shorter than a batch shows progress too.
+        run.progress();
       } else if (item.kind === 'not-modified') {
         // A 304 to the conditional request: the export is still the version its validators name.
         state.exportInfo = { url: item.url, ...run.validators };

@@ -5,6 +5,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { loadConfig, type Config, type ConfigOverrides } from '../../src/config/config.js';
 import type { ExportSource } from '../../src/sync/export-source.js';
 import { runSync, type RunSummary } from '../../src/sync/run-sync.js';
+import type { RunSyncOptions } from '../../src/sync/run-types.js';
 import { syncTarget, type SyncTarget } from '../../src/sync/sync-sources.js';
 import { createHttpAgent } from '../../src/upstream/http-agent.js';
 import { silentLogger, type Logger } from '../../src/util/logger.js';
@@ -44,11 +45,12 @@ export async function syncOnce(
   warehouse: Warehouse,
   config: Config,
   source: ExportSource,
+  onProgress?: RunSyncOptions['onProgress'],
 ): Promise<RunSummary> {
   const connection = await warehouse.connect();
   const dispatcher = createHttpAgent(config);
   try {
-    return await runSync({ connection, config, dispatcher, logger: silentLogger(), source });
+    return await runSync({ connection, config, dispatcher, logger: silentLogger(), source, onProgress });
   } finally {
     connection.closeSync();
     await dispatcher.close();

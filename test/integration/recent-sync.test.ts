@@ -2,7 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vit
 import type { DatasetSnapshot } from '../../src/simulator/dataset.js';
 import { startRawServer } from '../helpers/raw-server.js';
 import { startTestSimulator, type TestSimulator } from '../helpers/simulator.js';
-import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
+import { recentSource } from '../../src/sync/sources/recent-source.js';
+import { openTestWarehouse, query, syncOnce, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
@@ -140,6 +141,25 @@ describe('sync --source recent', () => {
       expect(logged[0]?.complete).toBe(false);
     } finally {
       await warehouse.close();
+    }
+  });
+
+  it('reports progress while it reads, though the run is far shorter than a batch', async () => {
+    const sim = await startTestSimulator({ generate: { n: 60, seed: 2 } });
+    const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, { recentPageSize: 10 });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      const seen: number[] = [];
+      const lookup = await warehouse.connect();
+      const run = await syncOnce(warehouse, config, recentSource(lookup), (p) =>
+        seen.push(p.counters.recordsRead),
+      );
+      lookup.closeSync();
+      expect(run.status).toBe('succeeded');
+      expect(seen.filter((n) => n > 0 && n < 60).length).toBeGreaterThan(0); // mid-run, not only at the end
+    } finally {
+      await warehouse.close();
+      await sim.close();
     }
   });
 
