@@ -33,11 +33,10 @@ import type {
  * 404, 410 or 416 to a page asked for by number reads as an empty page (some servers answer so past the end):
  * complete only when `/stats` confirms it and no rows follow. Over `REPORTS_CSV_MAX_PAGES` pages: an error.
  *
- * Every page must carry the validator (`ETag`, else `Last-Modified`) page 1 had: a different one means the
- * export changed while being read, so pages may overlap or miss rows; the export restarts from page 1
- * (`EXPORT_CHANGED`, retryable). Pages without a validator (or without one in common with page 1) cannot
- * prove they are one version of the export: the run completes but infers no tombstones
- * (`ReadOutcome.tombstonesBlocked`; docs/guarantees.md, "Deletes and completeness").
+ * Every page must carry the validator (`ETag`, else `Last-Modified`) page 1 had: else the export changed
+ * while read (pages may overlap or miss rows) and restarts from page 1 (`EXPORT_CHANGED`, retryable), unless
+ * page 1 still has its own (per-page validators). Pages without a common validator cannot prove they are
+ * one version: the run completes but infers no tombstones (`tombstonesBlocked`; docs/guarantees.md).
  */
 export const csvSource: ExportSource = {
   name: 'csv',
@@ -64,9 +63,10 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
   let previousKeys: string | undefined;
   let linkSeen = false;
   let perPage = false; // pages carry validators of their own (see below)
-  let pastEndAt: number | undefined; // a page answered an error read as an empty page (pastEndPage)
-  let missing: string | undefined; // why the export lacks a page, when rows followed such an answer
-  let viaLink = false; // the page being read was asked for by a `Link` (then it must exist)
+  let pastEndAt: number | undefined; // a page whose error answer was read as empty (pastEndPage)
+  let missing: string | undefined; // why a page is missing: rows followed such an answer
+  // The page being read was asked for by a `Link` (it must exist), as a resumed run's next URL may be.
+  let viaLink = url.toString() !== csvPageUrl(config, page).toString();
   const visited = new Set<string>(); // page URLs read: a `Link` back to one is a loop
   // Paging state (csv-paging.ts): the page size in force, rows read, short pages read past, /stats total.
   let size = resume ? resumedPageSize(pageSize, resume) : pageSize;
