@@ -15,13 +15,13 @@ export interface SettingDef<S extends z.ZodType = z.ZodType> {
   flag?: string;
 }
 
-// Text is read as a number only when it is written as one (decimal digits): a blank value or `0x10` is
-// refused, not taken for 0 or 16 as `Number()` would.
-const numberText = (pattern: RegExp) => (v: unknown) =>
-  typeof v === 'string' ? (pattern.test(v.trim()) ? Number(v.trim()) : NaN) : v;
-const int = (min: number, max: number) =>
-  z.preprocess(numberText(/^-?\d+$/), z.number().int().min(min).max(max));
-const ratio = z.preprocess(numberText(/^\d+(\.\d+)?$/), z.number().min(0).max(1));
+// Text is read as a number only when it is written as a decimal one (`1e6`, `10.0`, `.5` are): a blank
+// value or `0x10` is refused, not taken for 0 or 16 as `Number()` would.
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+const numberText = (v: unknown) =>
+  typeof v === 'string' ? (DECIMAL.test(v.trim()) ? Number(v.trim()) : NaN) : v;
+const int = (min: number, max: number) => z.preprocess(numberText, z.number().int().min(min).max(max));
+const ratio = z.preprocess(numberText, z.number().min(0).max(1));
 // A size as DuckDB's settings take it (`memory_limit`).
 const duckdbSize = z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i);
 const urlPath = z.string().regex(/^\/[^\s?#]*$/, 'must start with / and hold no query');

@@ -129,7 +129,9 @@ export function resolveJobs(
   }
   // An override that names no job would change nothing, silently (a typo in the job's name).
   const names = new Set(jobs.map((j) => scheduleEnvName(j.name)));
-  const stray = Object.keys(env).filter((k) => k.startsWith('REPORTS_SCHEDULE_') && !names.has(k));
+  const stray = Object.keys(env).filter(
+    (k) => k.startsWith('REPORTS_SCHEDULE_') && !names.has(k) && (env[k] ?? '').trim() !== '',
+  );
   if (stray.length > 0) {
     throw new SyncError(
       'CONFIG_INVALID',

@@ -247,7 +247,7 @@ export type CsvRow = Record<string, string | null | undefined>;
  * zod schema.
  */
 export function validateCsvReport(row: CsvRow, limits: ExtraLimits = DEFAULT_EXTRA_LIMITS): ValidationResult {
-  const loc = readLocation(row);
+  const loc = readLocation(csvLocationCells(row));
   if ('issue' in loc) return { ok: false, issues: [loc.issue] };
   const extra = csvExtra(row);
   const fast = fastCore(
@@ -271,9 +271,20 @@ export function validateCsvReportWithZod(
   row: CsvRow,
   limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
 ): ValidationResult {
-  const loc = readLocation(row);
+  const loc = readLocation(csvLocationCells(row));
   if ('issue' in loc) return { ok: false, issues: [loc.issue] };
   return finish(core.safeParse({ ...row, lat: loc.lat, lng: loc.lng }), csvExtra(row), limits);
+}
+
+// CSV alias columns: an empty cell (quoted or not) is no value, as a CSV cannot leave a column out.
+const CSV_ALIASES = ['latitude', 'longitude', 'lon', 'location'];
+
+/** `row` with empty alias cells read as absent (for readLocation). */
+function csvLocationCells(row: CsvRow): CsvRow {
+  if (!CSV_ALIASES.some((k) => row[k] === '')) return row;
+  const out = { ...row };
+  for (const k of CSV_ALIASES) if (out[k] === '') out[k] = undefined;
+  return out;
 }
 
 function csvExtra(row: CsvRow): Record<string, unknown> | null {

@@ -163,6 +163,31 @@ describe('sync --source recent', () => {
     }
   });
 
+  it('reads every new report from a list that serves fewer than pageSize asks (a cap), and a 404 past its end', async () => {
+    const sim = await startTestSimulator({ generate: { n: 25, seed: 2 } });
+    const all = (await (await fetch(sim.api('/reports?pageSize=100'))).json()) as unknown[];
+    const server = await startRawServer((req, res) => {
+      const page = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('page'));
+      const rows = all.slice((page - 1) * 10, page * 10); // 10 a page, whatever is asked
+      if (rows.length === 0) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{}');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(rows));
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`, { recentPageSize: 20 });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      const [run] = await syncTargetOnce(warehouse, config, 'recent');
+      expect([run?.status, run?.counters.inserted, run?.incompleteReason]).toEqual([
+        'succeeded',
+        25,
+        undefined,
+      ]);
+    } finally {
+      await warehouse.close();
+      await sim.close();
+    }
+  });
+
   it('reads a list page that starts with a UTF-8 BOM', async () => {
     const sim = await startTestSimulator({ generate: { n: 5, seed: 2 } });
     const valid = await (await fetch(sim.api('/reports?pageSize=10'))).text();

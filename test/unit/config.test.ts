@@ -44,7 +44,7 @@ describe('loadConfig', () => {
     for (const [name, value] of [
       ['REPORTS_RETRIES', ' '],
       ['REPORTS_BATCH_SIZE', '0x10'],
-      ['REPORTS_BATCH_SIZE', '1e3'],
+      ['REPORTS_BATCH_SIZE', '1.5'],
       ['REPORTS_MAX_REJECT_RATIO', ' '],
       ['REPORTS_BASE_URL', 'http://127.0.0.1:9/#top'],
     ]) {
@@ -52,6 +52,11 @@ describe('loadConfig', () => {
     }
     expect(loadConfig({ REPORTS_BATCH_SIZE: ' 250 ', REPORTS_MAX_REJECT_RATIO: '0.5' })).toMatchObject({
       batchSize: 250,
+      maxRejectRatio: 0.5,
+    });
+    // Decimal numbers as people write them still are.
+    expect(loadConfig({ REPORTS_BATCH_SIZE: '1e3', REPORTS_MAX_REJECT_RATIO: '.5' })).toMatchObject({
+      batchSize: 1000,
       maxRejectRatio: 0.5,
     });
   });

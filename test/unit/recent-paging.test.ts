@@ -81,6 +81,12 @@ describe('decidePage (the stop rules of the recent source)', () => {
     );
   });
 
+  it('a short page 1 read again (the server ignores `page`) is the whole list: the end, complete', () => {
+    const p1 = [record('a', false), record('b', false)];
+    const d = decidePage({ page: 2, pageSize: 5, maxPages: 9, records: p1, previousIds: ['a', 'b'] });
+    expect(d).toEqual({ next: false, reason: 'end', complete: true, use: false });
+  });
+
   it('a page with the previous page ids in order is a repeat: incomplete, its records dropped', () => {
     const p1 = [record('a', false), record('b', false)];
     const d = decidePage({ page: 2, pageSize: 2, maxPages: 9, records: p1, previousIds: ['a', 'b'] });

@@ -178,6 +178,8 @@ describe('validateCsvReport', () => {
       if (!r.ok) expect(r.issues[0]?.path).toBe('location');
     }
     expect(validateCsvReport({ ...row, lat: '1', lng: '2', location: null }).ok).toBe(true);
+    // An empty alias cell (quoted or not) is no value: a CSV cannot leave a column out.
+    expect(validateCsvReport({ ...row, lat: '1', lng: '2', location: '', latitude: '' }).ok).toBe(true);
   });
 
   it('tells NULL (unquoted empty cell) from the empty string (quoted ""), as PostgreSQL COPY CSV does', () => {

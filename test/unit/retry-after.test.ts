@@ -19,5 +19,8 @@ describe('safeUrl', () => {
     expect(safeUrl('http://user:pw@127.0.0.1/x?api_key=s3cret&page=2')).toBe(
       'http://127.0.0.1/x?api_key=%5Bredacted%5D&page=2',
     );
+    for (const name of ['sig', 'signature', 'client_secret', 'access_key', 'auth', 'X-Amz-Signature']) {
+      expect(safeUrl(`http://127.0.0.1/x?${name}=s3cret&page=2`), name).not.toContain('s3cret');
+    }
   });
 });

@@ -186,7 +186,7 @@ async function fetchPage(
         try {
           checkCloseDelimited(framing, rows, { page, url: res.url, pageSize: expected });
         } catch (err) {
-          shortRows = rows;
+          if (!framing.unterminated) shortRows = rows; // short with a Link, not provably cut
           throw err;
         }
         on.fullest(rows);

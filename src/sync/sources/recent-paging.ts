@@ -47,7 +47,7 @@ export interface PageInput {
  * Decides what follows a list page, in this order:
  * 1. an empty page ends the list (`end`, complete);
  * 2. a page whose ids equal the previous page's, in order, is a repeat (`repeated`, incomplete, its records
- *    are dropped: they were all just read). A window that merely shifted (reports published between two
+ *    are dropped: they were all just read), unless it repeats a short page 1: the list was that page (`end`). A window that merely shifted (reports published between two
  *    reads) overlaps the previous page only in part and is read normally: the merge dedupes by id;
  * 3. a page with at least one valid record and every valid record known is where the run has caught up
  *    (`caught-up`, complete). Known means the id, not the content: the list is ordered by `createdAt`, so a
@@ -66,7 +66,11 @@ export function decidePage(input: PageInput): PageDecision {
   const { records } = input;
   if (records.length === 0) return { next: false, reason: 'end', complete: true, use: true };
   if (input.previousIds !== undefined && sameIds(records, input.previousIds)) {
-    return { next: false, reason: 'repeated', complete: false, use: false };
+    // A short page 1 read again: the server ignores `page`, and the list was all on page 1.
+    const whole = input.page === 2 && input.previousIds.length < input.pageSize;
+    return whole
+      ? { next: false, reason: 'end', complete: true, use: false }
+      : { next: false, reason: 'repeated', complete: false, use: false };
   }
   const valid = records.filter((r) => r.valid);
   if (valid.length > 0 && valid.every((r) => r.known)) {

@@ -13,6 +13,8 @@ import { header, networkError, openStream } from '../../upstream/open-stream.js'
 import { SyncError } from '../../util/errors.js';
 import { currentHashes } from '../../warehouse/current-hashes.js';
 import type { ExportSource, ReadContext, ReadOutcome, SourceItem } from '../export-source.js';
+import { safeUrl as redactedUrl } from '../../upstream/safe-url.js';
+import { isPastEndAnswer } from './csv-paging.js';
 import { decidePage, type PageRecord } from './recent-paging.js';
 
 // A list page is held whole to parse it as one JSON array: bounded so a runaway body cannot exhaust memory.
@@ -59,12 +61,26 @@ async function* readRecent(
   );
   try {
     let previousIds: (string | undefined)[] | undefined;
-    let size = pageSize; // in force: a capped server's served size once page 2 confirms it (decidePage)
+    let size: number | undefined; // a capped server's served size, once adopted (decidePage)
     for (let page = 1; ; page++) {
       const url = apiUrl(config, config.listPath);
       url.searchParams.set('pageSize', String(pageSize));
       url.searchParams.set('page', String(page));
-      const { values, texts, bytes, safeUrl, etag, lastModified } = await fetchPage(ctx, url);
+      // Past page 1, some servers answer an error (400, 404, …) where the list has no more pages.
+      const { values, texts, bytes, safeUrl, etag, lastModified } = await fetchPage(ctx, url).catch(
+        (err: unknown) => {
+          if (page > 1 && isPastEndAnswer(err))
+            return {
+              values: [],
+              texts: [],
+              bytes: 0,
+              safeUrl: redactedUrl(url),
+              etag: undefined,
+              lastModified: undefined,
+            };
+          throw err;
+        },
+      );
       yield { kind: 'bytes', read: bytes, wire: bytes };
       if (page === 1) yield { kind: 'export', info: { url: safeUrl, etag, lastModified } };
       const records = await pageRecords(values, lookup);
