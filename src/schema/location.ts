@@ -9,6 +9,8 @@ export type LocationRead =
 
 const LAT_KEYS = ['lat', 'latitude'] as const;
 const LNG_KEYS = ['lng', 'lon', 'longitude'] as const;
+const ALIASES = [...LAT_KEYS, ...LNG_KEYS];
+const POINT_KEYS = ['type', 'coordinates'];
 
 /**
  * The coordinates of a wire object, from `location` ({lat|latitude, lng|lon|longitude}, or a GeoJSON
@@ -20,50 +22,51 @@ const LNG_KEYS = ['lng', 'lon', 'longitude'] as const;
  */
 export function readLocation(obj: Record<string, unknown>): LocationRead {
   const loc = obj.location;
-  if (loc === undefined || loc === null) return pickCoordinates(obj, [obj], null);
+  if (loc === undefined || loc === null) return pickCoordinates(obj, null, obj, null);
   if (typeof loc !== 'object' || Array.isArray(loc)) {
     return { issue: { path: 'location', message: 'expected an object {lat, lng} or null' } };
   }
   const l = loc as Record<string, unknown>;
   const c = l.coordinates;
-  if (l.type === 'Point' && Array.isArray(c) && c.length === 2 && !hasAny(l, [...LAT_KEYS, ...LNG_KEYS])) {
-    return pickCoordinates({ lat: c[1], lng: c[0] }, [obj], leftoverOf(l, ['type', 'coordinates']));
+  if (l.type === 'Point' && Array.isArray(c) && c.length === 2 && !hasAny(l, ALIASES)) {
+    return pickCoordinates({ lat: c[1], lng: c[0] }, null, obj, leftoverOf(l, POINT_KEYS));
   }
-  return pickCoordinates(l, [l, obj], leftoverOf(l, [...LAT_KEYS, ...LNG_KEYS]));
+  return pickCoordinates(l, l, obj, leftoverOf(l, ALIASES));
 }
 
-/** The first coordinates of `from` by alias; every alias given in `all` must name the same value. */
+/**
+ * The first coordinates of `from` by alias; every alias given in `location` (the location object, when
+ * there is one) and in `top` (the record) must name the same value, else the issue.
+ */
 function pickCoordinates(
   from: Record<string, unknown>,
-  all: Record<string, unknown>[],
+  location: Record<string, unknown> | null,
+  top: Record<string, unknown>,
   leftover: Record<string, unknown> | null,
 ): LocationRead {
   const lat = from.lat ?? from.latitude;
   const lng = from.lng ?? from.lon ?? from.longitude;
-  for (const [keys, value] of [
-    [LAT_KEYS, lat],
-    [LNG_KEYS, lng],
-  ] as const) {
-    for (const o of all) {
-      for (const key of keys) {
-        const other = o[key];
-        if (other === undefined || other === null || sameCoordinate(other, value)) continue;
-        const where = o === topLevel(all) ? key : `location.${key}`;
-        return {
-          issue: {
-            path: 'location',
-            message: `${where} (${JSON.stringify(other)}) differs from the coordinate read (${JSON.stringify(value)}): the location is given twice`,
-          },
-        };
-      }
-    }
-  }
-  return { lat, lng, leftover };
+  const clash =
+    (location &&
+      (differing(location, LAT_KEYS, lat, 'location.') ?? differing(location, LNG_KEYS, lng, 'location.'))) ??
+    differing(top, LAT_KEYS, lat, '') ??
+    differing(top, LNG_KEYS, lng, '');
+  return clash ? { issue: { path: 'location', message: clash } } : { lat, lng, leftover };
 }
 
-/** The top-level object of {@link pickCoordinates}' `all` (the last one). */
-function topLevel(all: Record<string, unknown>[]): Record<string, unknown> | undefined {
-  return all[all.length - 1];
+/** The message for the first of `keys` in `o` that names another coordinate than `value`, else undefined. */
+function differing(
+  o: Record<string, unknown>,
+  keys: readonly string[],
+  value: unknown,
+  prefix: string,
+): string | undefined {
+  for (const key of keys) {
+    const other = o[key];
+    if (other === undefined || other === null || sameCoordinate(other, value)) continue;
+    return `${prefix}${key} (${JSON.stringify(other)}) differs from the coordinate read (${JSON.stringify(value)}): the location is given twice`;
+  }
+  return undefined;
 }
 
 function sameCoordinate(a: unknown, b: unknown): boolean {
