@@ -82,7 +82,8 @@ export class PagesAhead {
         entry.next = next;
         if (this.#tail === entry) this.#extend();
       },
-      fullest: (rows) => (this.#fullest = Math.max(this.#fullest, rows ?? 0)),
+      fullest: () => this.#fullest,
+      decoded: (rows) => (this.#fullest = Math.max(this.#fullest, rows)),
     });
     entry.fetched.catch(() => undefined); // surfaces when taken; unawaited if the export ends first
     this.#queue.push(entry as PageFetch);
@@ -122,17 +123,17 @@ export interface FetchedPage {
 
 /**
  * GETs one page and decodes it in a decode worker, retrying it alone (429/5xx, resets, a body cut short) as
- * with-retry.ts says; `on.downloaded` is called with the page's `Link: rel="next"` once its body is in (before
- * decoding), `on.fullest` gives (and, given rows, updates) the rows of the fullest page decoded so far. Once its
- * retries are spent the error is no longer retryable: the runner must not restart the whole export for a
- * page that keeps failing.
+ * with-retry.ts says; `on.downloaded` is called with the page's `Link: rel="next"` once its body is in
+ * (before decoding); `on.fullest` gives the rows of the fullest page decoded so far, `on.decoded` reports
+ * this page's. Once its retries are spent the error is no longer retryable: the runner must not restart
+ * the whole export for a page that keeps failing.
  */
 async function fetchPage(
   ctx: ReadContext,
   url: URL,
   page: number,
   decoders: BlockDecoders,
-  on: { downloaded: (next: URL | undefined) => void; fullest: (rows?: number) => number },
+  on: { downloaded: (next: URL | undefined) => void; fullest: () => number; decoded: (rows: number) => void },
 ): Promise<FetchedPage> {
   const { config } = ctx;
   let shortRows: number | undefined; // rows of a read taken for cut short (see below)
@@ -189,7 +190,7 @@ async function fetchPage(
           if (!framing.unterminated) shortRows = rows; // short with a Link, not provably cut
           throw err;
         }
-        on.fullest(rows);
+        on.decoded(rows);
         return {
           decoded,
           bytes,
