@@ -187,7 +187,7 @@ async function fetchPage(
     );
   }
   // A leading BOM is dropped (RFC 8259 §8.1 lets a parser ignore it; JSON.parse does not).
-  const text = bytes.toString('utf8').replace(/^\uFEFF/, '');
+  const text = new TextDecoder('utf-8').decode(bytes); // as fetch-stats.ts: the decoder drops it
   let body: unknown;
   try {
     body = JSON.parse(text);
