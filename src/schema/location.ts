@@ -29,9 +29,23 @@ export function readLocation(obj: Record<string, unknown>): LocationRead {
   const l = loc as Record<string, unknown>;
   const c = l.coordinates;
   if (l.type === 'Point' && Array.isArray(c) && c.length === 2 && !hasAny(l, ALIASES)) {
-    return pickCoordinates({ lat: c[1], lng: c[0] }, null, obj, leftoverOf(l, POINT_KEYS));
+    return keyedOnce(obj, pickCoordinates({ lat: c[1], lng: c[0] }, null, obj, leftoverOf(l, POINT_KEYS)));
   }
-  return pickCoordinates(l, l, obj, leftoverOf(l, ALIASES));
+  return keyedOnce(obj, pickCoordinates(l, l, obj, leftoverOf(l, ALIASES)));
+}
+
+/**
+ * `read`, or the issue when a kept key of `location` (`location.<key>` in `extra`) is also a top-level
+ * field of that very name: one of the two would be lost in `extra`, so neither is chosen.
+ */
+function keyedOnce(obj: Record<string, unknown>, read: LocationRead): LocationRead {
+  if ('issue' in read || read.leftover === null) return read;
+  for (const key of Object.keys(read.leftover)) {
+    if (!Object.hasOwn(obj, key)) continue;
+    const message = `given twice: as the top-level field ${JSON.stringify(key)} and as key ${JSON.stringify(key.slice(9))} of location`;
+    return { issue: { path: key, message } };
+  }
+  return read;
 }
 
 /**
