@@ -16,6 +16,7 @@ export const EXIT_USAGE = 2;
  * docs/error-codes.md shows this column (scripts/error-codes.mjs).
  */
 export const ERROR_EXIT_CODES: Record<SyncErrorCode, typeof EXIT_FAILURE | typeof EXIT_USAGE> = {
+  BODY_TOO_SLOW: EXIT_FAILURE,
   BODY_TRUNCATED: EXIT_FAILURE,
   CLI_INVALID_OPTION: EXIT_USAGE,
   CONFIG_INVALID: EXIT_USAGE,

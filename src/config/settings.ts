@@ -147,6 +147,18 @@ export const SETTINGS = {
     allowed: 'milliseconds from 1 to 3600000',
     doc: 'Longest silence between two body chunks (ms): a stalled body fails instead of hanging.',
   },
+  minSpeedBytes: {
+    env: 'REPORTS_MIN_SPEED_BYTES',
+    schema: int(0, 1_073_741_824).default(1_024),
+    allowed: 'bytes per second from 0 (off) to 1073741824',
+    doc: "Slowest body accepted (bytes per second, as curl's `--speed-limit`): a body arriving slower on average over `REPORTS_MIN_SPEED_WINDOW_MS` fails with `BODY_TOO_SLOW` and is retried like a stall; 0 turns the check off.",
+  },
+  minSpeedWindowMs: {
+    env: 'REPORTS_MIN_SPEED_WINDOW_MS',
+    schema: int(100, 3_600_000).default(60_000),
+    allowed: 'milliseconds from 100 to 3600000',
+    doc: "The window `REPORTS_MIN_SPEED_BYTES` is averaged over (ms, as curl's `--speed-time`); time our side spends not reading (its buffer full) does not count.",
+  },
   exportDeadlineMs: {
     env: 'REPORTS_EXPORT_DEADLINE_MS',
     schema: int(1, 86_400_000).default(1_800_000),

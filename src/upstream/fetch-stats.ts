@@ -3,7 +3,7 @@ import { apiUrl, type Config } from '../config/config.js';
 import { repeatedJsonKey } from '../schema/json-text.js';
 import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import { header, networkError, openStream } from './open-stream.js';
+import { header, networkError, openStream, minSpeedOf } from './open-stream.js';
 import { withRetry } from './with-retry.js';
 
 /** The aggregate counters as the upstream answered them. */
@@ -43,6 +43,7 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
         dispatcher: options.dispatcher,
         apiKey: config.apiKey,
         maxRedirects: config.maxRedirects,
+        minSpeed: minSpeedOf(config),
         signal: options.signal,
         headers: { accept: 'application/json' },
         deadline: { ms: config.pageDeadlineMs, setting: 'REPORTS_PAGE_DEADLINE_MS' },

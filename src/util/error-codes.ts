@@ -20,6 +20,10 @@ export interface ErrorCodeInfo {
  * is generated from this table (`node scripts/error-codes.mjs`; CI checks it is current).
  */
 export const ERROR_CODES = {
+  BODY_TOO_SLOW: {
+    meaning: 'A response body arrived slower than the minimum transfer rate (REPORTS_MIN_SPEED_BYTES).',
+    retry: 'request',
+  },
   BODY_TRUNCATED: { meaning: 'A response body ended early (cut mid-line or mid-page).', retry: 'export' },
   CLI_INVALID_OPTION: { meaning: 'A command-line option has an invalid value.', retry: 'none' },
   CONFIG_INVALID: { meaning: 'A setting (environment variable or option) is invalid.', retry: 'none' },
