@@ -2,6 +2,7 @@ import type { Writable } from 'node:stream';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { describe as describeDrift } from '../sync/drift-hooks.js';
 import type { RunSummary } from '../sync/run-sync.js';
+import { runQualityFlags } from '../warehouse/quality-flags.js';
 import { formatTable } from './format-table.js';
 
 /**
@@ -36,6 +37,13 @@ export async function printRunSummaries(
           `  merge:   ${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged, ` +
             `${c.revived} revived, ${c.removed} removed, ${c.duplicates} duplicates superseded` +
             `${c.refined > 0 ? `, ${c.refined} refined from their CSV form` : ''}\n`,
+        );
+      }
+      const flags = await runQualityFlags(connection, s.runId);
+      if (flags.length > 0) {
+        const list = flags.map((f) => `${f.rule} ${f.reports}`).join(', ');
+        out.write(
+          `  data quality: ${c.qualityFlags} impossible values loaded and flagged, reports by rule: ${list} (see data_quality_flags)\n`,
         );
       }
     }

@@ -37,6 +37,11 @@ export interface StatusReport {
   runs: Row[];
   /** Drift events of the last runs, newest first (at most 20; warehouse/drift.ts). */
   drift: Row[];
+  /**
+   * Current reports with impossible values, by data-quality rule (loaded and flagged, see
+   * warehouse/quality-flags.ts): `{rule, reports}`, most first; empty when none (or the copy predates them).
+   */
+  qualityFlags: Row[];
   reportsByDestinationAndStatus: Row[];
   totals: Row;
 }
@@ -44,7 +49,8 @@ export interface StatusReport {
 /**
  * Reads the status of the warehouse (the published copy while another process holds the live file):
  * the job schedule with each job's last run and last success, the published snapshot, the last `runs`
- * runs, the schema drift of the last runs, current reports by destination and status, and totals. Times are ISO 8601 (UTC).
+ * runs, the schema drift of the last runs, the data-quality flags of current reports, current reports by
+ * destination and status, and totals. Times are ISO 8601 (UTC).
  *
  * @throws SyncError `WAREHOUSE_MISSING` (exit 2), `WAREHOUSE_LOCKED`, `WAREHOUSE_OPEN` (see openForReading)
  */
@@ -56,6 +62,10 @@ export async function readStatus(config: Config, jobs: readonly Job[], runs: num
     try {
       const read = async (sql: string, params?: Record<string, number>) =>
         (await c.runAndReadAll(sql, params)).getRowObjectsJS().map(plain);
+      // A copy written before data-quality flags existed (the published one of an older version) has none.
+      const flags =
+        (await read(`SELECT count(*) AS n FROM duckdb_views() WHERE view_name = 'current_quality_flags'`))[0]
+          ?.n === 1;
       return {
         warehouse: {
           path: warehouse.path,
@@ -71,7 +81,8 @@ export async function readStatus(config: Config, jobs: readonly Job[], runs: num
           `SELECT run_id, job, status, started_at AS started,
                   round(epoch(finished_at) - epoch(started_at), 2) AS seconds,
                   records_read AS "read", records_loaded AS loaded, records_rejected AS rejected,
-                  inserted, updated, unchanged, removed, error->>'message' AS error
+                  inserted, updated, unchanged, removed,${flags ? ' quality_flags AS flagged,' : ''}
+                  error->>'message' AS error
            FROM sync_runs ORDER BY started_at DESC LIMIT $n`,
           { n: Math.max(1, runs) },
         ),
@@ -79,6 +90,11 @@ export async function readStatus(config: Config, jobs: readonly Job[], runs: num
           `SELECT first_seen AS seen, run_id, source, kind, field, value, count
            FROM drift_events ORDER BY first_seen DESC, kind, field LIMIT 20`,
         ),
+        qualityFlags: flags
+          ? await read(
+              `SELECT rule, count(*) AS reports FROM current_quality_flags GROUP BY rule ORDER BY reports DESC, rule`,
+            )
+          : [],
         reportsByDestinationAndStatus: await read(
           `SELECT destination, status, count(*) AS reports FROM reports WHERE removed_at IS NULL
            GROUP BY ALL ORDER BY destination, status`,
@@ -182,6 +198,11 @@ export function renderStatus(s: StatusReport, config: Config): string {
     drift.length === 0
       ? '\nSchema drift: none seen\n'
       : `\nSchema drift of the last runs (newest first, REPORTS_SCHEMA_CONTRACT=${config.schemaContract}):\n${formatTable(drift)}`,
+  );
+  out.push(
+    s.qualityFlags.length === 0
+      ? '\nData quality: no current report holds an impossible value\n'
+      : `\nData quality: current reports with impossible values (loaded and flagged; see the view current_quality_flags):\n${formatTable(s.qualityFlags)}`,
   );
   out.push(`\nCurrent reports by destination and status:\n${formatTable(s.reportsByDestinationAndStatus)}`);
   out.push(`\nTotals:\n${formatTable([s.totals])}`);

@@ -1,5 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { RunSummary } from '../sync/run-sync.js';
+import { runQualityFlags } from '../warehouse/quality-flags.js';
 
 /** One run of `sync --json`: the summary's figures, the error if any, and its rejects grouped by reason. */
 export interface RunJson {
@@ -13,6 +14,8 @@ export interface RunJson {
   /** Why a succeeded run stopped before the end of its export (absent when it read it all). */
   incompleteReason?: string | undefined;
   rejectsByReason: { reason: string; records: number }[];
+  /** Versions the run wrote with impossible values (loaded and flagged), by data-quality rule. */
+  qualityFlags: { rule: string; reports: number }[];
 }
 
 /** The document `sync --json` prints: every run, then the warehouse's current reports. */
@@ -49,6 +52,7 @@ export async function runSummariesJson(
       error: s.error?.toJSON(),
       incompleteReason: s.incompleteReason,
       rejectsByReason: reasons.map((r) => ({ reason: String(r.reason), records: Number(r.records) })),
+      qualityFlags: await runQualityFlags(connection, s.runId),
     });
   }
   const byDestinationAndStatus = (

@@ -31,6 +31,8 @@ export interface StatusData {
   drift: { atMs: number; upstream: number; warehouse: number; diff: number } | null;
   /** Status values outside the known lifecycle, and destinations that appeared after the first run. */
   unknown: Array<{ field: 'status' | 'destination'; value: string; count: number }>;
+  /** Current reports with impossible values, by data-quality rule (loaded and flagged), most first. */
+  quality: Array<{ rule: string; count: number }>;
 }
 
 const num = (v: unknown) => (v === null || v === undefined ? 0 : Number(v));
@@ -89,7 +91,8 @@ export async function readStatusData(connection: DuckDBConnection, timeoutMs: nu
     GROUP BY ALL ORDER BY 1, 2`);
   const byTime = new Map<number, Record<string, number>>();
   for (const [at, status, count] of points) {
-    const counts = byTime.get(num(at)) ?? {};
+    // No prototype: a status named `__proto__` is a count like any other.
+    const counts = byTime.get(num(at)) ?? (Object.create(null) as Record<string, number>);
     counts[String(status)] = num(count);
     byTime.set(num(at), counts);
   }
@@ -116,5 +119,9 @@ export async function readStatusData(connection: DuckDBConnection, timeoutMs: nu
       ORDER BY 1, 3 DESC, 2 LIMIT 40`)
   ).map((r) => ({ field: String(r[0]) as 'status' | 'destination', value: String(r[1]), count: num(r[2]) }));
 
-  return { jobs, runs, series, rejects, drift, unknown };
+  const quality = (
+    await rows(`SELECT rule, count(*)::DOUBLE FROM current_quality_flags GROUP BY rule ORDER BY 2 DESC, 1`)
+  ).map((r) => ({ rule: String(r[0]), count: num(r[1]) }));
+
+  return { jobs, runs, series, rejects, drift, unknown, quality };
 }

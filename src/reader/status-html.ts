@@ -45,6 +45,7 @@ ${freshness(data, ctx)}
 <section aria-labelledby="chart"><h2 id="chart">Reports over time by status</h2>${chart(data.series)}</section>
 <div class="grid">${drift(data)}${unknown(data)}</div>
 ${rejects(data)}
+${quality(data)}
 ${runs(data.runs)}
 </main></body></html>
 `;
@@ -90,6 +91,14 @@ function rejects(data: StatusData): string {
   return `<section aria-labelledby="rejects"><h2 id="rejects">Top reject reasons</h2>
 <table aria-labelledby="rejects"><thead><tr><th>Reason</th><th class="n">Records</th><th>Example location</th><th>Run</th></tr></thead>
 <tbody>${rows.join('') || '<tr><td colspan="4" class="muted">No rejected records.</td></tr>'}</tbody></table></section>`;
+}
+
+function quality(data: StatusData): string {
+  const rows = data.quality.map((q) => `<tr><td>${esc(q.rule)}</td><td class="n">${n(q.count)}</td></tr>`);
+  return `<section aria-labelledby="quality"><h2 id="quality">Data quality</h2>
+<table aria-labelledby="quality"><thead><tr><th>Rule</th><th class="n">Current reports</th></tr></thead>
+<tbody>${rows.join('') || '<tr><td colspan="2" class="muted">No current report holds an impossible value.</td></tr>'}</tbody></table>
+<p class="muted">Reports loaded with values that cannot be true (the view current_quality_flags lists them).</p></section>`;
 }
 
 function drift(data: StatusData): string {

@@ -8,6 +8,7 @@ import { asSyncError } from './run-errors.js';
 import type { Logger } from '../util/logger.js';
 import { clearStaging, mergeStaging } from '../warehouse/merge.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
+import { flagQuality } from '../warehouse/quality-flags.js';
 import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
 import { changedAny } from '../warehouse/run-counters.js';
 import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
@@ -31,7 +32,7 @@ export interface MergedRun {
 
 /**
  * The final transaction of a run read to its end: merges its staging (merge.ts) at the merge time of
- * `clock`, runs `afterMerge` (tombstones, stats snapshot), saves counters and facts, clears staging and
+ * `clock`, flags impossible values on the versions it wrote (quality-flags.ts), runs `afterMerge` (tombstones, stats snapshot), saves counters and facts, clears staging and
  * marks the run `succeeded`, all or nothing. The merge runs with `mergeThreads` DuckDB threads.
  *
  * @throws SyncError `COUNT_MISMATCH` when staging does not hold the records counted as loaded; whatever
@@ -64,6 +65,16 @@ async function mergeInTransaction(
       refined: merged.refined,
       revived: merged.revived,
     });
+    // Impossible values are loaded, and flagged on the versions this run wrote.
+    if (merged.inserted + merged.updated + merged.revived > 0) {
+      counters.qualityFlags = await flagQuality(connection, { runId, now });
+      if (counters.qualityFlags > 0) {
+        run.logger.warn(
+          { qualityFlags: counters.qualityFlags },
+          'data quality: impossible values loaded and flagged',
+        );
+      }
+    }
     await afterMerge?.({
       connection,
       runId,
