@@ -68,9 +68,8 @@ export function registerServe(program: Command): void {
       : config.host.includes(':')
         ? `[${config.host}]`
         : config.host;
-    process.stdout.write(`listening on http://${host}:${port}\n`);
-    logger.info({ url: `http://${host}:${port}`, warehouse: warehouse.path }, 'reader listening');
-    await new Promise<void>((done) => {
+    // The handlers are in place before the line that tells a supervisor (or a test) the reader is up.
+    const stopped = new Promise<void>((done) => {
       const stop = (signal: NodeJS.Signals) => {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
@@ -83,6 +82,9 @@ export function registerServe(program: Command): void {
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
     });
+    process.stdout.write(`listening on http://${host}:${port}\n`);
+    logger.info({ url: `http://${host}:${port}`, warehouse: warehouse.path }, 'reader listening');
+    await stopped;
     logger.flush?.();
   });
 }

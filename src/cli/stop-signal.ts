@@ -8,6 +8,11 @@ export interface StopSignalOptions {
   onStop: (signal: NodeJS.Signals) => void;
   /** Called right before the forced exit (grace period over, or a second signal). */
   onGraceOver?: (signal: NodeJS.Signals) => void;
+  /**
+   * Whether the first signal starts the grace timer (default: always). False while work that is never cut
+   * runs (a merge committing): the command then ends when that work does, or at a second signal.
+   */
+  graceApplies?: () => boolean;
 }
 
 /** What {@link onStopSignal} returns. */
@@ -41,8 +46,10 @@ export function onStopSignal(options: StopSignalOptions): StopSignal {
     }
     signal = received;
     at = Date.now();
-    timer = setTimeout(exitNow, options.graceMs);
-    timer.unref();
+    if (options.graceApplies?.() !== false) {
+      timer = setTimeout(exitNow, options.graceMs);
+      timer.unref();
+    }
     options.onStop(received);
   };
   process.on('SIGINT', handler);

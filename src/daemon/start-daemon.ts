@@ -38,12 +38,17 @@ export interface Daemon {
   readonly warehouse: Warehouse;
   /**
    * Graceful stop (SIGTERM/SIGINT): no more scheduling, no new requests, the running job may finish
-   * within `shutdownGraceMs` and is aborted after that (recorded as `aborted`), then the database is
-   * closed. Idempotent; resolves when everything is closed.
+   * within `shutdownGraceMs` and is aborted after that (recorded as `aborted`) — unless its run is already
+   * merging, which is never cut: it commits first. Then the database is closed. Idempotent; resolves when
+   * everything is closed.
    */
   stop(reason?: string): Promise<void>;
-  /** Aborts the running job now, without waiting for the grace period (a second signal). */
-  abortNow(): void;
+  /**
+   * Aborts the running job now, without waiting for the grace period (a second signal). Returns what that
+   * does: `aborted` (its run is not merged, recorded `aborted`), `committing` (its run is past its last stop
+   * point: the merge commits, it is never cut) or `idle` (no job runs).
+   */
+  abortNow(): 'aborted' | 'committing' | 'idle';
 }
 
 /**
@@ -105,6 +110,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   };
   // The reader shares this DuckDB instance: a sync must not lower its memory limit while reading.
   const syncConfig = { ...config, duckdbReadMemoryLimit: config.duckdbMemoryLimit };
+  // The running job's run once it is past its last stop point (merging, committing): a signal no longer
+  // aborts it. Reset when the job's next run starts and when the job ends.
+  let committing: string | undefined;
   const runJob = async (job: Job, reason: RunReason, signal: AbortSignal): Promise<void> => {
     const log = logger.child({ job: job.name });
     log.info({ reason, target: job.target }, 'job started');
@@ -119,6 +127,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         job: job.name,
         signal,
         onProgress: (p) => progress.update(p),
+        onStep: () => (committing = undefined),
+        onCommit: (runId) => (committing = runId),
       });
       const ok = summaries.length > 0 && summaries.every((s) => s.status === 'succeeded');
       log.info(
@@ -131,8 +141,14 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     } catch (err) {
       log.error({ err: err instanceof SyncError ? err.toJSON() : errorMessage(err) }, 'job failed');
     } finally {
+      committing = undefined;
       progress.done();
     }
+  };
+  const abortRunning = (): 'aborted' | 'committing' | 'idle' => {
+    if (queue.running === undefined) return 'idle';
+    queue.abortRunning();
+    return committing === undefined ? 'aborted' : 'committing';
   };
   const queue = new JobQueue(runJob);
 
@@ -237,11 +253,15 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       const deadline = Date.now() + config.shutdownGraceMs;
       const idle = queue.idle();
       if (!(await settlesWithin(idle, config.shutdownGraceMs))) {
+        const job = queue.running?.job.name;
+        const runId = committing;
+        const effect = abortRunning();
         logger.warn(
-          { job: queue.running?.job.name, graceMs: config.shutdownGraceMs },
-          'grace period over: aborting the running job',
+          { job, runId, graceMs: config.shutdownGraceMs },
+          effect === 'committing'
+            ? 'grace period over while the running job merges: a merge is never cut; waiting for its commit'
+            : 'grace period over: aborting the running job (its run is not merged and is recorded as aborted)',
         );
-        queue.abortRunning();
         await idle;
       }
       // Requests still streaming when the grace period is over (a slow client) are cut, not waited for.
@@ -256,7 +276,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     url: http.url,
     warehouse,
     stop,
-    abortNow: () => queue.abortRunning(),
+    abortNow: abortRunning,
   };
 }
 

@@ -19,6 +19,8 @@ export interface RunStatsSnapshotOptions {
   dispatcher: Dispatcher;
   logger: Logger;
   signal?: AbortSignal | undefined;
+  /** As `RunSyncOptions.onCommit`: the snapshot is past its last stop point and commits now. */
+  onCommit?: ((runId: string, records: number) => void) | undefined;
 }
 
 /**
@@ -45,6 +47,8 @@ export async function runStatsSnapshot(options: RunStatsSnapshotOptions): Promis
   const counters = emptyCounters();
   try {
     const stats = await fetchStats({ ...options, logger });
+    if (options.signal?.aborted) throw new SyncError('RUN_ABORTED', 'the run was stopped before its commit');
+    options.onCommit?.(runId, 0);
     const now = new Date();
     const totals = await withTransaction(c, async () => {
       const totals = await recordStatsSnapshots(c, { runId, takenAt: now, upstream: stats.body });

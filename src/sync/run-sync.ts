@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { clearSpool, spoolDirFor } from '../normalize/batch-files.js';
 import { safeUrl } from '../upstream/safe-url.js';
 import { withRetry } from '../upstream/with-retry.js';
-import { isSyncError } from '../util/errors.js';
+import { isSyncError, SyncError } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
 import { readMemoryLimit, withMemoryLimit } from '../warehouse/memory-limit.js';
@@ -56,6 +56,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal),
     );
     if (state.notModified) {
+      pointOfNoReturn(options, run.runId, 0);
       const { counters, attempts, exportInfo } = state;
       await finishNotModified(run.connection, {
         runId: run.runId,
@@ -77,6 +78,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       incompleteReason: state.incompleteReason,
       tombstonesBlocked: state.tombstonesBlocked,
     });
+    pointOfNoReturn(options, run.runId, state.counters.recordsLoaded);
     const mergeRunOf = {
       ...run,
       source: source.name,
@@ -93,6 +95,15 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     const failure = await failRun(run, aborted ? 'aborted' : 'failed', err);
     return { ...summary(), ...failure };
   }
+}
+
+/**
+ * The last point where a signal stops the run (throws `RUN_ABORTED`: nothing merged, recorded `aborted`);
+ * past it the finishing transaction runs to its commit, and `onCommit` says so in the same tick.
+ */
+function pointOfNoReturn(options: RunSyncOptions, runId: string, records: number): void {
+  if (options.signal?.aborted) throw new SyncError('RUN_ABORTED', 'the run was stopped before its merge');
+  options.onCommit?.(runId, records);
 }
 
 /**

@@ -143,7 +143,7 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
     const logs = logLines(daemon.stderr());
     expect(logs.map((l) => l.msg)).toEqual(
       expect.arrayContaining([
-        'grace period over: aborting the running job',
+        'grace period over: aborting the running job (its run is not merged and is recorded as aborted)',
         'run aborted',
         'daemon stopped',
       ]),
