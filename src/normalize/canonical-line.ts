@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { projectedCellJson, projectsToItself } from '../schema/csv-projection.js';
+import { projectedCell } from '../schema/csv-projection.js';
 import { isModelledKey } from '../schema/report.js';
 import { REPORT_RULES as R } from '../schema/report-rules.js';
 import { normalizeTimestamp } from '../schema/timestamp.js';
@@ -115,26 +115,35 @@ function csvProjectionHash(known: string, fields: ExtraField[], lineHash: string
   // `""` in the known text is an empty string (or an escaped quote ending one: read again, to be sure).
   const knownOwn = !known.includes('""') && !known.includes('\\r\\n');
   let own = knownOwn;
-  for (let i = 0; own && i < fields.length; i++) {
+  const literals: Array<string | undefined> = [];
+  for (let i = 0; i < fields.length; i++) {
     const f = fields[i]!;
-    own =
-      f.valueText.charCodeAt(0) === 0x22 &&
-      projectsToItself(decode(f.valueText)) &&
-      (i === 0 || fields[i - 1]!.key < f.key);
+    const literal = projectedLiteral(f.valueText);
+    literals.push(literal);
+    own &&= literal === f.valueText && (i === 0 || fields[i - 1]!.key < f.key);
   }
   if (own) return lineHash;
   let projected = knownOwn ? known : projectedKnown(known);
-  for (const f of [...fields].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) {
-    const json =
-      f.valueText.charCodeAt(0) === 0x22 ? projectedCellJson(decode(f.valueText)) : scalarJson(f.valueText);
-    if (json !== undefined) projected += `,${f.keyText}:${json}`;
+  const order = fields.map((_, i) => i).sort((a, b) => (fields[a]!.key < fields[b]!.key ? -1 : 1));
+  for (const i of order) {
+    const literal = literals[i];
+    if (literal !== undefined) projected += `,${fields[i]!.keyText}:${literal}`;
   }
   return hash('sha1', `${projected}}`, 'hex');
 }
 
-/** A canonical scalar's projection: `null` is no value; a number (canonical already) and a boolean are themselves. */
-function scalarJson(valueText: string): string | undefined {
-  return valueText === 'null' ? undefined : valueText;
+/**
+ * The projection of a canonical scalar as a JSON string literal (`projectedCell`), or undefined for no
+ * value: a string already in its class's form is its own literal (no second serialisation); a number
+ * (canonical already) and a boolean are their text, quoted.
+ */
+function projectedLiteral(valueText: string): string | undefined {
+  if (valueText === 'null') return undefined;
+  if (valueText.charCodeAt(0) !== 0x22) return `"${valueText}"`;
+  const text = decode(valueText);
+  const projected = projectedCell(text);
+  if (projected === text) return valueText;
+  return projected === undefined ? undefined : JSON.stringify(projected);
 }
 
 /** The known fields' text (a line's prefix, up to `updatedAt`) with `""` text fields as null, CRLF as LF. */

@@ -1,4 +1,4 @@
-import { JsonText, jsonTextOf } from './json-text.js';
+import { jsonTextOf } from './json-text.js';
 import { contentHash, type Report } from './report.js';
 
 /**
@@ -29,10 +29,10 @@ export function csvProjection(report: Report): Report {
   let extra: Record<string, unknown> | null = null;
   if (report.extra !== null) {
     for (const key of Object.keys(report.extra).sort()) {
-      const json = projectedJson(report.extra[key]);
-      if (json === undefined) continue;
+      const text = projectedValue(report.extra[key]);
+      if (text === undefined) continue;
       extra ??= Object.create(null) as Record<string, unknown>;
-      extra[key] = new JsonText(json);
+      extra[key] = text;
     }
   }
   return {
@@ -56,33 +56,37 @@ export function csvProjectionHash(report: Report, hash: string): string {
 }
 
 /**
- * The JSON text of one value's projection (see {@link csvProjection}), or undefined for no value. Accepts
- * what a {@link Report}'s `extra` holds: cell text, a JSON value as `JSON.parse` gives it, a {@link JsonText}.
+ * One value's projection as text (see {@link csvProjection}), or undefined for no value: a number as its
+ * double prints (`1`), a boolean as `true`/`false`, an object or array as its canonical JSON, other text as
+ * itself (CRLF as LF). No two classes share a text (text that reads as a number, a boolean or JSON is one),
+ * so text already in its class's form — `"42"`, `"true"` — is its own projection. Accepts what a
+ * {@link Report}'s `extra` holds: cell text, a JSON value as `JSON.parse` gives it, a {@link JsonText}.
  */
-export function projectedJson(value: unknown): string | undefined {
+export function projectedValue(value: unknown): string | undefined {
   if (value === null || value === undefined) return undefined;
-  if (typeof value === 'string') return projectedCellJson(value);
+  if (typeof value === 'string') return projectedCell(value);
   if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (typeof value === 'number') return numberJson(value);
+  if (typeof value === 'number') return numberText(value);
   // A JsonText (a number a double would change, or a value holding one) or an object or array.
   const text = jsonTextOf(value);
-  if (NUMBER.test(text)) return numberJson(Number(text), text);
-  return containerJson(text) ?? JSON.stringify(text);
+  if (NUMBER.test(text)) return numberText(Number(text), text);
+  return containerText(text) ?? text;
 }
 
-/** {@link projectedJson} of a CSV cell's text (or of a JSON string: a writer writes it as it is). */
-export function projectedCellJson(cell: string): string | undefined {
+/** {@link projectedValue} of a CSV cell's text (or of a JSON string: a writer writes it as it is). */
+export function projectedCell(cell: string): string | undefined {
   if (cell === '') return undefined;
   const c = cell.charCodeAt(0);
   if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
-    if (NUMBER.test(cell)) return numberJson(Number(cell), cell);
+    if (NUMBER.test(cell)) return numberText(Number(cell), cell);
   } else if (c === 0x7b || c === 0x5b) {
-    const json = containerJson(cell);
+    const json = containerText(cell);
     if (json !== undefined) return json;
-  } else if (BOOLEAN.has(cell)) {
-    return BOOLEAN.get(cell);
+  } else {
+    const flag = BOOLEAN.get(cell);
+    if (flag !== undefined) return flag;
   }
-  return JSON.stringify(lf(cell));
+  return lf(cell);
 }
 
 /** A known text field's projection: `""` is no value, line breaks LF. */
@@ -108,12 +112,12 @@ function lf(text: string): string {
 }
 
 /** A number's text as a double would print it; past a double's range, its exact text (`1e400`). */
-function numberJson(n: number, text?: string): string {
+function numberText(n: number, text?: string): string {
   return Number.isFinite(n) ? String(n) : (text ?? String(n));
 }
 
 /** The canonical JSON of an object or array text (see {@link csvProjection}), or undefined when it is not one. */
-function containerJson(text: string): string | undefined {
+function containerText(text: string): string | undefined {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -125,7 +129,7 @@ function containerJson(text: string): string | undefined {
 }
 
 function canonical(value: unknown, depth: number): string | undefined {
-  if (typeof value === 'number') return numberJson(value);
+  if (typeof value === 'number') return numberText(value);
   if (typeof value !== 'object' || value === null) return JSON.stringify(value);
   if (depth >= MAX_DEPTH) return undefined;
   const parts: string[] = [];
@@ -169,11 +173,7 @@ function ownText(text: string | null): boolean {
   return text === null || (text !== '' && !text.includes('\r\n'));
 }
 
-/** Whether text projects to itself as text: not empty, no CRLF, not a number, boolean, object or array. */
+/** Whether text is its own projection: not empty, and already in its class's form (see {@link projectedValue}). */
 export function projectsToItself(cell: string): boolean {
-  if (!ownText(cell)) return false;
-  const c = cell.charCodeAt(0);
-  if (c === 0x2d || (c >= 0x30 && c <= 0x39)) return !NUMBER.test(cell);
-  if (c === 0x7b || c === 0x5b) return containerJson(cell) === undefined;
-  return !BOOLEAN.has(cell);
+  return projectedCell(cell) === cell;
 }
