@@ -68,12 +68,10 @@ export function registerRun(program: Command): void {
           }
           firstSignalAt = Date.now();
           logger.info({ signal }, 'signal received: stopping');
+          // The handlers stay until the process ends: a late signal is a second one (no job runs any more),
+          // never the default that kills the process after it stopped cleanly.
           daemon.stop(signal).then(
-            () => {
-              process.off('SIGTERM', relay);
-              process.off('SIGINT', relay);
-              resolve();
-            },
+            () => resolve(),
             (err: unknown) => reject(err instanceof Error ? err : new Error(errorMessage(err))),
           );
         };

@@ -21,7 +21,11 @@ export interface StopSignal {
   received(): NodeJS.Signals | undefined;
   /** The conventional exit code of the signal: 128 + its number (SIGINT 130, SIGTERM 143). */
   exitCode(): number;
-  /** Removes the handlers (and the grace timer). */
+  /**
+   * Ends the handling (and the grace timer): the command's work is over and its exit code set. A signal
+   * from then until the process ends exits at once with that exit code (it no longer stops anything), so
+   * the exit status stays the outcome's instead of the signal's default "killed".
+   */
   dispose(): void;
 }
 
@@ -52,6 +56,11 @@ export function onStopSignal(options: StopSignalOptions): StopSignal {
     }
     options.onStop(received);
   };
+  // Once disposed: the exit code the command set (the signal's own when none was set, e.g. after a throw).
+  const afterwards = (received: NodeJS.Signals) => {
+    const code = process.exitCode;
+    process.exit(typeof code === 'number' ? code : signalExitCode(received));
+  };
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);
   return {
@@ -61,6 +70,8 @@ export function onStopSignal(options: StopSignalOptions): StopSignal {
       if (timer) clearTimeout(timer);
       process.off('SIGINT', handler);
       process.off('SIGTERM', handler);
+      process.on('SIGINT', afterwards);
+      process.on('SIGTERM', afterwards);
     },
   };
 }
