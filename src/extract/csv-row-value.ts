@@ -1,3 +1,5 @@
+import { RECORD_ISSUE_CODES, type RecordIssue } from '../schema/record-issue.js';
+
 /**
  * A CSV header's names that occur more than once, each with the 0-based positions of its columns (empty
  * for a header without repeats, the usual case). A header is the upstream's data: nothing may be taken
@@ -32,7 +34,7 @@ export function csvRowValue(
   columns: readonly string[],
   fields: ReadonlyArray<string | null>,
   repeated: RepeatedColumns,
-): { value: Record<string, string | null> } | { issue: { path: string; message: string } } {
+): { value: Record<string, string | null> } | { issue: RecordIssue } {
   for (const { name, at } of repeated) {
     const first = fields[at[0]!];
     if (at.every((i) => fields[i] === first)) continue;
@@ -44,6 +46,7 @@ export function csvRowValue(
         message:
           `column ${JSON.stringify(name)} is in the header ${at.length} times (columns ${where}) with different ` +
           `cells in this row (${cells}): which one is the field's cannot be told`,
+        code: RECORD_ISSUE_CODES.conflictingValues,
       },
     };
   }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { CsvError, parse } from 'csv-parse/sync';
+import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
 import { SyncError } from '../util/errors.js';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { nullUnquotedEmpty } from './csv-cells.js';
@@ -287,7 +288,11 @@ class PageParser {
     const location = { page: options.page, row: this.row, line: this.lastLine };
     const lineBytes = body.subarray(start, trimEnd(body, start, lineEnd + (lineEnd < body.length ? 1 : 0)));
     const invalid = this.invalidIn(start, start + lineBytes.length);
-    const issue = { path: '', message: `malformed CSV: ${err.message}` };
+    const issue = {
+      path: '',
+      message: `malformed CSV: ${err.message}`,
+      code: RECORD_ISSUE_CODES.malformedCsv,
+    };
     if (invalid === undefined) this.emit({ kind: 'malformed', location, ...text, issues: [issue] });
     else {
       const {
@@ -332,7 +337,12 @@ class PageParser {
     if (this.lastRowRagged) {
       this.rejected++;
       const message = `ragged row: ${fields.length} cells where the header has ${columns.length} columns`;
-      this.emit({ kind: 'malformed', location, raw: text(), issues: [{ path: '', message }] });
+      this.emit({
+        kind: 'malformed',
+        location,
+        raw: text(),
+        issues: [{ path: '', message, code: RECORD_ISSUE_CODES.malformedCsv }],
+      });
       return;
     }
     const row = csvRowValue(columns, fields, this.repeated);

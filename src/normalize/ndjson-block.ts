@@ -2,6 +2,7 @@ import type { NdjsonBlock, OverLongLine } from '../extract/block-packer.js';
 import { parseJsonLine } from '../extract/ndjson.js';
 import { readableJsonId } from '../extract/readable-id.js';
 import { firstInvalidUtf8, invalidUtf8Reject } from '../extract/utf8.js';
+import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
 import { canonicalJson, contentHash } from '../schema/report.js';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { validateWireLine } from '../schema/wire-line.js';
@@ -91,7 +92,9 @@ export function decodeBlock(
         raw: cut ? raw.subarray(0, rawMaxBytes).toString('utf8') : text,
         ...(cut ? { rawTruncated: true, rawBytes: raw.length } : {}),
         recordId: readableJsonId(raw),
-        issues: [{ path: '', message: `malformed JSON: ${parsed.error}` }],
+        issues: [
+          { path: '', message: `malformed JSON: ${parsed.error}`, code: RECORD_ISSUE_CODES.malformedJson },
+        ],
       });
       continue;
     }
@@ -138,6 +141,12 @@ function overLongReject(line: OverLongLine): Reject {
     rawTruncated: true,
     rawBytes: line.bytes,
     recordId: readableJsonId(Buffer.from(line.text)),
-    issues: [{ path: '', message: `line of ${line.bytes} bytes exceeds the ${line.limit}-byte limit` }],
+    issues: [
+      {
+        path: '',
+        message: `line of ${line.bytes} bytes exceeds the ${line.limit}-byte limit`,
+        code: RECORD_ISSUE_CODES.recordTooLarge,
+      },
+    ],
   };
 }

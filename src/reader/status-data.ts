@@ -1,5 +1,6 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { KNOWN_STATUSES } from '../schema/report.js';
+import { rejectReasons } from '../warehouse/reject-reasons.js';
 import { withQueryTimeout } from './query-timeout.js';
 
 /** One run of the run log as the status page lists it. Times are epoch ms; `durationMs` null while running. */
@@ -25,7 +26,10 @@ export interface StatusData {
   runs: StatusRun[];
   /** Reports by status at each of the last 30 successful runs (from `report_versions`), oldest first. */
   series: Array<{ atMs: number; counts: Record<string, number> }>;
-  /** Top reject reasons (first issue of each reject) with a count and an example location. */
+  /**
+   * Top reject reasons: the quarantine grouped by the field and issue code of each record's first issue
+   * (warehouse/reject-reasons.ts), with a count, an example message and the latest location.
+   */
   rejects: Array<{ reason: string; count: number; location: string; runId: string }>;
   /** The last comparison of the upstream `/stats` total with the warehouse (null before any). */
   drift: { atMs: number; upstream: number; warehouse: number; diff: number } | null;
@@ -98,11 +102,12 @@ export async function readStatusData(connection: DuckDBConnection, timeoutMs: nu
   }
   const series = [...byTime].map(([atMs, counts]) => ({ atMs, counts }));
 
+  // Grouped as the sync summary groups them (warehouse/reject-reasons.ts).
   const rejects = (
-    await rows(`SELECT concat_ws(': ', nullif(issues->>'$[0].path', ''), coalesce(issues->>'$[0].message', 'invalid')),
-        count(*)::DOUBLE, arg_max(location, rejected_at), arg_max(run_id, rejected_at)
-      FROM rejected_records GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10`)
-  ).map((r) => ({ reason: String(r[0]), count: num(r[1]), location: String(r[2]), runId: String(r[3]) }));
+    await withQueryTimeout(connection, timeoutMs, 'The status page', () =>
+      rejectReasons(connection, { limit: 10, locations: 1 }),
+    )
+  ).map((r) => ({ reason: r.reason, count: r.records, location: r.lastLocation, runId: r.lastRunId }));
 
   const [d] = await rows(`SELECT epoch_ms(finished_at)::DOUBLE, stats_total_upstream, stats_total_warehouse,
       stats_total_diff FROM sync_runs WHERE stats_total_upstream IS NOT NULL AND finished_at IS NOT NULL
