@@ -122,10 +122,11 @@ export async function failRun(
     run.logger.error({ err: error.toJSON() }, 'run failed and could not be recorded');
     throw warehouseWriteError(recordErr, run.warehousePath) ?? error;
   }
-  run.logger.error(
-    { err: error.toJSON(), ...run.state.counters },
-    status === 'aborted' ? 'run aborted' : 'run failed',
-  );
+  // A stop that was asked for (a signal, a shutdown) is no error. `outcome` marks the run's last word,
+  // which a one-shot command's summary prints (util/logger.ts leaves it out of its brief terminal lines).
+  const entry = { err: error.toJSON(), ...run.state.counters, outcome: status };
+  if (status === 'aborted') run.logger.warn(entry, 'run aborted');
+  else run.logger.error(entry, 'run failed');
   return { status, error };
 }
 

@@ -71,7 +71,9 @@ export async function runStatsSnapshot(options: RunStatsSnapshotOptions): Promis
       err instanceof SyncError ? err : new SyncError('RUN_FAILED', errorMessage(err), { cause: err });
     const aborted = options.signal?.aborted === true;
     await finishRun(c, runId, aborted ? 'aborted' : 'failed', error.toJSON());
-    logger.error({ err: error.toJSON() }, aborted ? 'run aborted' : 'run failed');
+    // As close-run.ts: an asked-for stop is no error; `outcome` marks the run's last word.
+    if (aborted) logger.warn({ err: error.toJSON(), outcome: 'aborted' }, 'run aborted');
+    else logger.error({ err: error.toJSON(), outcome: 'failed' }, 'run failed');
     return {
       runId,
       source: 'stats',

@@ -65,7 +65,10 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         attempts,
         exportInfo,
       });
-      logger.info({ durationMs: summary().durationMs }, 'run succeeded: the export is not modified (304)');
+      logger.info(
+        { durationMs: summary().durationMs, outcome: 'succeeded' },
+        'run succeeded: the export is not modified (304)',
+      );
       return { ...summary(), status: 'succeeded', notModified: true };
     }
     checkAccounting(state.counters);
@@ -87,7 +90,10 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     };
     await mergeRun(run.connection, mergeRunOf, options.afterMerge);
     await failpoint('after-commit');
-    logger.info({ ...state.counters, durationMs: summary().durationMs }, 'run succeeded');
+    logger.info(
+      { ...state.counters, durationMs: summary().durationMs, outcome: 'succeeded' },
+      'run succeeded',
+    );
     const incomplete = state.complete ? {} : { incompleteReason: state.incompleteReason ?? 'stopped early' };
     return { ...summary(), status: 'succeeded', ...incomplete };
   } catch (err) {
