@@ -29,13 +29,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   const origin: Record<string, string> = {};
   for (const [key, def] of Object.entries(SETTINGS)) {
     const flag = overrides[key as SettingKey];
-    const fromEnv = env[def.env];
+    const name = envNameGiven(def as SettingDef, env);
     if (flag !== undefined) {
       raw[key] = flag;
       origin[key] = (def as SettingDef).flag ?? `--${kebab(key)}`;
-    } else if (fromEnv !== undefined && fromEnv !== '') {
-      raw[key] = fromEnv;
-      origin[key] = def.env;
+    } else if (name !== undefined) {
+      raw[key] = env[name];
+      origin[key] = name;
     }
   }
   const parsed = schema.safeParse(raw);
@@ -52,8 +52,55 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     });
   }
   const config = Object.freeze(parsed.data) as Config;
+  checkBaseUrlPrefix(config, origin.baseUrl ?? SETTINGS.baseUrl.env);
   registerSecrets(config);
   return config;
+}
+
+/**
+ * Refuses a base URL that ends with the prefix every API path starts with (`http://host/api/v1/public`):
+ * the paths add it again (`/api/v1/public/api/v1/public/reports.ndjson`), and every request would answer
+ * 404. The prefix is the folder the configured paths share, so it is `/api/v1/public` by default and
+ * nothing when the paths were set without one.
+ *
+ * @throws SyncError `CONFIG_INVALID` naming the setting (`where`) and the URL to use instead
+ */
+function checkBaseUrlPrefix(config: Config, where: string): void {
+  if (config.baseUrl === undefined || !URL.canParse(config.baseUrl)) return;
+  const url = new URL(config.baseUrl);
+  const base = url.pathname.replace(/\/+$/, '');
+  const prefix = sharedFolder([config.ndjsonPath, config.csvPath, config.statsPath, config.listPath]);
+  if (prefix === '' || !base.endsWith(prefix)) return;
+  url.pathname = base.slice(0, base.length - prefix.length) || '/';
+  const root = safeUrl(url).replace(/\/$/, '');
+  throw new SyncError(
+    'CONFIG_INVALID',
+    `Invalid configuration:\n  ${where}=${safeUrl(config.baseUrl)} ends with ${prefix}, which reports-sync adds ` +
+      `to every request itself (REPORTS_NDJSON_PATH=${config.ndjsonPath}): give the service's root, ${root}`,
+    { context: { setting: where, prefix, suggested: root } },
+  );
+}
+
+/** The folder the paths share, by whole segments (`/api/v1/public` for the default paths), or ''. */
+function sharedFolder(paths: string[]): string {
+  const split = paths.map((p) =>
+    p
+      .split('/')
+      .filter((s) => s !== '')
+      .slice(0, -1),
+  );
+  const first = split[0] ?? [];
+  let n = 0;
+  while (n < first.length && split.every((s) => s[n] === first[n])) n++;
+  return n === 0 ? '' : `/${first.slice(0, n).join('/')}`;
+}
+
+/** The variable that sets `def` in `env`: its name, else its former name, when given and not empty. */
+function envNameGiven(def: SettingDef, env: NodeJS.ProcessEnv): string | undefined {
+  for (const name of [def.env, def.formerEnv]) {
+    if (name !== undefined && env[name] !== undefined && env[name] !== '') return name;
+  }
+  return undefined;
 }
 
 /** Registers the config's secrets with redact.ts: the API key and the base URL's credentials. */
@@ -95,8 +142,8 @@ export function effectiveSettings(config: Config, env: NodeJS.ProcessEnv = proce
     let value = raw;
     if (raw !== undefined && key === 'apiKey') value = '[redacted]';
     else if (typeof raw === 'string' && /^https?:\/\//i.test(raw)) value = safeUrl(raw).replace(/\/$/, '');
-    const given = env[def.env];
-    return { env: def.env, value, source: given !== undefined && given !== '' ? 'environment' : 'default' };
+    const given = envNameGiven(def as SettingDef, env);
+    return { env: def.env, value, source: given !== undefined ? 'environment' : 'default' };
   });
 }
 
@@ -130,18 +177,40 @@ export function requireBaseUrl(config: Config): string {
 const OTHER_ENV = [/^REPORTS_SCHEDULE_/, /^REPORTS_FAILPOINT$/];
 
 /**
+ * What the environment's `REPORTS_*` names call for, as sentences to print as warnings: a former name of a
+ * setting (read, or ignored when the new name is set too), then {@link unknownEnvNames}.
+ */
+export function envWarnings(env: NodeJS.ProcessEnv): string[] {
+  const former: string[] = [];
+  for (const def of Object.values(SETTINGS) as SettingDef[]) {
+    const old = def.formerEnv;
+    if (old === undefined || env[old] === undefined || env[old] === '') continue;
+    former.push(
+      env[def.env] !== undefined && env[def.env] !== ''
+        ? `${old} is ignored: ${def.env}, its new name, is set too; remove ${old}`
+        : `${old} is the former name of ${def.env}: it is read for now, rename it to ${def.env}`,
+    );
+  }
+  return [...former, ...unknownEnvNames(env)];
+}
+
+/**
  * The `REPORTS_*` variables of `env` that no setting reads (a typo such as `REPORTS_RECENT_PAGESIZE` would
  * otherwise change nothing, silently), each as a sentence naming the closest setting when one is near.
+ * Former names of settings are not unknown (see {@link envWarnings}).
  */
 export function unknownEnvNames(env: NodeJS.ProcessEnv): string[] {
-  const known = Object.values(SETTINGS).map((d) => d.env);
+  const known = (Object.values(SETTINGS) as SettingDef[]).flatMap((d) =>
+    d.formerEnv === undefined ? [d.env] : [d.env, d.formerEnv],
+  );
   return Object.keys(env)
     .filter(
       (name) => name.startsWith('REPORTS_') && !known.includes(name) && !OTHER_ENV.some((p) => p.test(name)),
     )
     .sort()
     .map((name) => {
-      const near = known.map((k) => ({ k, d: editDistance(name, k) })).sort((a, b) => a.d - b.d)[0];
+      const current = Object.values(SETTINGS).map((d) => d.env);
+      const near = current.map((k) => ({ k, d: editDistance(name, k) })).sort((a, b) => a.d - b.d)[0];
       const hint = near && near.d <= 3 ? ` (did you mean ${near.k}?)` : '';
       return `${name} is not a setting and is ignored${hint}: see docs/configuration.md`;
     });

@@ -5,6 +5,7 @@ import { SyncError } from '../util/errors.js';
 import { ACCEPT_ENCODING, decodeBody } from './content-encoding.js';
 import { parseRetryAfter } from './retry-after.js';
 import { safeUrl } from './safe-url.js';
+import { doubledPrefixHint, tlsMistake } from './url-mistakes.js';
 
 /** A 200 response whose body has not been read yet. */
 export interface OpenResponse {
@@ -279,7 +280,9 @@ async function readExcerpt(body: Readable, secret?: string): Promise<string> {
 
 /**
  * Wraps an undici/network error as a retryable `HTTP_NETWORK` SyncError that names the URL (without
- * secrets) and the cause code (`UND_ERR_BODY_TIMEOUT`, `ECONNRESET`, …). Aborts pass through unchanged.
+ * secrets) and the cause code (`UND_ERR_BODY_TIMEOUT`, `ECONNRESET`, …); a TLS failure (url-mistakes.ts:
+ * `https://` to a plain-HTTP port, a refused certificate) is not retryable and says what to change.
+ * Aborts pass through unchanged.
  */
 export function networkError(err: unknown, url: URL | string): unknown {
   if (err instanceof SyncError) return err;
@@ -296,6 +299,14 @@ export function networkError(err: unknown, url: URL | string): unknown {
     return err;
   const code = (err as { code?: string }).code ?? 'UNKNOWN';
   const message = err instanceof Error ? err.message : String(err);
+  const tls = tlsMistake(code, message, new URL(String(url)));
+  if (tls !== undefined) {
+    // Not retried: a server that does not speak TLS, or a certificate refused, stays so.
+    return new SyncError('HTTP_NETWORK', `${code} while reading ${safeUrl(url)}: ${tls}`, {
+      context: { url: safeUrl(url), cause: code },
+      cause: err,
+    });
+  }
   return new SyncError('HTTP_NETWORK', `${code} while reading ${safeUrl(url)}: ${message}`, {
     context: { url: safeUrl(url), cause: code },
     retryable: true,
@@ -303,7 +314,10 @@ export function networkError(err: unknown, url: URL | string): unknown {
   });
 }
 
-/** The `HTTP_STATUS` error of a non-200 answer, retryable for {@link RETRYABLE_STATUS}. */
+/**
+ * The `HTTP_STATUS` error of a non-200 answer, retryable for {@link RETRYABLE_STATUS}; a 404 whose path
+ * repeats itself says the base URL may hold the API's prefix (url-mistakes.ts).
+ */
 function statusError(
   status: number,
   headers: Dispatcher.ResponseData['headers'],
@@ -311,7 +325,9 @@ function statusError(
   excerpt: string,
 ): SyncError {
   const retryAfterMs = parseRetryAfter(headers['retry-after']);
-  return new SyncError('HTTP_STATUS', `HTTP ${status} from ${safeUrl(url)}${excerpt ? `: ${excerpt}` : ''}`, {
+  const hint = status === 404 ? doubledPrefixHint(url) : undefined;
+  const text = `HTTP ${status} from ${safeUrl(url)}${hint ? ` (${hint})` : ''}${excerpt ? `: ${excerpt}` : ''}`;
+  return new SyncError('HTTP_STATUS', text, {
     context: { url: safeUrl(url), status, retryAfterMs, excerpt },
     retryable: RETRYABLE_STATUS.has(status),
   });
