@@ -4,7 +4,7 @@ import type { Config } from '../config/config.js';
 import { SyncError, errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
-import { buildReader } from '../reader/server.js';
+import { buildReader, listenQuietly } from '../reader/server.js';
 import { schedulePeriodMs } from './cron-times.js';
 import { registerDaemonMetrics, type DaemonInfo } from './daemon-metrics.js';
 
@@ -53,7 +53,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     ),
   });
   try {
-    await app.listen({ host: options.host, port: options.port });
+    await listenQuietly(app, { host: options.host, port: options.port });
   } catch (err) {
     await app.close().catch(() => undefined);
     throw new SyncError(

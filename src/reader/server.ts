@@ -116,7 +116,7 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     trustProxy: config.readerTrustProxy,
     frameworkErrors: (error, request, reply) => {
       // A path that is not valid percent-encoding names no resource: 404, as the simulator answers.
-      request.log.info({ code: error.code }, 'unroutable request');
+      request.log.debug({ code: error.code }, 'unroutable request');
       notFound(request, reply);
     },
   });
@@ -125,7 +125,8 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     const route = request.routeOptions.url ?? 'unmatched';
     const seconds = reply.elapsedTime / 1000;
     metrics.observeRequest(request.method, route, reply.statusCode, seconds);
-    request.log.info(
+    // Per request, so at debug: a busy reader at info would bury everything else in the log.
+    request.log.debug(
       {
         method: request.method,
         url: request.url,
@@ -215,7 +216,7 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     }
     const status = (error as { statusCode?: number }).statusCode;
     if (status !== undefined && status >= 400 && status < 500) {
-      request.log.info({ code: (error as { code?: string }).code, url: request.url }, 'bad request');
+      request.log.debug({ code: (error as { code?: string }).code, url: request.url }, 'bad request');
       return sendError(reply, status, 'BAD_REQUEST', `The request for ${path} could not be read.`);
     }
     request.log.error({ err: error, url: request.url }, 'request failed');
@@ -250,4 +251,21 @@ function notFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
     'NOT_FOUND',
     `No resource at ${pathOf(request.url)} (public endpoints: ${known}).`,
   );
+}
+
+/**
+ * `app.listen` without fastify's own "Server listening at …" log lines (one per interface on 0.0.0.0): the
+ * command that listens announces itself once, on stdout (`listening on <url>`).
+ */
+export async function listenQuietly(
+  app: FastifyInstance,
+  options: { port: number; host: string },
+): Promise<void> {
+  const level = app.log.level;
+  app.log.level = 'warn';
+  try {
+    await app.listen(options);
+  } finally {
+    app.log.level = level;
+  }
 }

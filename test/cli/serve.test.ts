@@ -36,7 +36,7 @@ describe('reports-sync serve', () => {
   });
   afterEach(() => tmp.cleanup());
 
-  it('serves the synced warehouse on the given port, logs requests, and stops cleanly on SIGTERM', async () => {
+  it('serves the synced warehouse on the given port, announces itself once, logs requests at debug, and stops cleanly on SIGTERM', async () => {
     const sim = await startTestSimulator({ fixture: 'small.ndjson' });
     const path = join(tmp.dir, 'w.duckdb');
     const config = testConfig(sim.url, path, { maxRejectRatio: 0.5 });
@@ -44,25 +44,38 @@ describe('reports-sync serve', () => {
     expect((await syncOnce(warehouse, config, ndjsonSource)).status).toBe('succeeded');
     warehouse.close();
 
-    const serve = startServe(['--port', '0', '--warehouse', path], { REPORTS_LOG_LEVEL: 'info' });
-    const url = await serve.url;
-    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    const health = (await (await fetch(`${url}/healthz`)).json()) as { status: string };
-    expect(health.status).toBe('ok');
-    const list = (await (
-      await fetch(`${url}/api/v1/public/reports?destination=ROAD_CONTROL`)
-    ).json()) as Array<{
-      destination: string;
-    }>;
-    expect(list.length).toBeGreaterThan(0);
-    expect(list.every((r) => r.destination === 'ROAD_CONTROL')).toBe(true);
-    serve.child.kill('SIGTERM');
-    expect(await serve.exited).toBe(0);
-    const logLine = serve
-      .stderr()
-      .split('\n')
-      .find((l) => l.includes('"msg":"request"') && l.includes('ROAD_CONTROL'));
-    expect(JSON.parse(logLine ?? '{}')).toMatchObject({ component: 'reader', method: 'GET', status: 200 });
+    for (const level of ['info', 'debug']) {
+      const serve = startServe(['--port', '0', '--warehouse', path], { REPORTS_LOG_LEVEL: level });
+      const url = await serve.url;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const health = (await (await fetch(`${url}/healthz`)).json()) as { status: string };
+      expect(health.status).toBe('ok');
+      const list = (await (
+        await fetch(`${url}/api/v1/public/reports?destination=ROAD_CONTROL`)
+      ).json()) as Array<{
+        destination: string;
+      }>;
+      expect(list.length).toBeGreaterThan(0);
+      expect(list.every((r) => r.destination === 'ROAD_CONTROL')).toBe(true);
+      serve.child.kill('SIGTERM');
+      expect(await serve.exited).toBe(0);
+      const lines = serve.stderr().split('\n');
+      // The one announcement is the stdout line; the log does not say it again (nor fastify's own line).
+      expect(
+        lines.filter((l) => /listening/i.test(l) && !l.includes('"level":"debug"')),
+        level,
+      ).toEqual([]);
+      const logLine = lines.find((l) => l.includes('"msg":"request"') && l.includes('ROAD_CONTROL'));
+      if (level === 'info') expect(logLine).toBeUndefined();
+      else {
+        expect(JSON.parse(logLine ?? '{}')).toMatchObject({
+          level: 'debug',
+          component: 'reader',
+          method: 'GET',
+          status: 200,
+        });
+      }
+    }
   });
 
   it('refuses a bad --port with exit 2 naming the flag', async () => {
