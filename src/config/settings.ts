@@ -13,6 +13,8 @@ export interface SettingDef<S extends z.ZodType = z.ZodType> {
   allowed: string;
   /** The command-line flag that sets it, when not `--<kebab-case key>` (error messages name it). */
   flag?: string;
+  /** A former name of the variable, still read (with a warning naming `env`) when `env` is not set. */
+  formerEnv?: string;
 }
 
 // Text is read as a number only when it is written as a decimal one (`1e6`, `10.0`, `.5` are): a blank
@@ -124,10 +126,11 @@ export const SETTINGS = {
     doc: 'On schema drift (a new `status`/`destination` value, a new field, a changed JSON type): `evolve` records it and merges; `freeze` fails the run before merging.',
   },
   publishMinIntervalMs: {
-    env: 'REPORTS_PUBLISH_MIN_INTERVAL',
+    env: 'REPORTS_PUBLISH_MIN_INTERVAL_MS',
+    formerEnv: 'REPORTS_PUBLISH_MIN_INTERVAL',
     schema: int(0, 86_400_000).default(3_600_000),
     allowed: 'milliseconds from 0 to 86400000',
-    doc: 'The daemon republishes its snapshot at most this often (ms; 0: after every job that changed something); a job that changed nothing never republishes. The daemon’s reader serves the live warehouse meanwhile.',
+    doc: 'The daemon republishes its snapshot at most this often (ms; 0: after every job that changed something); a job that changed nothing never republishes. The daemon’s reader serves the live warehouse meanwhile. Formerly `REPORTS_PUBLISH_MIN_INTERVAL`, still read with a warning.',
   },
   connectTimeoutMs: {
     env: 'REPORTS_CONNECT_TIMEOUT_MS',

@@ -84,7 +84,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         { decision },
         decision === 'unchanged'
           ? 'nothing changed: snapshot not republished'
-          : 'snapshot publish deferred (REPORTS_PUBLISH_MIN_INTERVAL)',
+          : 'snapshot publish deferred (REPORTS_PUBLISH_MIN_INTERVAL_MS)',
       );
       return;
     }
