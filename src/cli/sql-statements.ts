@@ -44,8 +44,9 @@ export async function runStatements(
 ): Promise<StatementResult[]> {
   // DuckDB refuses an empty query with a bare "Error in native callback": say what is wrong instead.
   if (query.replace(/[\s;]+/g, '') === '') {
+    // A usage error (exit 2), as any other argument the command cannot take.
     throw new SyncError(
-      'SQL_ERROR',
+      'CLI_INVALID_OPTION',
       'The query holds no statement: pass SQL such as "select count(*) from reports"',
     );
   }

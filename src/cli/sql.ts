@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { stringify } from 'csv-stringify/sync';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
+import { screenWidth } from '../util/screen.js';
 import { formatTable } from './format-table.js';
 import type { StatementResult } from './sql-statements.js';
 
@@ -26,8 +27,9 @@ export function registerSql(program: Command): void {
         'Tables: reports, report_versions, sync_runs, rejected_records, stats_snapshots, stats_values.\n' +
         'With --format json, JSON columns are JSON values and timestamps ISO 8601.\n' +
         'The warehouse is opened read-only: statements that change it are refused (COPY … TO a file of yours\n' +
-        'works, as in any DuckDB). While reports-sync run holds\n' +
-        'the warehouse, the published copy (published/warehouse.duckdb next to it) is read, and stderr says so.',
+        'works, as in any DuckDB). While another process holds the warehouse (reports-sync run or serve),\n' +
+        'the published copy (published/warehouse.duckdb next to it) is read, and stderr says so.\n' +
+        'On a terminal, tables fit its width (long values cut with …); piped, every value is printed whole.',
     )
     .action(async (query: string, flags: CommonFlags & { format: 'table' | 'csv' | 'json' }) => {
       const { config } = await configFromFlags(flags);
@@ -53,7 +55,8 @@ export function registerSql(program: Command): void {
         try {
           results = await runStatements(connection, query, { json: flags.format === 'json' });
         } catch (err) {
-          throw new SyncError('SQL_ERROR', errorMessage(err));
+          // Our own refusals (no statement, two columns of one name) keep their code and exit status.
+          throw err instanceof SyncError ? err : new SyncError('SQL_ERROR', errorMessage(err));
         } finally {
           connection.closeSync();
         }
@@ -65,7 +68,15 @@ export function registerSql(program: Command): void {
         }
         if (flags.format === 'table') {
           process.stdout.write(
-            results.map((r) => formatTable(r.rows, { nullAs: 'NULL', rightAlign: r.numeric })).join('\n'),
+            results
+              .map((r) =>
+                formatTable(r.rows, {
+                  nullAs: 'NULL',
+                  rightAlign: r.numeric,
+                  maxWidth: screenWidth(process.stdout),
+                }),
+              )
+              .join('\n'),
           );
         } else {
           process.stdout.write(render(results[0]?.rows ?? [], flags.format, results[0]?.columns ?? []));

@@ -6,6 +6,7 @@ import { fetchStats } from '../upstream/fetch-stats.js';
 import { createHttpAgent } from '../upstream/http-agent.js';
 import { statsTotal } from '../schema/flatten-stats.js';
 import type { Logger } from '../util/logger.js';
+import { screenWidth } from '../util/screen.js';
 import { statusLineFor } from '../util/status-line.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { EXIT_FAILURE, EXIT_SUCCESS, signalExitCode } from './exit-codes.js';
@@ -17,8 +18,13 @@ import { onStopSignal } from './stop-signal.js';
 export interface SyncAndPrintOptions {
   /** Print one JSON document (runs, counters, rejects by reason, warehouse totals) instead of the text. */
   json?: boolean;
-  /** Printed once the warehouse is open (e.g. a header naming it). */
-  beforeSync?: (warehousePath: string) => void;
+  /**
+   * Starts the upstream once the warehouse is open (the demo's simulator), so a locked warehouse is found
+   * before anything starts: returns the config to sync with and how to stop it (after the summary).
+   */
+  upstream?: () => Promise<{ config: Config; close: () => Promise<void> }>;
+  /** Printed once the warehouse is open and the upstream started (e.g. a header naming both). */
+  beforeSync?: (warehousePath: string, config: Config) => void;
 }
 
 /**
@@ -37,13 +43,15 @@ export interface SyncAndPrintOptions {
  * @throws SyncError `WAREHOUSE_LOCKED` (exit 2) or `WAREHOUSE_OPEN` when the warehouse cannot be opened
  */
 export async function syncAndPrint(
-  config: Config,
+  givenConfig: Config,
   logger: Logger,
   target: SyncTarget,
   options: SyncAndPrintOptions = {},
 ): Promise<void> {
+  let config = givenConfig;
   const warehouse = await openMigratedWarehouse(config);
   const dispatcher = createHttpAgent(config);
+  let upstream: { close: () => Promise<void> } | undefined;
   const controller = new AbortController();
   let progress: ProgressReporter | undefined;
   // The run past its last stop point (merging, committing), if any; reset when the next run starts.
@@ -81,7 +89,12 @@ export async function syncAndPrint(
           ),
   });
   try {
-    options.beforeSync?.(warehouse.path);
+    if (options.upstream) {
+      const started = await options.upstream();
+      upstream = started;
+      config = started.config;
+    }
+    options.beforeSync?.(warehouse.path, config);
     const tty = Boolean(process.stderr.isTTY) && config.logPretty !== false;
     progress = createProgressReporter({
       logger,
@@ -128,7 +141,7 @@ export async function syncAndPrint(
       if (options.json) {
         process.stdout.write(`${JSON.stringify(await runSummariesJson(connection, summaries), null, 2)}\n`);
       } else {
-        await printRunSummaries(connection, summaries, process.stdout);
+        await printRunSummaries(connection, summaries, process.stdout, screenWidth(process.stdout));
       }
     } finally {
       connection.closeSync();
@@ -139,6 +152,7 @@ export async function syncAndPrint(
   } finally {
     stopSignal.dispose();
     await dispatcher.close();
+    await upstream?.close();
     warehouse.close();
   }
 }
@@ -176,5 +190,6 @@ function logStop(
         : code === EXIT_FAILURE
           ? 'a run failed (see its error)'
           : 'stopped by the signal before every run of the target started';
-  logger.warn({ signal, runs, exitCode: code }, message);
+  // The summary above says the same on a terminal: `outcome` keeps this out of its brief log lines.
+  logger.warn({ signal, runs, exitCode: code, outcome: 'stopped' }, message);
 }
