@@ -15,6 +15,9 @@ export function registerSql(program: Command): void {
     program
       .command('sql')
       .description('Run read-only SQL on the warehouse and print the result')
+      // A query may start with a comment (`-- open reports…`, as the README's do): an argument commander
+      // would take for an unknown option. Words that are option-like are refused in the action instead.
+      .allowUnknownOption()
       .argument('<query>', 'SQL to run, e.g. "select status, count(*) from reports group by all"')
       .addOption(
         new Option('--format <format>', 'output format').choices(['table', 'csv', 'json']).default('table'),
@@ -32,6 +35,10 @@ export function registerSql(program: Command): void {
         'On a terminal, tables fit its width (long values cut with …); piped, every value is printed whole.',
     )
     .action(async (query: string, flags: CommonFlags & { format: 'table' | 'csv' | 'json' }) => {
+      if (/^-[^\s]*$/.test(query)) {
+        const { SyncError } = await import('../util/errors.js');
+        throw new SyncError('CLI_INVALID_OPTION', `unknown option '${query}' (see reports-sync sql --help)`);
+      }
       const { config } = await configFromFlags(flags);
       const [{ openForReading }, { formatAge }, { SyncError, errorMessage }, { runStatements }] =
         await Promise.all([
