@@ -1,4 +1,3 @@
-import cliTruncate from 'cli-truncate';
 import stringWidth from 'string-width';
 import wrapAnsi from 'wrap-ansi';
 
@@ -19,9 +18,21 @@ export function screenWidth(stream: { isTTY?: boolean; columns?: number }): numb
  * are display columns (string-width: a CJK character or an emoji takes two), so a cut never splits one.
  */
 export function truncateToWidth(text: string, width: number): string {
+  if (stringWidth(text) <= width) return text;
   if (width <= 0) return '';
-  return stringWidth(text) <= width ? text : cliTruncate(text, width, { position: 'end' });
+  let kept = '';
+  let used = 0;
+  // Whole graphemes (a flag, a family emoji, e + combining accent) until the ellipsis' column is reached.
+  for (const { segment } of graphemes.segment(text)) {
+    const w = stringWidth(segment);
+    if (used + w > width - 1) break;
+    kept += segment;
+    used += w;
+  }
+  return `${kept}…`;
 }
+
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
 /**
  * `text` with every line longer than `width` columns wrapped at word boundaries (long words broken),

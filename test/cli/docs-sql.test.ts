@@ -31,6 +31,10 @@ describe('the SQL examples of the docs, on the demo warehouse', () => {
     // What `npm start` does: the bundled sample from the simulator, synced into a fresh warehouse.
     const demo = await runCli(['demo'], { REPORTS_WAREHOUSE: warehouse }, 120_000);
     expect(demo.code, demo.stderr).toBe(0);
+    // Counts as people read them, as the progress line shows them; hints that run in a clone.
+    expect(demo.stdout).toMatch(/records: 6,411 read, 6,405 loaded, 6 rejected/);
+    expect(demo.stdout).toMatch(/^Query it: +node \S*main\.js sql "/m);
+    expect(demo.stdout).not.toContain('npx');
   }, 150_000);
   afterAll(() => tmp.cleanup());
 

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CLI, runCli } from '../helpers/cli.js';
+import { waitUntil } from '../helpers/reliability.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
@@ -75,6 +76,46 @@ describe('reports-sync serve', () => {
           status: 200,
         });
       }
+    }
+  });
+
+  it('while serve holds the warehouse: it publishes a copy that sql and status read, and sync and demo name serve and that copy', async () => {
+    const sim = await startTestSimulator({ fixture: 'small.ndjson' });
+    const path = join(tmp.dir, 'w.duckdb');
+    const env = { REPORTS_WAREHOUSE: path, REPORTS_MAX_REJECT_RATIO: '0.5' };
+    expect((await runCli(['sync', '--base-url', sim.url], env)).code).toBe(0);
+    const published = join(tmp.dir, 'published', 'warehouse.duckdb');
+    expect(existsSync(published)).toBe(false);
+
+    const serve = startServe(['--port', '0', '--warehouse', path], {});
+    await serve.url;
+    try {
+      await waitUntil(() => existsSync(published) && /snapshot published/.test(serve.stderr()), 20_000);
+      const holder = `reports-sync serve (PID ${serve.child.pid})`;
+
+      const sql = await runCli(['sql', 'select count(*) as n from reports'], env);
+      expect(sql.code, sql.stderr).toBe(0);
+      expect(sql.stdout).toMatch(/^ *n\n-+\n *10\n$/);
+      expect(sql.stderr).toContain(`is in use by ${holder}; reading the published copy ${published}`);
+
+      const status = await runCli(['status'], env);
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toContain(`is in use by ${holder}`);
+      // The copy is current (published as serve started): the sync that ran shows, never as "never".
+      expect(status.stdout).toMatch(/^sync-ndjson .*succeeded \d+ s ago/m);
+
+      for (const args of [['sync', '--base-url', sim.url], ['demo']]) {
+        const r = await runCli(args, env);
+        expect(r.code, args[0]).toBe(2);
+        expect(r.stderr).toContain(`The warehouse ${path} is in use by ${holder}`);
+        expect(r.stderr).toContain(`open the read-only published copy ${published}`);
+        expect(r.stderr).not.toMatch(/reports-sync run owns/);
+        // The demo finds the lock before it starts its simulator.
+        expect(r.stdout).not.toContain('No REPORTS_BASE_URL set');
+      }
+    } finally {
+      serve.child.kill('SIGTERM');
+      expect(await serve.exited).toBe(0);
     }
   });
 
