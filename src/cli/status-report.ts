@@ -168,6 +168,7 @@ export function renderStatus(s: StatusReport, config: Config, width?: number): s
   const age = (iso: string | undefined) => (iso ? formatAge(now - Date.parse(iso)) : 'unknown');
   const copy = s.warehouse.copy === 'published';
   const none = copy ? 'none in the copy' : 'never';
+  const local = (iso: string) => new Date(iso).toLocaleString('sv-SE', { timeZone: s.timezone }).slice(0, 16);
   const table = (rows: Record<string, unknown>[], options: TableOptions = {}) =>
     formatTable(rows, { maxWidth: width, groupDigits: true, ...options });
   const out: string[] = [];
@@ -183,7 +184,9 @@ export function renderStatus(s: StatusReport, config: Config, width?: number): s
   const rows = s.schedule.map((j) => ({
     job: j.job,
     schedule: j.schedule + (j.scheduleFrom === 'declaration' ? '' : ` (${j.scheduleFrom})`),
-    'next run': j.nextRun ? `in ${formatAge(Date.parse(j.nextRun) - now)}` : `disabled: ${j.disabledReason}`,
+    'next run': j.nextRun
+      ? `in ${formatAge(Date.parse(j.nextRun) - now)}, ${local(j.nextRun)}`
+      : `disabled: ${j.disabledReason}`,
     'last run': j.lastRun ? `${j.lastStatus} ${age(j.lastRun)} ago` : none,
     'last success': j.lastSuccess ? `${age(j.lastSuccess)} ago` : none,
     target: j.target,
