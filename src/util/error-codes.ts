@@ -25,7 +25,10 @@ export const ERROR_CODES = {
     retry: 'request',
   },
   BODY_TRUNCATED: { meaning: 'A response body ended early (cut mid-line or mid-page).', retry: 'export' },
-  CLI_INVALID_OPTION: { meaning: 'A command-line option has an invalid value.', retry: 'none' },
+  CLI_INVALID_OPTION: {
+    meaning: 'A command-line option or argument has an invalid value (an unknown option, an empty query).',
+    retry: 'none',
+  },
   CONFIG_INVALID: { meaning: 'A setting (environment variable or option) is invalid.', retry: 'none' },
   CONTENT_ENCODING_INVALID: { meaning: 'A compressed body cannot be decompressed.', retry: 'request' },
   CONTENT_ENCODING_UNSUPPORTED: {
@@ -53,7 +56,8 @@ export const ERROR_CODES = {
   FAULT_SPEC_INVALID: { meaning: 'A simulator fault switch is invalid.', retry: 'none' },
   HTTP_LISTEN: { meaning: 'The daemon cannot listen on its host and port.', retry: 'none' },
   HTTP_NETWORK: {
-    meaning: 'The connection to the upstream failed (refused, reset, timed out).',
+    meaning:
+      'The connection to the upstream failed (refused, reset, timed out: retried; a TLS failure such as https:// to a plain-HTTP port or a refused certificate: not retried).',
     retry: 'request',
   },
   HTTP_STATUS: {
