@@ -109,6 +109,8 @@ describe.skipIf(!hasTmux)('the first screens fit the terminal (tmux, 80 and 120 
       });
       const cli = `node '${join(packageRoot(), 'dist', 'src', 'cli', 'main.js')}'`;
       const script = join(tmp.dir, 'screens.sh');
+      const queryFile = join(tmp.dir, 'query.sql');
+      writeFileSync(queryFile, 'select run_id, location, issues, raw from rejected_records order by line');
       writeFileSync(
         script,
         [
@@ -121,7 +123,12 @@ describe.skipIf(!hasTmux)('the first screens fit the terminal (tmux, 80 and 120 
           `echo '=== failed'; REPORTS_RETRIES=1 REPORTS_RETRY_BASE_MS=50 ${cli} sync --base-url ${failing.url}; echo "=== exit $?"`,
           `echo '=== interrupted'; REPORTS_BATCH_SIZE=500 ${cli} sync --base-url ${stalling.url}; echo "=== exit $?"`,
           `echo '=== status'; ${cli} status; echo "=== exit $?"`,
+          // The quarantine's raw records run to hundreds of characters.
+          `echo '=== sql'; ${cli} sql "$(cat '${queryFile}')"; echo "=== exit $?"`,
           `echo '=== end'`,
+          // The full log, for who asks for it (its JSON fields are not fitted to the screen).
+          `REPORTS_RETRIES=0 ${cli} sync --verbose --base-url ${failing.url}; echo "=== exit $?"`,
+          `echo '=== verbose end'`,
         ].join('\n'),
       );
       tmux('new-session', '-d', '-s', 't', '-x', String(columns), '-y', '50', 'sh');
@@ -136,8 +143,8 @@ describe.skipIf(!hasTmux)('the first screens fit the terminal (tmux, 80 and 120 
       };
       await waitFor(/=== interrupted[\s\S]*records\/s/);
       tmux('send-keys', '-t', 't', 'C-c');
-      await waitFor(/=== end/);
-      const text = screen();
+      await waitFor(/=== verbose end/);
+      const [text = '', verbose = ''] = screen().split('=== end\n');
 
       const wrapped = text.split('\n').filter((l) => stringWidth(l.trimEnd()) > columns);
       expect(wrapped, text).toEqual([]);
@@ -167,6 +174,13 @@ describe.skipIf(!hasTmux)('the first screens fit the terminal (tmux, 80 and 120 
       expect(interrupted).toMatch(/ABORTED in/);
       expect(interrupted).toMatch(/staged, not merged/);
       expect(interrupted).not.toMatch(/^error:|ERROR/m);
+
+      expect(exit('sql')).toBe('0');
+      expect(section('sql')).toMatch(/^run_id +location +issues +raw/m);
+      expect(section('sql')).toContain('…');
+      // --verbose: the pino log, every entry with its fields, the failure too.
+      expect(verbose).toMatch(/INFO.*run started/);
+      expect(verbose).toMatch(/ERROR.*run failed/);
 
       const after = section('status', 1);
       expect(after).toMatch(/^Errors of these runs:/m);
