@@ -4,11 +4,14 @@
  */
 
 /**
- * TLS failures (OpenSSL's and Node's codes: `ERR_SSL_WRONG_VERSION_NUMBER`, `CERT_HAS_EXPIRED`,
- * `UNABLE_TO_VERIFY_LEAF_SIGNATURE`, `ERR_TLS_CERT_ALTNAME_INVALID`, …). None heals by asking again.
+ * TLS failures that asking again cannot heal: a certificate that is not trusted or names another host
+ * (Node's and OpenSSL's verify codes: `CERT_HAS_EXPIRED`, `UNABLE_TO_VERIFY_LEAF_SIGNATURE`,
+ * `ERR_TLS_CERT_ALTNAME_INVALID`, …) and a handshake the two sides cannot agree on
+ * (`ERR_SSL_WRONG_VERSION_NUMBER`: the server speaks plain HTTP). A handshake timeout or a record that
+ * fails mid-stream is not among them: those may be the network's.
  */
-const TLS_CODE =
-  /^(ERR_SSL_|ERR_TLS_|ERR_OSSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|HOSTNAME_MISMATCH$|INVALID_CA$|INVALID_PURPOSE$)/;
+const TLS_PERMANENT =
+  /^(CERT_\w+|UNABLE_TO_\w+|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|HOSTNAME_MISMATCH|INVALID_CA|INVALID_PURPOSE|ERR_TLS_CERT_ALTNAME_INVALID|ERR_SSL_\w*(WRONG_VERSION_NUMBER|HANDSHAKE_FAILURE|PROTOCOL_VERSION|UNSUPPORTED_PROTOCOL|NO_PROTOCOLS_AVAILABLE|CERTIFICATE\w*|UNKNOWN_CA|PACKET_LENGTH_TOO_LONG|HTTP_REQUEST))$/;
 
 /** What a plain-HTTP server's answer to a TLS handshake looks like to OpenSSL. */
 const NOT_TLS = /wrong version number|packet length too long|unknown protocol|http request/i;
@@ -19,7 +22,7 @@ const NOT_TLS = /wrong version number|packet length too long|unknown protocol|ht
  * change between two attempts.
  */
 export function tlsMistake(code: string, message: string, url: URL): string | undefined {
-  const tls = TLS_CODE.test(code) || (code === 'EPROTO' && NOT_TLS.test(message));
+  const tls = TLS_PERMANENT.test(code) || (code === 'EPROTO' && NOT_TLS.test(message));
   if (!tls) return undefined;
   if (NOT_TLS.test(message) || code === 'ERR_SSL_WRONG_VERSION_NUMBER') {
     const plain = new URL(url.href);
