@@ -125,7 +125,9 @@ export function resolveJobs(
         );
       }
     }
-    const freshnessMs = freshnessOverride(env, job.name) ?? job.freshnessMs;
+    // `off` (null) wins over a declared objective, as an override of any value does.
+    const freshness = freshnessOverride(env, job.name);
+    const freshnessMs = freshness === undefined ? job.freshnessMs : freshness;
     if (!disabledReason && !targets.includes(job.target)) {
       disabledReason =
         `target ${JSON.stringify(job.target)} is not available in this build ` +
