@@ -1,6 +1,7 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { describe as describeDrift } from '../sync/drift-hooks.js';
 import type { DriftEvent, DriftKind } from '../warehouse/drift.js';
+import { runQualityFlags } from '../warehouse/quality-flags.js';
 import type { AlertDraft, Condition } from './alert-event.js';
 
 type Row = Record<string, unknown>;
@@ -38,7 +39,7 @@ export async function runCondition(c: DuckDBConnection, job: string): Promise<Co
   const lastFailure = ended.find((r) => r.status === 'failed');
   // A success ends the failures just before it.
   const before = ended.slice(1).findIndex((r) => r.status !== 'failed');
-  const ended_failures = before === -1 ? ended.length - 1 : before;
+  const failedBefore = before === -1 ? ended.length - 1 : before;
   const runId = String(last.run_id);
   const code = String(lastFailure?.code ?? 'RUN_FAILED');
   const message = String(lastFailure?.message ?? '');
@@ -56,8 +57,8 @@ export async function runCondition(c: DuckDBConnection, job: string): Promise<Co
       type: 'run.recovered',
       job,
       runId,
-      summary: `${job} succeeded again after ${ended_failures} failed run${ended_failures === 1 ? '' : 's'}`,
-      figures: { failedRuns: ended_failures, finishedAt: iso(last.finished) },
+      summary: `${job} succeeded again after ${failedBefore} failed run${failedBefore === 1 ? '' : 's'}`,
+      figures: { failedRuns: failedBefore, finishedAt: iso(last.finished) },
     },
   };
 }
@@ -133,24 +134,15 @@ export async function qualityNotice(
   );
   const flags = n(r?.quality_flags);
   if (flags < threshold) return undefined;
-  const byRule = await rows(
-    c,
-    `SELECT rule, count(*)::DOUBLE AS n FROM data_quality_flags WHERE run_id = $run GROUP BY rule ORDER BY n DESC, rule`,
-    { run: run.runId },
-  );
-  const rules = Object.fromEntries(byRule.map((b) => [String(b.rule), n(b.n)]));
-  const text = byRule.map((b) => `${String(b.rule)} ${count(n(b.n))}`).join(', ');
+  const byRule = await runQualityFlags(c, run.runId);
+  const text = byRule.map((b) => `${b.rule} ${count(b.reports)}`).join(', ');
   return {
     type: 'quality.flagged',
     incident: `quality:${run.runId}`,
     job: run.job,
     runId: run.runId,
     summary: `${run.job}: ${count(flags)} impossible value${flags === 1 ? '' : 's'} loaded and flagged (${text})`,
-    figures: {
-      qualityFlags: flags,
-      threshold,
-      byRule: Object.entries(rules).map(([rule, k]) => ({ rule, reports: k })),
-    },
+    figures: { qualityFlags: flags, threshold, byRule },
   };
 }
 
