@@ -9,6 +9,7 @@ import type { Logger } from '../util/logger.js';
 import { screenWidth } from '../util/screen.js';
 import { statusLineFor } from '../util/status-line.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
+import { AlertCenter } from '../alerts/alert-center.js';
 import { EXIT_FAILURE, EXIT_SUCCESS, signalExitCode } from './exit-codes.js';
 import { printRunSummaries } from './print-summary.js';
 import { runSummariesJson } from './summary-json.js';
@@ -51,6 +52,7 @@ export async function syncAndPrint(
   let config = givenConfig;
   const warehouse = await openMigratedWarehouse(config);
   const dispatcher = createHttpAgent(config);
+  const alerts = new AlertCenter({ warehouse, config, logger });
   let upstream: { close: () => Promise<void> } | undefined;
   const controller = new AbortController();
   let progress: ProgressReporter | undefined;
@@ -136,6 +138,8 @@ export async function syncAndPrint(
       if (totalAsked && !controller.signal.aborted) controller.abort();
       await totalAsked;
     }
+    // Once the runs' outcomes are committed; webhooks are sent meanwhile (bounded wait in `finally`).
+    await alerts.afterRuns(summaries.map((s) => s.runId));
     const connection = await warehouse.connect();
     try {
       if (options.json) {
@@ -151,6 +155,7 @@ export async function syncAndPrint(
     if (signal) logStop(logger, signal, summaries, process.exitCode);
   } finally {
     stopSignal.dispose();
+    await alerts.close(config.alertDrainMs);
     await dispatcher.close();
     await upstream?.close();
     warehouse.close();

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { SyncError } from '../util/errors.js';
 import { safeUrl } from '../upstream/safe-url.js';
-import { SETTINGS, type SettingDef, type SettingKey } from './settings.js';
+import { SETTINGS, webhookUrlList, type SettingDef, type SettingKey } from './settings.js';
 
 type Schemas = { [K in SettingKey]: (typeof SETTINGS)[K]['schema'] };
 
@@ -44,7 +44,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       const key = String(issue.path[0]) as SettingKey;
       const def = SETTINGS[key];
       const where = origin[key] ?? def.env;
-      const shown = key === 'apiKey' ? '[redacted]' : JSON.stringify(raw[key]);
+      const shown = (def as SettingDef).secret === true ? '[redacted]' : JSON.stringify(raw[key]);
       return `${where}=${shown} is not valid: expected ${def.allowed}`;
     });
     throw new SyncError('CONFIG_INVALID', `Invalid configuration:\n  ${problems.join('\n  ')}`, {
@@ -54,7 +54,40 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   const config = Object.freeze(parsed.data) as Config;
   checkBaseUrlPrefix(config, origin.baseUrl ?? SETTINGS.baseUrl.env);
   registerSecrets(config);
+  checkWebhookSecret(config);
   return config;
+}
+
+/**
+ * A webhook other than a Slack incoming webhook is signed (Standard Webhooks): it needs the secret.
+ * @throws SyncError `CONFIG_INVALID` saying how to make one
+ */
+function checkWebhookSecret(config: Config): void {
+  const unsigned = webhookUrlList(config.alertWebhookUrls).filter((u) => !isSlackWebhook(u));
+  if (unsigned.length === 0 || config.alertWebhookSecret !== undefined) return;
+  throw new SyncError(
+    'CONFIG_INVALID',
+    `Invalid configuration:\n  REPORTS_ALERT_WEBHOOK_URL names ${unsigned.map(webhookLabel).join(', ')}, whose ` +
+      'deliveries are signed (Standard Webhooks), but REPORTS_ALERT_WEBHOOK_SECRET is not set: set it to ' +
+      'whsec_ and 32 random bytes in base64 (REPORTS_ALERT_WEBHOOK_SECRET="whsec_$(openssl rand -base64 32)") ' +
+      'and give the receiver the same secret',
+  );
+}
+
+/** Whether `url` is a Slack incoming webhook (hooks.slack.com): it takes a Slack message, unsigned. */
+export function isSlackWebhook(url: string): boolean {
+  return URL.canParse(url) && new URL(url).hostname.toLowerCase() === 'hooks.slack.com';
+}
+
+/**
+ * A webhook URL as it may be shown (`reports-sync config`, logs, `alert_deliveries.endpoint`): its origin,
+ * and `/[redacted]` for any path or query, which may hold a token (a Slack URL's path is its secret).
+ */
+export function webhookLabel(url: string): string {
+  if (!URL.canParse(url)) return '[unparseable url]';
+  const u = new URL(url);
+  const rest = u.pathname.replace(/^\/$/, '') + u.search;
+  return `${u.protocol}//${u.host}${rest === '' ? '' : '/[redacted]'}`;
 }
 
 /**
@@ -106,6 +139,14 @@ function envNameGiven(def: SettingDef, env: NodeJS.ProcessEnv): string | undefin
 /** Registers the config's secrets with redact.ts: the API key and the base URL's credentials. */
 function registerSecrets(config: Config): void {
   addSecret(config.apiKey);
+  addSecret(config.alertWebhookSecret);
+  for (const url of webhookUrlList(config.alertWebhookUrls)) {
+    addSecret(url);
+    if (!URL.canParse(url)) continue;
+    const u = new URL(url);
+    if (u.pathname.length > 1) addSecret(u.pathname.slice(1));
+    if (u.search.length > 1) addSecret(u.search.slice(1));
+  }
   if (config.baseUrl !== undefined && URL.canParse(config.baseUrl)) {
     const url = new URL(config.baseUrl);
     addSecret(decodeURIComponent(url.password));
@@ -140,7 +181,9 @@ export function effectiveSettings(config: Config, env: NodeJS.ProcessEnv = proce
   return Object.entries(SETTINGS).map(([key, def]) => {
     const raw = config[key as SettingKey] as string | number | boolean | undefined;
     let value = raw;
-    if (raw !== undefined && key === 'apiKey') value = '[redacted]';
+    if (raw !== undefined && key === 'alertWebhookUrls')
+      value = webhookUrlList(String(raw)).map(webhookLabel).join(' ');
+    else if (raw !== undefined && (def as SettingDef).secret === true) value = '[redacted]';
     else if (typeof raw === 'string' && /^https?:\/\//i.test(raw)) value = safeUrl(raw).replace(/\/$/, '');
     const given = envNameGiven(def as SettingDef, env);
     return { env: def.env, value, source: given !== undefined ? 'environment' : 'default' };
@@ -173,8 +216,8 @@ export function requireBaseUrl(config: Config): string {
   return config.baseUrl;
 }
 
-/** `REPORTS_*` names read outside the settings: job schedules (daemon/load-jobs.ts) and the test failpoint. */
-const OTHER_ENV = [/^REPORTS_SCHEDULE_/, /^REPORTS_FAILPOINT$/];
+/** `REPORTS_*` names read outside the settings: job schedules and freshness objectives (daemon/load-jobs.ts) and the test failpoint. */
+const OTHER_ENV = [/^REPORTS_SCHEDULE_/, /^REPORTS_FRESHNESS_/, /^REPORTS_FAILPOINT$/];
 
 /**
  * What the environment's `REPORTS_*` names call for, as sentences to print as warnings: a former name of a

@@ -12,6 +12,9 @@ import type { Warehouse } from '../warehouse/database.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { publishSnapshot, publishedDirFor } from '../warehouse/publish.js';
 import { changedAny } from '../warehouse/run-counters.js';
+import { AlertCenter } from '../alerts/alert-center.js';
+import { snapshotLag } from '../alerts/snapshot-lag.js';
+import { Watchdog } from './watchdog.js';
 import { PublishPolicy } from './publish-policy.js';
 import { nextRuns } from './cron-times.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
@@ -29,6 +32,8 @@ export interface DaemonOptions {
   jobs: readonly Job[];
   /** Where snapshots are published (default: `published/` next to the warehouse). */
   publishedDir?: string;
+  /** The clock of the alerts and the watchdog (epoch ms; tests inject one). */
+  clock?: () => number;
 }
 
 /** A running daemon. */
@@ -36,6 +41,8 @@ export interface Daemon {
   /** Base URL of the HTTP server (`/healthz`, the reader). */
   readonly url: string;
   readonly warehouse: Warehouse;
+  /** The freshness and publish-lag watchdog (its `check()` runs one check now). */
+  readonly watchdog: Watchdog;
   /**
    * Graceful stop (SIGTERM/SIGINT): no more scheduling, no new requests, the running job may finish
    * within `shutdownGraceMs` and is aborted after that (recorded as `aborted`) — unless its run is already
@@ -75,6 +82,16 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const warehouse = await openMigratedWarehouse(config);
   const dispatcher = createHttpAgent(config);
   const progress = createProgressReporter({ logger, intervalMs: config.progressIntervalMs });
+  const alerts = new AlertCenter({ warehouse, config, logger, clock: options.clock });
+  const watchdog = new Watchdog({
+    alerts,
+    jobs: options.jobs,
+    timezone: config.timezone,
+    publishTargets: [snapshotLag(publishedDir, () => warehouse.connect())],
+    publishLagMs: config.alertPublishLagMs,
+    logger,
+    clock: options.clock,
+  });
 
   const policy = new PublishPolicy(config.publishMinIntervalMs, publishedAt(publishedDir));
   const publish = async (log: Logger, changed: boolean): Promise<void> => {
@@ -117,6 +134,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     const log = logger.child({ job: job.name });
     log.info({ reason, target: job.target }, 'job started');
     const started = Date.now();
+    let runIds: string[] = [];
     try {
       const summaries = await syncTarget({
         warehouse,
@@ -130,6 +148,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         onStep: () => (committing = undefined),
         onCommit: (runId) => (committing = runId),
       });
+      runIds = summaries.map((s) => s.runId);
       const ok = summaries.length > 0 && summaries.every((s) => s.status === 'succeeded');
       log.info(
         { reason, durationMs: Date.now() - started, runs: summaries.map((s) => `${s.runId}: ${s.status}`) },
@@ -143,6 +162,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     } finally {
       committing = undefined;
       progress.done();
+      // Once the runs' outcomes are committed: alerts, then freshness at once (a success restores it).
+      await alerts.afterRuns(runIds, [job.name]);
+      await watchdog.check();
     }
   };
   const abortRunning = (): 'aborted' | 'committing' | 'idle' => {
@@ -165,9 +187,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         timezone: config.timezone,
         running: () => queue.running,
         pending: () => queue.pending,
+        freshnessObjectives: () => watchdog.objectives,
+        publishLags: () => watchdog.lags,
       },
     });
   } catch (err) {
+    await alerts.close(0);
     await dispatcher.close();
     warehouse.close();
     throw err;
@@ -209,6 +234,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   } catch (err) {
     for (const task of tasks) await task.destroy();
     await http.close();
+    await alerts.close(0);
     await dispatcher.close();
     warehouse.close();
     throw err;
@@ -225,6 +251,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     void queue.enqueue(due.job, 'catch-up');
   }
   for (const task of tasks) await task.start();
+  // Deliveries a stopped process left pending, then the first check; later ones on their own timer.
+  await alerts.resumePending();
+  void watchdog.check();
+  watchdog.start(config.alertCheckIntervalMs);
   logger.info(
     {
       url: http.url,
@@ -246,6 +276,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     (stopping ??= (async () => {
       logger.info({ reason, running: queue.running?.job.name ?? null }, 'daemon stopping');
       for (const task of tasks) await task.destroy();
+      watchdog.stop();
       queue.close();
       const httpClosed = http.close().catch((err: unknown) => {
         logger.warn({ err: errorMessage(err) }, 'http server close failed');
@@ -267,6 +298,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       // Requests still streaming when the grace period is over (a slow client) are cut, not waited for.
       if (!(await settlesWithin(httpClosed, deadline - Date.now()))) http.closeAllConnections();
       await httpClosed;
+      // Deliveries under way get REPORTS_ALERT_DRAIN_MS; those cut stay pending for the next start.
+      await alerts.close(config.alertDrainMs);
       await dispatcher.close();
       warehouse.close();
       logger.info('daemon stopped');
@@ -275,6 +308,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   return {
     url: http.url,
     warehouse,
+    watchdog,
     stop,
     abortNow: abortRunning,
   };

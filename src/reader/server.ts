@@ -27,6 +27,8 @@ import { metricsRoute } from './routes/metrics.js';
 import { ndjsonRoute } from './routes/ndjson.js';
 import { statsRoute } from './routes/stats.js';
 import { statusRoute } from './routes/status.js';
+import { runPageRoute } from './routes/run-page.js';
+import type { ScheduledJob } from './status-html.js';
 import { ResponseCache } from './response-cache.js';
 import { sendError } from './send-api-error.js';
 import { SpoolCache } from './spool-cache.js';
@@ -42,12 +44,20 @@ export interface ReaderOptions {
   logger: Logger;
   /** Where `/metrics` registers; default: the reader's own registry with process metrics. */
   registry?: Registry;
-  /** Schedule period per job (ms) for the status page's freshness (the daemon knows them; `serve` does not). */
-  jobPeriods?: ReadonlyMap<string, number>;
+  /**
+   * The jobs' schedule for the status page (cron expression, next run, freshness objective), read at each
+   * render: the daemon knows it; `serve` does not.
+   */
+  schedule?: () => { timezone: string; jobs: readonly ScheduledJob[] };
 }
 
 /** Operational paths (not part of the public API). */
-export const OPS_PATHS = { status: '/', healthz: '/healthz', metrics: '/metrics' } as const;
+export const OPS_PATHS = {
+  status: '/',
+  healthz: '/healthz',
+  metrics: '/metrics',
+  run: '/runs/:runId',
+} as const;
 
 const ALLOWED = 'GET, HEAD';
 
@@ -187,7 +197,8 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
   app.get(PUBLIC_PATHS.csv, csvRoute(ctx));
   app.get(PUBLIC_PATHS.ndjson, ndjsonRoute(ctx));
   app.get(PUBLIC_PATHS.stats, statsRoute(ctx));
-  app.get(OPS_PATHS.status, statusRoute(ctx, options.jobPeriods ?? new Map()));
+  app.get(OPS_PATHS.status, statusRoute(ctx, options.schedule));
+  app.get(OPS_PATHS.run, runPageRoute(ctx));
   app.get(OPS_PATHS.healthz, healthzRoute(ctx));
   app.get(OPS_PATHS.metrics, metricsRoute(ctx));
 

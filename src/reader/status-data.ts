@@ -37,6 +37,21 @@ export interface StatusData {
   unknown: Array<{ field: 'status' | 'destination'; value: string; count: number }>;
   /** Current reports with impossible values, by data-quality rule (loaded and flagged), most first. */
   quality: Array<{ rule: string; count: number }>;
+  /** The charts: each job's last 30 finished runs, and the last 30 /stats comparisons, oldest first. */
+  charts: {
+    jobs: Array<{ job: string; runs: ChartRun[] }>;
+    totals: Array<{ atMs: number; runId: string; upstream: number; warehouse: number }>;
+  };
+}
+
+/** One finished run as the charts plot it. */
+export interface ChartRun {
+  runId: string;
+  atMs: number;
+  status: string;
+  recordsRead: number;
+  durationMs: number;
+  rejected: number;
 }
 
 const num = (v: unknown) => (v === null || v === undefined ? 0 : Number(v));
@@ -128,5 +143,31 @@ export async function readStatusData(connection: DuckDBConnection, timeoutMs: nu
     await rows(`SELECT rule, count(*)::DOUBLE FROM current_quality_flags GROUP BY rule ORDER BY 2 DESC, 1`)
   ).map((r) => ({ rule: String(r[0]), count: num(r[1]) }));
 
-  return { jobs, runs, series, rejects, drift, unknown, quality };
+  const perJob = await rows(`SELECT job, run_id, epoch_ms(started_at)::DOUBLE, status, records_read::DOUBLE,
+      (epoch_ms(finished_at) - epoch_ms(started_at))::DOUBLE, records_rejected::DOUBLE
+    FROM sync_runs WHERE finished_at IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY job ORDER BY started_at DESC, run_id DESC) <= 30
+    ORDER BY job, started_at, run_id`);
+  const byJob = new Map<string, ChartRun[]>();
+  for (const r of perJob) {
+    const list = byJob.get(String(r[0])) ?? [];
+    list.push({
+      runId: String(r[1]),
+      atMs: num(r[2]),
+      status: String(r[3]),
+      recordsRead: num(r[4]),
+      durationMs: num(r[5]),
+      rejected: num(r[6]),
+    });
+    byJob.set(String(r[0]), list);
+  }
+  const totals = (
+    await rows(`SELECT * FROM (SELECT epoch_ms(finished_at)::DOUBLE AS t, run_id, stats_total_upstream::DOUBLE,
+        stats_total_warehouse::DOUBLE FROM sync_runs
+      WHERE status = 'succeeded' AND stats_total_upstream IS NOT NULL AND finished_at IS NOT NULL
+      ORDER BY finished_at DESC, run_id DESC LIMIT 30) ORDER BY t`)
+  ).map((r) => ({ atMs: num(r[0]), runId: String(r[1]), upstream: num(r[2]), warehouse: num(r[3]) }));
+  const charts = { jobs: [...byJob].map(([job, runs]) => ({ job, runs })), totals };
+
+  return { jobs, runs, series, rejects, drift, unknown, quality, charts };
 }

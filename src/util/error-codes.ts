@@ -92,8 +92,17 @@ export const ERROR_CODES = {
     meaning: 'More records were rejected than REPORTS_MAX_REJECT_RATIO allows: nothing merged.',
     retry: 'none',
   },
+  RESET_NOT_CONFIRMED: {
+    meaning:
+      '`reports-sync reset` was run without `--yes`: it said what it would delete and deleted nothing.',
+    retry: 'none',
+  },
   RUN_ABORTED: { meaning: 'The run was stopped before it finished (shutdown, Ctrl-C).', retry: 'none' },
   RUN_FAILED: { meaning: 'The run failed for a reason without a code of its own.', retry: 'none' },
+  RUN_NOT_FOUND: {
+    meaning: 'The run log holds no run with that id (`reports-sync runs show`).',
+    retry: 'none',
+  },
   RUN_INTERRUPTED: {
     meaning: 'The process ended before the run finished (found at the next start).',
     retry: 'none',

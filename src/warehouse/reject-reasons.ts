@@ -22,6 +22,11 @@ export interface RejectReason {
   /** The run that quarantined the group's latest record, and where that record was. */
   lastRunId: string;
   lastLocation: string;
+  /**
+   * The first records' raw text, cut to `exampleChars` characters (`base64` when their bytes were not
+   * UTF-8, see `rejected_records.raw_encoding`), at most `examples`; empty unless asked for.
+   */
+  examples: { location: string; raw: string; encoding: string; truncated: boolean }[];
 }
 
 /** Options of {@link rejectReasons}. */
@@ -32,6 +37,10 @@ export interface RejectReasonOptions {
   limit?: number | undefined;
   /** Locations listed per group (default 3). */
   locations?: number | undefined;
+  /** Raw examples per group (default 0). */
+  examples?: number | undefined;
+  /** Characters of raw text kept per example (default 240). */
+  exampleChars?: number | undefined;
 }
 
 /**
@@ -48,17 +57,26 @@ export async function rejectReasons(
   const where = options.runId === undefined ? '' : 'WHERE run_id = $run';
   const limit = options.limit === undefined ? '' : `LIMIT ${Math.max(0, Math.floor(options.limit))}`;
   const shown = Math.max(1, Math.floor(options.locations ?? 3));
+  const examples = Math.max(0, Math.floor(options.examples ?? 0));
+  const chars = Math.max(1, Math.floor(options.exampleChars ?? 240));
   const rows = (
     await connection.runAndReadAll(
       `WITH firsts AS (
-         SELECT run_id, location, page, line, rejected_at,
+         SELECT run_id, location, page, line, rejected_at, raw, raw_truncated, raw_encoding,
                 coalesce(issues->>'$[0].path', '') AS path,
                 coalesce(issues->>'$[0].message', 'invalid') AS message,
                 coalesce(issues->>'$[0].code', issues->>'$[0].message', 'invalid') AS code
          FROM rejected_records ${where})
        SELECT path, code, count(*)::DOUBLE AS records, mode(message) AS message,
               list_slice(list(location ORDER BY page NULLS FIRST, line, location), 1, ${shown}) AS locations,
-              arg_max(run_id, rejected_at) AS last_run, arg_max(location, rejected_at) AS last_location
+              arg_max(run_id, rejected_at) AS last_run, arg_max(location, rejected_at) AS last_location,
+              ${
+                examples === 0
+                  ? '[]'
+                  : `list_slice(list({'location': location, 'raw': left(raw, ${chars}),
+                      'encoding': coalesce(raw_encoding, 'text'), 'truncated': raw_truncated OR length(raw) > ${chars}}
+                      ORDER BY page NULLS FIRST, line, location), 1, ${examples})`
+              } AS examples
        FROM firsts GROUP BY path, code ORDER BY records DESC, path, code ${limit}`,
       options.runId === undefined ? undefined : { run: options.runId },
     )
@@ -75,6 +93,12 @@ export async function rejectReasons(
       locations: (r.locations as unknown[]).map(String),
       lastRunId: String(r.last_run),
       lastLocation: String(r.last_location),
+      examples: (r.examples as Record<string, unknown>[]).map((e) => ({
+        location: String(e.location),
+        raw: String(e.raw),
+        encoding: String(e.encoding),
+        truncated: e.truncated === true,
+      })),
     };
   });
 }
