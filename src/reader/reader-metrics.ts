@@ -37,7 +37,7 @@ const DRIFT_KINDS: readonly DriftKind[] = ['new_value', 'new_field', 'type_chang
  * - `reports_sync_rejected_records`: rows of `rejected_records` (quarantined records of every run);
  * - `reports_sync_drift_events_total{kind}`: schema drift events in `drift_events` by kind (a counter: the
  *   table only grows);
- * - `reports_sync_stats_total{source}`: the upstream `/stats` total and the warehouse's at the last
+ * - `reports_sync_stats_reports{source}`: the upstream `/stats` total and the warehouse's at the last
  *   comparison (`upstream`, `warehouse`), and `reports_sync_stats_total_difference`, upstream minus
  *   warehouse (the rule "reconciliation gap" watches it);
  * - `reports_sync_alerts_open{type}`: open alert incidents by the type that opened them (alert_events);
@@ -118,7 +118,7 @@ export class ReaderMetrics {
       registers,
     });
     this.#statsTotal = new Gauge({
-      name: 'reports_sync_stats_total',
+      name: 'reports_sync_stats_reports',
       help: 'Reports counted at the last /stats comparison: the upstream /stats total and the warehouse total (sync_runs).',
       labelNames: ['source'],
       registers,

@@ -96,7 +96,7 @@ describe('the metrics the rules read', { timeout: 120_000 }, () => {
     expect(text).toMatch(/^reports_sync_last_success_timestamp_seconds\{job="sync-ndjson"\} \d+/m);
     expect(text).toMatch(/^reports_sync_publish_lag_seconds\{target="snapshot"\} 0$/m);
     // small.ndjson: the upstream counts 10 reports (its /stats), the warehouse holds the 10 valid ones.
-    expect(text).toMatch(/^reports_sync_stats_total\{source="upstream"\} \d+$/m);
+    expect(text).toMatch(/^reports_sync_stats_reports\{source="upstream"\} \d+$/m);
     expect(text).toMatch(/^reports_sync_stats_total_difference 0$/m);
     expect(text).toMatch(/^reports_sync_alerts_open\{type="run.failed"\} 0$/m);
   });
