@@ -7,6 +7,7 @@ import type { ExportRead } from './read-export.js';
 import { asSyncError } from './run-errors.js';
 import type { Logger } from '../util/logger.js';
 import { clearStaging, mergeStaging } from '../warehouse/merge.js';
+import { recordSeen } from '../warehouse/merge-seen.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
 import { changedAny } from '../warehouse/run-counters.js';
@@ -27,12 +28,14 @@ export interface MergedRun {
   clock?: Clock | undefined;
   /** DuckDB threads for the merge (0: one per core; see warehouse/threads.ts). */
   mergeThreads: number;
+  /** The source reads a full export (`ExportSource.fullExport`): its end is recorded for every report it saw. */
+  fullExport: boolean;
 }
 
 /**
  * The final transaction of a run read to its end: merges its staging (merge.ts) at the merge time of
- * `clock`, runs `afterMerge` (tombstones, stats snapshot), saves counters and facts, clears staging and
- * marks the run `succeeded`, all or nothing. The merge runs with `mergeThreads` DuckDB threads.
+ * `clock`, runs `afterMerge` (tombstones, stats snapshot), records what a full export saw (merge-seen.ts),
+ * saves counters and facts, clears staging and marks the run `succeeded`, all or nothing. The merge runs with `mergeThreads` DuckDB threads.
  *
  * @throws SyncError `COUNT_MISMATCH` when staging does not hold the records counted as loaded; whatever
  *   `afterMerge` or DuckDB throws (the transaction is rolled back)
@@ -52,29 +55,36 @@ async function mergeInTransaction(
 ): Promise<void> {
   const { runId, state } = run;
   const counters = state.counters;
+  // Milliseconds of each phase, logged once committed: where a large warehouse's merge spends its time.
+  const phases: Record<string, number> = {};
+  const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {
+    const started = Date.now();
+    try {
+      return await fn();
+    } finally {
+      phases[phase] = Date.now() - started;
+    }
+  };
+  const started = Date.now();
+  let committing = 0;
   await withTransaction(connection, async () => {
     const now = await mergeTime(connection, (run.clock ?? systemClock)(), run.logger);
-    const merged = await mergeStaging(connection, { runId, source: run.source, now });
+    const merged = await timed('mergeMs', () =>
+      mergeStaging(connection, { runId, source: run.source, now, fullExport: run.fullExport }),
+    );
     checkStaged(merged.staged, counters);
-    Object.assign(counters, {
-      duplicates: merged.duplicates,
-      inserted: merged.inserted,
-      updated: merged.updated,
-      unchanged: merged.unchanged,
-      refined: merged.refined,
-      revived: merged.revived,
-    });
-    await afterMerge?.({
-      connection,
-      runId,
-      now,
-      counters,
-      seen: merged.unique,
-      exportInfo: state.exportInfo,
-      complete: state.complete,
-      incompleteReason: state.incompleteReason,
-      tombstonesBlocked: state.tombstonesBlocked,
-    });
+    const { duplicates, inserted, updated, unchanged, refined, revived } = merged;
+    Object.assign(counters, { duplicates, inserted, updated, unchanged, refined, revived });
+    const context = { connection, runId, now, counters, seen: merged.unique, exportInfo: state.exportInfo };
+    const { complete, incompleteReason, tombstonesBlocked } = state;
+    await timed('afterMergeMs', async () =>
+      afterMerge?.({ ...context, complete, incompleteReason, tombstonesBlocked }),
+    );
+    if (run.fullExport) {
+      await timed('seenMs', () =>
+        recordSeen(connection, { runId, now: now.toISOString(), seen: merged.unique }),
+      );
+    }
     await saveCounters(connection, runId, counters);
     await saveFacts(connection, runId, {
       attempts: state.attempts,
@@ -83,10 +93,13 @@ async function mergeInTransaction(
       exportEtag: state.exportInfo?.etag ?? null,
       exportLastModified: state.exportInfo?.lastModified ?? null,
     });
-    await clearStaging(connection, runId);
+    await timed('clearMs', () => clearStaging(connection, runId));
     await finishRun(connection, runId, 'succeeded', undefined, now);
     await failpoint('in-merge');
+    committing = Date.now();
   });
+  phases.commitMs = Date.now() - committing;
+  run.logger.info({ ...phases, totalMs: Date.now() - started }, 'merge committed');
 }
 
 /**

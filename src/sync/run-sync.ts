@@ -63,6 +63,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         counters,
         attempts,
         exportInfo,
+        logger,
       });
       logger.info({ durationMs: summary().durationMs }, 'run succeeded: the export is not modified (304)');
       return { ...summary(), status: 'succeeded', notModified: true };
@@ -77,11 +78,13 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       incompleteReason: state.incompleteReason,
       tombstonesBlocked: state.tombstonesBlocked,
     });
+    await failpoint('before-merge');
     const mergeRunOf = {
       ...run,
       source: source.name,
       clock: options.clock,
       mergeThreads: config.duckdbMergeThreads,
+      fullExport: source.fullExport,
     };
     await mergeRun(run.connection, mergeRunOf, options.afterMerge);
     await failpoint('after-commit');

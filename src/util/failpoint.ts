@@ -1,5 +1,5 @@
 /** The named points where a test can stop a sync to kill it (see {@link failpoint}). */
-export type FailpointName = 'after-batch' | 'in-merge' | 'after-commit';
+export type FailpointName = 'after-batch' | 'before-merge' | 'in-merge' | 'after-commit';
 
 /**
  * A crash-test hook, off unless the environment variable `REPORTS_FAILPOINT` names this point. When it
