@@ -54,12 +54,11 @@ const MIN_BITS = 16;
  * it changes again. It is no defence against lines crafted to collide, and neither was a 64-bit cut of
  * SHA-1 (2^32 work); the upstream is trusted for its own records' identity anyway.
  *
- * The set is the one part of a sync's memory that grows with the warehouse, so it is packed: the hashes,
- * added in ascending order, are cut into 2^bits buckets by their top bits (about 8 hashes a bucket, at
- * least 2^16 buckets); a bucket stores only the bits its number does not fix (the low 32 bits and 16
- * more), and one 32-bit offset per bucket says where it starts. About 6.8 bytes a report: 68 MiB for 10M
- * reports (an open-addressing table of 2–4 slots of 9 bytes per report took 302 MiB), and every hash is
- * still compared on all 64 bits.
+ * The set is the one part of a sync's memory that grows with the warehouse, so it is packed: the hashes
+ * are cut into 2^bits buckets by their top bits (about 8 hashes a bucket, at least 2^16 buckets); a bucket
+ * stores only the bits its number does not fix (the low 32 bits and up to 16 more), and one 32-bit offset
+ * per bucket says where it starts. About 6.8 bytes a report: 68 MiB for 10M reports (an open-addressing
+ * table of 2–4 slots of 9 bytes per report took 302 MiB), and every hash is still compared on all 64 bits.
  */
 export class KnownLines {
   readonly #start: Uint32Array;
@@ -73,8 +72,6 @@ export class KnownLines {
   readonly #h64: XXHashAPI['h64'];
   readonly #h64Raw: XXHashAPI['h64Raw'];
   #size: number;
-  /** Bucket of the last hash added (-1: none yet): where the next one may start. */
-  #filling = -1;
 
   private constructor(source: string, capacity: number, shared?: KnownLinesState) {
     const bits = shared?.bits ?? bucketBits(capacity);
@@ -132,41 +129,49 @@ export class KnownLines {
   }
 
   /**
-   * An empty set with room for `capacity` hashes, to be filled with {@link add} in ascending order (the
-   * warehouse's current line hashes: warehouse/known-line-hashes.ts).
+   * The set of the hashes `scan` visits, given as their high and low signed 32-bit halves (the warehouse's
+   * current line hashes: warehouse/known-line-hashes.ts). `scan` is called twice and must visit the same
+   * `count` hashes, in any order: the first pass counts the hashes of each bucket, the second puts each in
+   * its place, so the set is built in its own memory and no sorted copy of the hashes exists anywhere.
+   *
+   * @throws Error when the passes visit another number of hashes than `count` (the hashes changed between them)
    */
-  static async withCapacity(source: string, capacity: number): Promise<KnownLines> {
+  static async build(
+    source: string,
+    count: number,
+    scan: (visit: (hi: number, lo: number) => void) => Promise<void>,
+  ): Promise<KnownLines> {
     await loadLineHasher();
-    return new KnownLines(source, capacity);
+    const set = new KnownLines(source, count);
+    await set.#fill(count, scan);
+    return set;
   }
 
-  /**
-   * Adds one hash, given as its high and low signed 32-bit halves, in ascending order of the signed 64-bit
-   * hash; false when it equals the hash added last (held already). Only before the set is shared with
-   * workers ({@link state} copies the size).
-   *
-   * @throws RangeError when the hash is below the last one added, or the capacity is used up
-   */
-  add(hi: number, lo: number): boolean {
-    const bucket = this.#bucket(hi);
-    const n = this.#size;
-    const mid = hi & this.#midMask;
-    if (n > 0) {
-      const last = n - 1;
-      const order = bucket - this.#filling || mid - this.#mid[last]! || (lo >>> 0) - (this.#lo[last]! >>> 0);
-      if (order < 0) throw new RangeError('KnownLines.add: hashes must come in ascending order');
-      if (order === 0) return false;
-    }
-    if (n >= this.#lo.length) throw new RangeError(`KnownLines.add: capacity ${this.#lo.length} used up`);
-    // The buckets since the last hash's (empty, or this one) start here; this one ends after it. A bucket
-    // past that reads as empty: its start and end are both unset (0) or its end is unset.
-    for (let b = this.#filling + 1; b <= bucket; b++) this.#start[b] = n;
-    this.#filling = bucket;
-    this.#lo[n] = lo;
-    this.#mid[n] = mid;
-    this.#size = n + 1;
-    this.#start[bucket + 1] = n + 1;
-    return true;
+  async #fill(
+    count: number,
+    scan: (visit: (hi: number, lo: number) => void) => Promise<void>,
+  ): Promise<void> {
+    const start = this.#start;
+    let counted = 0;
+    // start[b + 1] counts bucket b, then holds where b ends once summed: b begins at start[b].
+    await scan((hi) => {
+      start[this.#bucket(hi) + 1]!++;
+      counted++;
+    });
+    if (counted !== count) throw new Error(`KnownLines.build: counted ${counted} hashes, expected ${count}`);
+    for (let b = 1; b < start.length; b++) start[b]! += start[b - 1]!;
+    let placed = 0;
+    // Placing a hash moves its bucket's start on, so afterwards start[b] is where b ends (b + 1 begins).
+    await scan((hi, lo) => {
+      if (++placed > count) return;
+      const at = start[this.#bucket(hi)]!++;
+      this.#lo[at] = lo;
+      this.#mid[at] = hi & this.#midMask;
+    });
+    if (placed !== count) throw new Error(`KnownLines.build: placed ${placed} hashes, expected ${count}`);
+    start.copyWithin(1, 0, start.length - 1);
+    start[0] = 0;
+    this.#size = count;
   }
 
   /**

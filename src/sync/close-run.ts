@@ -5,6 +5,7 @@ import type { SyncError } from '../util/errors.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import type { ExportRead } from './read-export.js';
 import { asSyncError } from './run-errors.js';
+import { readMemoryLimit } from '../warehouse/memory-limit.js';
 import type { Logger } from '../util/logger.js';
 import { clearStaging, mergeStaging } from '../warehouse/merge.js';
 import { recordSeen } from '../warehouse/merge-seen.js';
@@ -30,6 +31,8 @@ export interface MergedRun {
   mergeThreads: number;
   /** The source reads a full export (`ExportSource.fullExport`): its end is recorded for every report it saw. */
   fullExport: boolean;
+  /** Staged reports per slice of the merge (merge.ts, `mergeSliceRows`). */
+  sliceRows: number;
 }
 
 /**
@@ -70,7 +73,13 @@ async function mergeInTransaction(
   await withTransaction(connection, async () => {
     const now = await mergeTime(connection, (run.clock ?? systemClock)(), run.logger);
     const merged = await timed('mergeMs', () =>
-      mergeStaging(connection, { runId, source: run.source, now, fullExport: run.fullExport }),
+      mergeStaging(connection, {
+        runId,
+        source: run.source,
+        now,
+        fullExport: run.fullExport,
+        sliceRows: run.sliceRows,
+      }),
     );
     checkStaged(merged.staged, counters);
     const { duplicates, inserted, updated, unchanged, refined, revived } = merged;
@@ -117,7 +126,13 @@ export async function failRun(
   err: unknown,
 ): Promise<{ status: 'failed' | 'aborted'; error: SyncError }> {
   const uncommitted = await run.staging.writer.close();
-  const error = asSyncError(err, run.warehousePath);
+  const { config } = run;
+  const error = asSyncError(err, {
+    warehousePath: run.warehousePath,
+    memoryLimit: config.duckdbMemoryLimit,
+    readMemoryLimit: readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes),
+    phase: run.state.phase,
+  });
   try {
     await recordFailure(run.connection, status, error, run.state, { ...run.target, rejects: uncommitted });
   } catch (recordErr) {

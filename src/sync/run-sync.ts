@@ -6,6 +6,7 @@ import { withRetry } from '../upstream/with-retry.js';
 import { isSyncError } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
+import { mergeSliceRows } from '../warehouse/merge.js';
 import { readMemoryLimit, withMemoryLimit } from '../warehouse/memory-limit.js';
 import { newRunId, saveFacts, startRun } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
@@ -79,12 +80,14 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       tombstonesBlocked: state.tombstonesBlocked,
     });
     await failpoint('before-merge');
+    state.phase = 'merging';
     const mergeRunOf = {
       ...run,
       source: source.name,
       clock: options.clock,
       mergeThreads: config.duckdbMergeThreads,
       fullExport: source.fullExport,
+      sliceRows: mergeSliceRows(config.mergeSliceRows, config.duckdbMemoryLimit),
     };
     await mergeRun(run.connection, mergeRunOf, options.afterMerge);
     await failpoint('after-commit');
@@ -138,8 +141,16 @@ async function openRun(options: RunSyncOptions): Promise<ExportRead & { started:
     warehousePath,
     target,
     state,
-    // Lines a current report came from are skipped before parsing; loaded once per run.
-    knownLines: source.lineHashes === false ? undefined : await loadKnownLines(connection, source.name),
+    // Lines a current report came from are skipped before parsing; loaded once per run, within the reading
+    // limit (DuckDB keeps the blocks it scanned cached up to its limit).
+    knownLines:
+      source.lineHashes === false
+        ? undefined
+        : await withMemoryLimit(
+            connection,
+            readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes),
+            () => loadKnownLines(connection, source.name),
+          ),
     validators,
     staging: { writer: new StagingWriter(connection, target) },
     progress: () =>

@@ -1,5 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { lineHashColumn } from './line-hash-column.js';
+import { inSlice } from './merge-batch.js';
 import { replaceRows } from './row-rewrite.js';
 
 /**
@@ -26,26 +27,44 @@ const LIFTED_RUN_ID = `CASE WHEN ${LIFTED} THEN s.run_id ELSE r.run_id END`;
 /**
  * For a full export run: builds the TEMP table `merge_unseen`, the current reports the run did not see (not
  * among its known lines, no id it staged), and returns how many current reports it saw. Call after
- * {@link buildMergeBatch} and before any row changes. An anti-join of the warehouse with the run's known
- * lines, which DuckDB spills to `temp_directory` when it does not fit; skipped when the run has no known
- * lines (every report it saw is in `merge_batch`).
+ * {@link buildMergeBatch} and before any row changes. Two anti-joins, each in slices of about `sliceRows`
+ * (by a hash of the key joined on) so that each one's hash table fits DuckDB's memory limit whatever the
+ * warehouse's size: the current reports against the run's known lines (by line hash; skipped when it has
+ * none), then what is left against `merge_batch` (by id).
  */
 export async function findUnseen(
   c: DuckDBConnection,
-  run: { runId: string; source: string; knownLines: number },
+  run: { runId: string; source: string; knownLines: number; stagedRows: number; sliceRows: number },
 ): Promise<{ seen: number; unseen: number }> {
-  const params = { run: run.runId };
-  const known =
-    run.knownLines === 0
-      ? ''
-      : `AND NOT EXISTS (SELECT 1 FROM staging_seen k WHERE k.run_id = $run AND k.line_hash = r.${lineHashColumn(run.source)})`;
-  await c.run(
-    `CREATE OR REPLACE TEMP TABLE merge_unseen AS
-     SELECT r.id FROM report_rows r
-     WHERE r.removed_at IS NULL ${known}
-       AND NOT EXISTS (SELECT 1 FROM merge_batch b WHERE b.id = r.id)`,
-    run.knownLines === 0 ? {} : params,
-  );
+  const hash = lineHashColumn(run.source);
+  const slicesOf = (rows: number) => Math.max(1, Math.ceil(rows / run.sliceRows));
+  let candidates = '(SELECT id FROM report_rows WHERE removed_at IS NULL)';
+  if (run.knownLines > 0) {
+    await c.run('CREATE OR REPLACE TEMP TABLE merge_unknown (id VARCHAR)');
+    const slices = slicesOf(run.knownLines);
+    for (let slice = 0; slice < slices; slice++) {
+      const s = { slice, slices };
+      await c.run(
+        `INSERT INTO merge_unknown SELECT r.id FROM report_rows r
+         WHERE r.removed_at IS NULL
+           AND ((r.${hash} IS NULL AND ${slice} = 0) OR (${inSlice(`r.${hash}`, s)} AND NOT EXISTS (
+             SELECT 1 FROM staging_seen k
+             WHERE k.run_id = $run AND ${inSlice('k.line_hash', s)} AND k.line_hash = r.${hash})))`,
+        { run: run.runId },
+      );
+    }
+    candidates = 'merge_unknown';
+  }
+  await c.run('CREATE OR REPLACE TEMP TABLE merge_unseen (id VARCHAR)');
+  const slices = slicesOf(run.stagedRows);
+  for (let slice = 0; slice < slices; slice++) {
+    const s = { slice, slices };
+    await c.run(
+      `INSERT INTO merge_unseen SELECT id FROM ${candidates}
+       WHERE ${inSlice('id', s)} AND id NOT IN (SELECT id FROM merge_batch WHERE ${inSlice('id', s)})`,
+    );
+  }
+  await c.run('DROP TABLE IF EXISTS merge_unknown');
   const row = (
     await c.runAndReadAll(
       `SELECT (SELECT count(*) FROM merge_unseen) AS unseen,

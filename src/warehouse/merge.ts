@@ -1,6 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { lineHashColumn, lineHashValues } from './line-hash-column.js';
-import { buildMergeBatch, emptyMergeBatch, type BatchCounts } from './merge-batch.js';
+import { buildMergeBatch, emptyMergeBatch, inSlice, type BatchCounts } from './merge-batch.js';
+import { sizeBytes } from './memory-limit.js';
 import { findUnseen } from './merge-seen.js';
 import { copyOldRows, replaceRows } from './row-rewrite.js';
 import { dropRunStaging } from './transaction.js';
@@ -34,6 +35,17 @@ export interface MergeRun {
    * report it saw is written.
    */
   fullExport: boolean;
+  /** Staged reports per slice of the merge (`REPORTS_MERGE_SLICE_ROWS` resolved: {@link mergeSliceRows}). */
+  sliceRows: number;
+}
+
+/**
+ * The staged reports a merge handles per slice: `configured`, or when 0, 6,250 per MiB of DuckDB's
+ * memory limit (docs/configuration.md, `REPORTS_MERGE_SLICE_ROWS`).
+ */
+export function mergeSliceRows(configured: number, memoryLimit: string): number {
+  if (configured > 0) return configured;
+  return Math.max(10_000, Math.floor(((sizeBytes(memoryLimit) ?? 256 * 2 ** 20) / 2 ** 20) * 6_250));
 }
 
 const COLUMNS = BUSINESS.split(', ');
@@ -65,8 +77,9 @@ export async function mergeStaging(connection: DuckDBConnection, run: MergeRun):
   ).getRowObjectsJS()[0]!;
   const stagedRows = Number(counts.staged_rows);
   const knownLines = Number(counts.known_lines);
-  const batch = stagedRows > 0 ? await buildMergeBatch(c, run) : await emptyMergeBatch(c);
-  const seen = run.fullExport ? (await findUnseen(c, { ...run, knownLines })).seen : batch.unique;
+  const slices = Math.max(1, Math.ceil(stagedRows / run.sliceRows));
+  const batch = stagedRows > 0 ? await buildMergeBatch(c, run, slices) : await emptyMergeBatch(c);
+  const seen = run.fullExport ? (await findUnseen(c, { ...run, knownLines, stagedRows })).seen : batch.unique;
   // The rows the run may rewrite: changed ones and, for a full export, the ones it did not see.
   const touched = run.fullExport
     ? "'update', 'revive', 'refine'"
@@ -75,7 +88,7 @@ export async function mergeStaging(connection: DuckDBConnection, run: MergeRun):
     c,
     `SELECT id FROM merge_batch WHERE change IN (${touched})${run.fullExport ? ' UNION ALL SELECT id FROM merge_unseen' : ''}`,
   );
-  await applyChanges(c, run, batch);
+  await applyChanges(c, run, batch, slices);
   const staged = stagedRows + knownLines;
   const { inserted, updated, revived, refined } = batch;
   return {
@@ -91,14 +104,19 @@ export async function mergeStaging(connection: DuckDBConnection, run: MergeRun):
 }
 
 /** Writes the staged winners of `merge_batch`: each statement only for a change kind the batch holds. */
-async function applyChanges(c: DuckDBConnection, run: MergeRun, batch: BatchCounts): Promise<void> {
+async function applyChanges(
+  c: DuckDBConnection,
+  run: MergeRun,
+  batch: BatchCounts,
+  slices: number,
+): Promise<void> {
   const all = { run: run.runId, now: run.now.toISOString(), source: run.source };
   // Staged rows of the given changes: a semi-join whose build side is the narrow merge_batch, never the
   // wide staging (a plain join of two 1M-row inputs built on staging and spilled: measured).
   const picked = (changes: string) =>
     `(SELECT s.* FROM staging_reports s WHERE s.run_id = $run
        AND s.seq IN (SELECT seq FROM merge_batch WHERE change IN (${changes})))`;
-  if (batch.unchanged > 0 && run.fullExport) await storeLineHashes(c, run);
+  if (batch.unchanged > 0 && run.fullExport) await storeLineHashes(c, run, slices);
   if (batch.updated + batch.revived > 0) {
     await closeCurrentVersions(c, `SELECT id FROM merge_batch WHERE change IN ('update', 'revive')`, all.now);
   }
@@ -142,18 +160,22 @@ async function applyChanges(c: DuckDBConnection, run: MergeRun, batch: BatchCoun
 /**
  * A full export's staged rows whose content the warehouse holds: the report keeps the hash of the line it
  * came in (the next run of this source then knows it). Only that fixed-width column is updated in place
- * (an `UPDATE` of it is cheap: no string heap, one column rewritten); `last_seen_at` and `run_id` come
- * with the run's end for every report it saw (merge-seen.ts). A report marked unseen is rewritten whole
- * by {@link applyChanges}.
+ * (an `UPDATE` of it is cheap: no string heap, one column rewritten), in the merge's slices (a CSV run on a
+ * warehouse the NDJSON export filled updates every row); `last_seen_at` and `run_id` come with the run's
+ * end for every report it saw (merge-seen.ts). A report marked unseen is rewritten whole by
+ * {@link applyChanges}.
  */
-async function storeLineHashes(c: DuckDBConnection, run: MergeRun): Promise<void> {
+async function storeLineHashes(c: DuckDBConnection, run: MergeRun, slices: number): Promise<void> {
   const hash = lineHashColumn(run.source);
-  await c.run(
-    `UPDATE report_rows SET ${hash} = b.line_hash
-     FROM merge_batch b
-     WHERE report_rows.id = b.id AND b.change = 'unchanged' AND report_rows.unseen_since IS NULL
-       AND b.line_hash IS NOT NULL AND b.line_hash IS DISTINCT FROM report_rows.${hash}`,
-  );
+  for (let slice = 0; slice < slices; slice++) {
+    await c.run(
+      `UPDATE report_rows SET ${hash} = b.line_hash
+       FROM (SELECT id, line_hash FROM merge_batch
+             WHERE change = 'unchanged' AND line_hash IS NOT NULL AND ${inSlice('id', { slice, slices })}) b
+       WHERE report_rows.id = b.id AND report_rows.unseen_since IS NULL
+         AND b.line_hash IS DISTINCT FROM report_rows.${hash}`,
+    );
+  }
 }
 
 /**

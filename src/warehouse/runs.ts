@@ -111,8 +111,9 @@ export async function saveFacts(connection: DuckDBConnection, runId: string, fac
 
 /**
  * Marks a run finished with its outcome and, for failures, the error as JSON (no secrets). `finished_at` is
- * not before `notBefore` (a merged run's merge time: its versions' `valid_from`), as DuckDB's `now()` is
- * the start of the transaction, which began before the merge time was read.
+ * the clock's time when this is called (the end of the run's work; DuckDB's `now()` would be the start of
+ * the transaction, before the merge), and not before `notBefore` (a merged run's merge time: its versions'
+ * `valid_from`).
  */
 export async function finishRun(
   connection: DuckDBConnection,
@@ -122,12 +123,13 @@ export async function finishRun(
   notBefore?: Date,
 ): Promise<void> {
   await connection.run(
-    `UPDATE sync_runs SET status = $status, finished_at = greatest(now(), $notBefore::TIMESTAMPTZ),
+    `UPDATE sync_runs SET status = $status, finished_at = greatest($now::TIMESTAMPTZ, $notBefore::TIMESTAMPTZ),
        error = $error::JSON WHERE run_id = $run`,
     {
       run: runId,
       status,
       error: error ? redactSecrets(JSON.stringify(error)) : null,
+      now: new Date().toISOString(),
       notBefore: (notBefore ?? new Date(0)).toISOString(),
     },
   );

@@ -135,6 +135,7 @@ describe('re-sync with known lines', () => {
         source: 'ndjson',
         now,
         fullExport: true,
+        sliceRows: 1_000_000,
       });
       await recordSeen(connection, { runId: 'resumed', now: now.toISOString(), seen: merged.unique });
       await connection.run('COMMIT');
