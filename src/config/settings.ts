@@ -278,7 +278,7 @@ export const SETTINGS = {
     env: 'REPORTS_MERGE_SLICE_ROWS',
     schema: int(0, 1_000_000_000).default(0),
     allowed: 'an integer from 0 to 1000000000 (0: from the memory limit)',
-    doc: "Reports a merge handles per slice when a run staged many (a first load, a CSV run on a warehouse the NDJSON export filled): the staged ids are split by a hash into slices of about this many, each with joins that fit `REPORTS_DUCKDB_MEMORY_LIMIT`, all in the run's one transaction. 0: 6,250 per MiB of the limit (1.6M at 256MiB; at 64MiB, 400,000 staged CSV rows merged in one slice, at 48MiB they needed slices of 100,000). Results do not depend on it.",
+    doc: "Reports a merge handles per slice when a run staged many (a first load, a CSV run on a warehouse the NDJSON export filled): the staged ids are split by a hash into slices of about this many, each with joins that fit `REPORTS_DUCKDB_MEMORY_LIMIT`, all in the run's one transaction. 0: 6,250 per MiB of the limit, at most 1M (at 64MiB, 400,000 staged CSV rows merged in one slice, at 48MiB they needed slices of 100,000), so that a slice needs the same memory whatever the warehouse's size. Results do not depend on it.",
   },
   port: {
     env: 'REPORTS_PORT',

@@ -39,13 +39,17 @@ export interface MergeRun {
   sliceRows: number;
 }
 
+/** Reports per slice at most: a slice's joins then need the same memory at 1M reports as at 40M. */
+const MAX_SLICE_ROWS = 1_000_000;
+
 /**
  * The staged reports a merge handles per slice: `configured`, or when 0, 6,250 per MiB of DuckDB's
- * memory limit (docs/configuration.md, `REPORTS_MERGE_SLICE_ROWS`).
+ * memory limit up to 1M (docs/configuration.md, `REPORTS_MERGE_SLICE_ROWS`).
  */
 export function mergeSliceRows(configured: number, memoryLimit: string): number {
   if (configured > 0) return configured;
-  return Math.max(10_000, Math.floor(((sizeBytes(memoryLimit) ?? 256 * 2 ** 20) / 2 ** 20) * 6_250));
+  const byLimit = Math.floor(((sizeBytes(memoryLimit) ?? 256 * 2 ** 20) / 2 ** 20) * 6_250);
+  return Math.max(10_000, Math.min(MAX_SLICE_ROWS, byLimit));
 }
 
 const COLUMNS = BUSINESS.split(', ');
