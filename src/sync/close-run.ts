@@ -7,7 +7,7 @@ import type { ExportRead } from './read-export.js';
 import { asSyncError } from './run-errors.js';
 import { readMemoryLimit } from '../warehouse/memory-limit.js';
 import type { Logger } from '../util/logger.js';
-import { clearStaging, mergeStaging } from '../warehouse/merge.js';
+import { clearStaging, dropMergeTables, mergeStaging, prepareMerge } from '../warehouse/merge.js';
 import { recordSeen } from '../warehouse/merge-seen.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
@@ -36,9 +36,11 @@ export interface MergedRun {
 }
 
 /**
- * The final transaction of a run read to its end: merges its staging (merge.ts) at the merge time of
- * `clock`, runs `afterMerge` (tombstones, stats snapshot), records what a full export saw (merge-seen.ts),
- * saves counters and facts, clears staging and marks the run `succeeded`, all or nothing. The merge runs with `mergeThreads` DuckDB threads.
+ * The end of a run read to its end: {@link prepareMerge} (the batch, and the line hashes the run learnt),
+ * then one transaction that merges its staging (merge.ts) at the merge time of `clock`, runs `afterMerge`
+ * (tombstones, stats snapshot), records what a full export saw (merge-seen.ts), saves counters and facts
+ * and marks the run `succeeded`, all or nothing; then its staging is cleared (merge.ts, `clearStaging`).
+ * The merge runs with `mergeThreads` DuckDB threads.
  *
  * @throws SyncError `COUNT_MISMATCH` when staging does not hold the records counted as loaded; whatever
  *   `afterMerge` or DuckDB throws (the transaction is rolled back)
@@ -70,16 +72,14 @@ async function mergeInTransaction(
   };
   const started = Date.now();
   let committing = 0;
+  const { source, fullExport, sliceRows } = run;
+  const prepared = await timed('prepareMs', () =>
+    prepareMerge(connection, { runId, source, fullExport, sliceRows }),
+  );
   await withTransaction(connection, async () => {
     const now = await mergeTime(connection, (run.clock ?? systemClock)(), run.logger);
     const merged = await timed('mergeMs', () =>
-      mergeStaging(connection, {
-        runId,
-        source: run.source,
-        now,
-        fullExport: run.fullExport,
-        sliceRows: run.sliceRows,
-      }),
+      mergeStaging(connection, { runId, source, now, fullExport, sliceRows }, prepared),
     );
     checkStaged(merged.staged, counters);
     const { duplicates, inserted, updated, unchanged, refined, revived } = merged;
@@ -102,12 +102,13 @@ async function mergeInTransaction(
       exportEtag: state.exportInfo?.etag ?? null,
       exportLastModified: state.exportInfo?.lastModified ?? null,
     });
-    await timed('clearMs', () => clearStaging(connection, runId));
+    await dropMergeTables(connection);
     await finishRun(connection, runId, 'succeeded', undefined, now);
     await failpoint('in-merge');
     committing = Date.now();
   });
   phases.commitMs = Date.now() - committing;
+  await timed('clearMs', () => clearStaging(connection, runId));
   run.logger.info({ ...phases, totalMs: Date.now() - started }, 'merge committed');
 }
 
@@ -180,7 +181,6 @@ async function writeFailure(
 ): Promise<void> {
   const runId = target.runId;
   await withTransaction(connection, async () => {
-    await dropRunStaging(connection, runId);
     await saveCounters(connection, runId, state.counters);
     await saveFacts(connection, runId, {
       attempts: state.attempts,
@@ -191,4 +191,8 @@ async function writeFailure(
     await finishRun(connection, runId, status, error.toJSON());
     await appendRejects(connection, target, rejects);
   });
+  // Apart from the run log (like a succeeded run's, merge.ts `clearStaging`): a large staging deleted in
+  // the same transaction could keep the failure from being recorded. What a crash leaves, the next start
+  // removes (runs.ts, `closeStaleRuns`).
+  await withTransaction(connection, () => dropRunStaging(connection, runId)).catch(() => undefined);
 }

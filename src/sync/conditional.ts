@@ -2,7 +2,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { isSyncError } from '../util/errors.js';
 import type { RunCounters } from '../warehouse/run-counters.js';
 import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
-import { clearStaging } from '../warehouse/merge.js';
+import { dropRunStaging } from '../warehouse/transaction.js';
 import { mergeTime } from '../warehouse/merge-time.js';
 import type { Logger } from '../util/logger.js';
 import type { ExportInfo, ExportValidator } from './export-source.js';
@@ -89,7 +89,8 @@ export async function finishNotModified(
       exportEtag: run.exportInfo?.etag ?? null,
       exportLastModified: run.exportInfo?.lastModified ?? null,
     });
-    await clearStaging(connection, run.runId);
+    // Nothing was staged but a checkpoint row perhaps (the 304 ends the read at once).
+    await dropRunStaging(connection, run.runId);
     await finishRun(connection, run.runId, 'succeeded', undefined, at);
     await connection.run('COMMIT');
   } catch (err) {

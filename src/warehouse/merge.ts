@@ -4,7 +4,7 @@ import { buildMergeBatch, emptyMergeBatch, inSlice, type BatchCounts } from './m
 import { sizeBytes } from './memory-limit.js';
 import { findUnseen } from './merge-seen.js';
 import { copyOldRows, replaceRows } from './row-rewrite.js';
-import { dropRunStaging } from './transaction.js';
+import { dropRunStaging, withTransaction } from './transaction.js';
 import { BUSINESS, closeCurrentVersions } from './versions.js';
 
 /** What a merge did, in records. */
@@ -55,34 +55,26 @@ export function mergeSliceRows(configured: number, memoryLimit: string): number 
 const COLUMNS = BUSINESS.split(', ');
 
 /**
- * Merges the run's staging into `report_rows` and `report_versions` (docs/how-a-sync-works.md). Call inside
- * the transaction that also finishes the run, so readers never see half a run. Its work follows what the
- * run staged (parsed: new or changed lines), not the size of the warehouse:
- * 1. `merge_batch` (merge-batch.ts): per id the run staged, the winner and its change;
- * 2. for a full export, `merge_unseen` (merge-seen.ts): the current reports it did not see; the reports
+ * Merges the run's staging into `report_rows` and `report_versions` (docs/how-a-sync-works.md), after
+ * {@link prepareMerge}. Call inside the transaction that also finishes the run, so readers never see half a
+ * run. Its work follows what the run staged (parsed: new or changed lines), not the size of the warehouse:
+ * 1. for a full export, `merge_unseen` (merge-seen.ts): the current reports it did not see; the reports
  *    seen through known lines (unchanged, most of a nightly run) are not written: `recordSeen` records the
  *    run once after the tombstones;
- * 3. each insert/update/revive closes the previous SCD2 version (`valid_to`) and opens a new one
- *    (`valid_from = now`); updates are plain `UPDATE`s and inserts plain `INSERT`s (no `ON CONFLICT`); a
- *    refine rewrites a report read from CSV with its NDJSON types in place (merge-refine.ts);
- * 4. a staged row with the content the warehouse holds only stores the hash of the line it came in (so the
- *    next run knows it), and, when it is not a full export's, its `last_seen_at` and `run_id`.
+ * 2. each insert/update/revive closes the previous SCD2 version (`valid_to`) and opens a new one
+ *    (`valid_from = now`); a changed row is replaced (row-rewrite.ts) and a new one inserted (no
+ *    `ON CONFLICT`); a refine (an NDJSON reading of a report last written from CSV, same CSV projection)
+ *    rewrites the row with its typed `extra` and no new version, as nothing changed upstream;
+ * 3. a staged row with the content the warehouse holds is rewritten with the run's `last_seen_at` and
+ *    `run_id` only when the run is not a full export's (`recent`) or the report was marked unseen.
  */
-export async function mergeStaging(connection: DuckDBConnection, run: MergeRun): Promise<MergeResult> {
+export async function mergeStaging(
+  connection: DuckDBConnection,
+  run: MergeRun,
+  prepared: PreparedMerge,
+): Promise<MergeResult> {
   const c = connection;
-  // Left by an earlier run of this connection that was not a full export's: must not be read.
-  await c.run('DROP TABLE IF EXISTS merge_removed');
-  const counts = (
-    await c.runAndReadAll(
-      `SELECT (SELECT count(*) FROM staging_reports WHERE run_id = $run) AS staged_rows,
-              (SELECT count(*) FROM staging_seen WHERE run_id = $run) AS known_lines`,
-      { run: run.runId },
-    )
-  ).getRowObjectsJS()[0]!;
-  const stagedRows = Number(counts.staged_rows);
-  const knownLines = Number(counts.known_lines);
-  const slices = Math.max(1, Math.ceil(stagedRows / run.sliceRows));
-  const batch = stagedRows > 0 ? await buildMergeBatch(c, run, slices) : await emptyMergeBatch(c);
+  const { stagedRows, knownLines, batch } = prepared;
   const seen = run.fullExport ? (await findUnseen(c, { ...run, knownLines, stagedRows })).seen : batch.unique;
   // The rows the run may rewrite: changed ones and, for a full export, the ones it did not see.
   const touched = run.fullExport
@@ -91,8 +83,9 @@ export async function mergeStaging(connection: DuckDBConnection, run: MergeRun):
   await copyOldRows(
     c,
     `SELECT id FROM merge_batch WHERE change IN (${touched})${run.fullExport ? ' UNION ALL SELECT id FROM merge_unseen' : ''}`,
+    run.fullExport,
   );
-  await applyChanges(c, run, batch, slices);
+  await applyChanges(c, run, batch);
   const staged = stagedRows + knownLines;
   const { inserted, updated, revived, refined } = batch;
   return {
@@ -107,20 +100,57 @@ export async function mergeStaging(connection: DuckDBConnection, run: MergeRun):
   };
 }
 
+/** What {@link prepareMerge} found: the run's staged rows and known lines, the slices, `merge_batch`'s counts. */
+export interface PreparedMerge {
+  stagedRows: number;
+  knownLines: number;
+  /** Slices of the staged ids (merge-batch.ts). */
+  slices: number;
+  batch: BatchCounts;
+}
+
+/**
+ * The part of a merge that changes nothing the run's transaction must hold back, run before it opens:
+ * `merge_batch` (a TEMP table: per staged id its winner and change), and, for a full export, the hash of
+ * the line each staged report whose content the warehouse holds came in ({@link storeLineHashes}), in
+ * slices each committed on its own. A line hash is a cache of "this line is that report as stored": it is
+ * true as soon as the line was read, whether the run's merge commits or not, and no reader serves it. In
+ * the run's transaction, the 10M hashes of a CSV run on a warehouse the NDJSON export filled had to be
+ * committed at once, and the commit ran out of memory at 256MiB (4M at 100MiB, measured).
+ */
+export async function prepareMerge(
+  connection: DuckDBConnection,
+  run: Pick<MergeRun, 'runId' | 'source' | 'fullExport' | 'sliceRows'>,
+): Promise<PreparedMerge> {
+  const c = connection;
+  // Left by an earlier run of this connection that was not a full export's: must not be read.
+  await c.run('DROP TABLE IF EXISTS merge_removed');
+  const counts = (
+    await c.runAndReadAll(
+      `SELECT (SELECT count(*) FROM staging_reports WHERE run_id = $run) AS staged_rows,
+              (SELECT count(*) FROM staging_seen WHERE run_id = $run) AS known_lines,
+              (SELECT count(*) FROM report_rows) AS stored`,
+      { run: run.runId },
+    )
+  ).getRowObjectsJS()[0]!;
+  const stagedRows = Number(counts.staged_rows);
+  const knownLines = Number(counts.known_lines);
+  // Many staged rows against many stored ones (a CSV run on a warehouse the NDJSON export filled) need
+  // slices; a first load joins against nothing, and its one aggregate spills (10M in one statement).
+  const slices = Math.max(1, Math.ceil(Math.min(stagedRows, Number(counts.stored)) / run.sliceRows));
+  const batch = stagedRows > 0 ? await buildMergeBatch(c, run, slices) : await emptyMergeBatch(c);
+  if (batch.unchanged > 0 && run.fullExport) await storeLineHashes(c, run, slices);
+  return { stagedRows, knownLines, slices, batch };
+}
+
 /** Writes the staged winners of `merge_batch`: each statement only for a change kind the batch holds. */
-async function applyChanges(
-  c: DuckDBConnection,
-  run: MergeRun,
-  batch: BatchCounts,
-  slices: number,
-): Promise<void> {
+async function applyChanges(c: DuckDBConnection, run: MergeRun, batch: BatchCounts): Promise<void> {
   const all = { run: run.runId, now: run.now.toISOString(), source: run.source };
   // Staged rows of the given changes: a semi-join whose build side is the narrow merge_batch, never the
   // wide staging (a plain join of two 1M-row inputs built on staging and spilled: measured).
   const picked = (changes: string) =>
     `(SELECT s.* FROM staging_reports s WHERE s.run_id = $run
        AND s.seq IN (SELECT seq FROM merge_batch WHERE change IN (${changes})))`;
-  if (batch.unchanged > 0 && run.fullExport) await storeLineHashes(c, run, slices);
   if (batch.updated + batch.revived > 0) {
     await closeCurrentVersions(c, `SELECT id FROM merge_batch WHERE change IN ('update', 'revive')`, all.now);
   }
@@ -164,12 +194,16 @@ async function applyChanges(
 /**
  * A full export's staged rows whose content the warehouse holds: the report keeps the hash of the line it
  * came in (the next run of this source then knows it). Only that fixed-width column is updated in place
- * (an `UPDATE` of it is cheap: no string heap, one column rewritten), in the merge's slices (a CSV run on a
- * warehouse the NDJSON export filled updates every row); `last_seen_at` and `run_id` come with the run's
- * end for every report it saw (merge-seen.ts). A report marked unseen is rewritten whole by
- * {@link applyChanges}.
+ * (an `UPDATE` of it is cheap: no string heap, one column rewritten), in the merge's slices, each its own
+ * transaction (a CSV run on a warehouse the NDJSON export filled updates every row: see
+ * {@link prepareMerge}); `last_seen_at` and `run_id` come with the run's end for every report it saw
+ * (merge-seen.ts). A report marked unseen is rewritten whole by {@link applyChanges}.
  */
-async function storeLineHashes(c: DuckDBConnection, run: MergeRun, slices: number): Promise<void> {
+async function storeLineHashes(
+  c: DuckDBConnection,
+  run: Pick<MergeRun, 'source'>,
+  slices: number,
+): Promise<void> {
   const hash = lineHashColumn(run.source);
   for (let slice = 0; slice < slices; slice++) {
     await c.run(
@@ -182,14 +216,21 @@ async function storeLineHashes(c: DuckDBConnection, run: MergeRun, slices: numbe
   }
 }
 
+/** Drops the merge's TEMP tables (inside the finishing transaction, or after a failed one). */
+export async function dropMergeTables(connection: DuckDBConnection): Promise<void> {
+  for (const table of ['merge_batch', 'merge_unseen', 'merge_old', 'merge_removed']) {
+    await connection.run(`DROP TABLE IF EXISTS ${table}`);
+  }
+}
+
 /**
- * Removes the run's staging rows, known lines and checkpoints, and the merge's TEMP tables (inside the
- * finishing transaction).
+ * Removes the run's staging rows, known lines and checkpoints, and the merge's TEMP tables, in a transaction
+ * of its own once the run is committed. Deleting a 4M-row CSV staging in the merge's transaction made its
+ * commit run out of memory at 100MiB, where the same delete committed alone took 63 ms (measured). Rows a
+ * process killed in between leaves are removed at the next start (runs.ts, `closeStaleRuns`): they carry
+ * a run that succeeded, which no other run reads.
  */
 export async function clearStaging(connection: DuckDBConnection, runId: string): Promise<void> {
-  await dropRunStaging(connection, runId);
-  await connection.run('DROP TABLE IF EXISTS merge_batch');
-  await connection.run('DROP TABLE IF EXISTS merge_unseen');
-  await connection.run('DROP TABLE IF EXISTS merge_old');
-  await connection.run('DROP TABLE IF EXISTS merge_removed');
+  await dropMergeTables(connection);
+  await withTransaction(connection, (c) => dropRunStaging(c, runId));
 }

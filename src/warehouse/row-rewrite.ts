@@ -9,20 +9,16 @@ const FETCH_BY_ROW_ID_MAX = 20_000;
 
 /**
  * Copies into the TEMP table `merge_old` the stored rows a run may write: those of `ids` (a subquery of
- * ids) and every row marked `unseen_since`. Their row ids are found first (a scan of two narrow columns),
- * then the rows fetched by row id, so a run that writes a few rows does not read every column of the
- * warehouse. Later steps of the merge build the new rows from it ({@link replaceRows}) and close versions
- * from it (versions.ts).
+ * ids) and, with `unseen`, every row marked `unseen_since` (a full export may unmark them, merge-seen.ts).
+ * Their row ids are found first (a scan of one or two narrow columns; without `unseen`, DuckDB skips the
+ * row groups whose ids are outside those of `ids`), then the rows fetched by row id, so a run that writes a
+ * few rows does not read every column of the warehouse. Later steps of the merge build the new rows from
+ * it ({@link replaceRows}) and close versions from it (versions.ts).
  */
-export async function copyOldRows(
-  c: DuckDBConnection,
-  ids: string,
-  params: Record<string, string> = {},
-): Promise<number> {
+export async function copyOldRows(c: DuckDBConnection, ids: string, unseen: boolean): Promise<number> {
   await c.run(
     `CREATE OR REPLACE TEMP TABLE merge_old_rowids AS
-     SELECT rowid AS rid FROM report_rows WHERE unseen_since IS NOT NULL OR id IN (${ids})`,
-    params,
+     SELECT rowid AS rid FROM report_rows WHERE ${unseen ? 'unseen_since IS NOT NULL OR ' : ''}id IN (${ids})`,
   );
   const n = Number(
     (await c.runAndReadAll('SELECT count(*) AS n FROM merge_old_rowids')).getRowObjectsJS()[0]?.n ?? 0,

@@ -5,7 +5,7 @@ import { startSimulator } from '../../src/simulator/server.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import { sampleDatasetPath } from '../../src/util/package-root.js';
 import type { Warehouse } from '../../src/warehouse/database.js';
-import { mergeStaging } from '../../src/warehouse/merge.js';
+import { mergeStaging, prepareMerge } from '../../src/warehouse/merge.js';
 import { recordSeen } from '../../src/warehouse/merge-seen.js';
 import { startRawServer, type RawServer } from '../helpers/raw-server.js';
 import { openTestWarehouse, query, syncOnce, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
@@ -130,13 +130,8 @@ describe('re-sync with known lines', () => {
       );
       await connection.run('BEGIN TRANSACTION');
       const now = new Date();
-      const merged = await mergeStaging(connection, {
-        runId: 'resumed',
-        source: 'ndjson',
-        now,
-        fullExport: true,
-        sliceRows: 1_000_000,
-      });
+      const run = { runId: 'resumed', source: 'ndjson', now, fullExport: true, sliceRows: 1_000_000 };
+      const merged = await mergeStaging(connection, run, await prepareMerge(connection, run));
       await recordSeen(connection, { runId: 'resumed', now: now.toISOString(), seen: merged.unique });
       await connection.run('COMMIT');
       expect(merged).toMatchObject({ staged: 2, unique: 1, duplicates: 1, unchanged: 1 });

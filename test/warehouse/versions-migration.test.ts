@@ -32,7 +32,7 @@ describe('the current version kept in reports (migration 011)', () => {
         await c.run(`DROP VIEW reports; DROP VIEW current_reports;
           ALTER TABLE report_rows RENAME TO reports;
           ALTER TABLE reports DROP COLUMN csv_line_hash; ALTER TABLE reports DROP COLUMN unseen_since;
-          ALTER TABLE sync_runs DROP COLUMN seen_all_at;
+          ALTER TABLE sync_runs DROP COLUMN seen_all_at; ALTER TABLE sync_runs DROP COLUMN merged_at;
           CREATE VIEW current_reports AS
           SELECT id, status, destination, category, description, lat, lng, address, created_at, updated_at, extra
           FROM reports WHERE removed_at IS NULL;

@@ -17,10 +17,15 @@
 --   line again (and the other way round).
 -- - `sync_runs.seen_all_at`: the merge time of a full export run that saw every current report except
 --   those marked `unseen_since` (a 304 answer included: the export is the one the last complete run read).
+-- - `sync_runs.merged_at`: the merge time of a run that merged (the time its versions and reports carry);
+--   the next merge is stamped after the latest one (src/warehouse/merge-time.ts). A run recorded before
+--   this migration gets its `finished_at`, which was never before its merge time.
 ALTER TABLE reports RENAME TO report_rows;
 ALTER TABLE report_rows ADD COLUMN csv_line_hash BIGINT;
 ALTER TABLE report_rows ADD COLUMN unseen_since TIMESTAMPTZ;
 ALTER TABLE sync_runs ADD COLUMN seen_all_at TIMESTAMPTZ;
+ALTER TABLE sync_runs ADD COLUMN merged_at TIMESTAMPTZ;
+UPDATE sync_runs SET merged_at = finished_at WHERE status = 'succeeded';
 
 -- One row per report, its current state, with the columns the table had (plus csv_line_hash).
 CREATE VIEW reports AS
