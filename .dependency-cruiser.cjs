@@ -41,6 +41,14 @@ module.exports = {
       from: { path: ['^src/(schema|util|config|upstream)/'] },
       to: { path: [stage('extract'), stage('normalize'), stage('warehouse'), stage('sync')] },
     },
+    {
+      name: 'pipeline-imports-no-top',
+      severity: 'error',
+      comment:
+        'The pipeline stages and the shared folders know nothing of what sits on top: alerts/, daemon/, reader/, cli/, simulator/.',
+      from: { path: ['^src/(extract|normalize|warehouse|sync|schema|util|config|upstream)/'] },
+      to: { path: ['^src/(alerts|daemon|reader|cli|simulator)/'] },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

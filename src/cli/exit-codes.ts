@@ -16,6 +16,7 @@ export const EXIT_USAGE = 2;
  * docs/error-codes.md shows this column (scripts/error-codes.mjs).
  */
 export const ERROR_EXIT_CODES: Record<SyncErrorCode, typeof EXIT_FAILURE | typeof EXIT_USAGE> = {
+  BODY_TOO_SLOW: EXIT_FAILURE,
   BODY_TRUNCATED: EXIT_FAILURE,
   CLI_INVALID_OPTION: EXIT_USAGE,
   CONFIG_INVALID: EXIT_USAGE,
@@ -45,10 +46,12 @@ export const ERROR_EXIT_CODES: Record<SyncErrorCode, typeof EXIT_FAILURE | typeo
   REDIRECT_INVALID: EXIT_FAILURE,
   REDIRECT_LIMIT: EXIT_FAILURE,
   REJECT_RATIO: EXIT_FAILURE,
+  RESET_NOT_CONFIRMED: EXIT_USAGE,
   // A signal's own status (130/143) is set where the signal is seen (sync-and-print.ts).
   RUN_ABORTED: EXIT_FAILURE,
   RUN_FAILED: EXIT_FAILURE,
   RUN_INTERRUPTED: EXIT_FAILURE,
+  RUN_NOT_FOUND: EXIT_USAGE,
   SCHEMA_FROZEN: EXIT_FAILURE,
   SIMULATOR_LISTEN: EXIT_USAGE,
   SOURCE_UNKNOWN: EXIT_USAGE,

@@ -28,11 +28,28 @@ export function jsonRows(result: DuckDBResultReader): Record<string, unknown>[] 
         return (v: unknown) => v;
     }
   });
-  return result.getRowObjectsJson().map((row) => {
-    const out: Record<string, unknown> = {};
-    names.forEach((name, i) => (out[name] = convert[i]!(row[name])));
-    return out;
+  return result.getRowsJson().map((row) => rowObject(names, row, (value, i) => convert[i]!(value)));
+}
+
+/**
+ * One result row as an object keyed by column name. Every name is a plain key (`__proto__` too: an
+ * assignment would set the prototype and lose the column); the names must be distinct (see sql-statements.ts).
+ */
+export function rowObject(
+  names: readonly string[],
+  values: readonly unknown[],
+  convert: (value: unknown, column: number) => unknown = (value) => value,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  names.forEach((name, i) => {
+    Object.defineProperty(out, name, {
+      value: convert(values[i], i),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   });
+  return out;
 }
 
 function parseJson(value: unknown): unknown {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { CommanderError } from 'commander';
 import { errorMessage, SyncError } from '../util/errors.js';
+import { screenWidth, wrapToWidth } from '../util/screen.js';
 import { exitCodeFor } from './exit-codes.js';
 import { buildProgram } from './program.js';
 
@@ -19,7 +20,8 @@ try {
   await buildProgram().parseAsync(process.argv);
 } catch (err) {
   if (err instanceof SyncError) {
-    process.stderr.write(`reports-sync: ${err.message}\n`);
+    // On a terminal wrapped to its width, so no line runs off its edge.
+    process.stderr.write(`${wrapToWidth(`reports-sync: ${err.message}`, screenWidth(process.stderr))}\n`);
   } else if (!(err instanceof CommanderError)) {
     // commander has printed its own message (or the help) already.
     process.stderr.write(`reports-sync: unexpected error: ${errorMessage(err)}\n`);

@@ -2,60 +2,80 @@ import type { Writable } from 'node:stream';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { describe as describeDrift } from '../sync/drift-hooks.js';
 import type { RunSummary } from '../sync/run-sync.js';
+import { wrapToWidth } from '../util/screen.js';
+import { runQualityFlags } from '../warehouse/quality-flags.js';
+import { rejectReasons, type RejectReason } from '../warehouse/reject-reasons.js';
 import { formatTable } from './format-table.js';
+import { readRunFacts, type RunFacts } from './run-facts.js';
+
+/** Numbers as people read them, the same in the progress line and the summary: `300,000`. */
+export const count = (n: number): string => n.toLocaleString('en-US');
 
 /**
  * Prints a readable account of runs to `out`: outcome, records read/loaded/rejected, inserted/updated/
- * unchanged, duration and records/s, reject reasons, then the warehouse's current reports by destination
- * and status.
+ * unchanged, duration and records/s, the tombstone decision and the `/stats` difference, reject reasons
+ * grouped by field and issue code (warehouse/reject-reasons.ts), then the warehouse's current reports by
+ * destination and status. A run that did not succeed merged nothing: its valid records are shown as
+ * staged, never as loaded.
+ *
+ * @param width the terminal's width in columns: lines wrap and tables fit in it; undefined (not a
+ *   terminal): lines and values whole
  */
 export async function printRunSummaries(
   connection: DuckDBConnection,
   summaries: RunSummary[],
   out: Writable,
+  width?: number,
 ): Promise<void> {
+  const write = (text: string) => out.write(wrapToWidth(text, width));
   for (const s of summaries) {
     const c = s.counters;
     const seconds = s.durationMs / 1000;
     const rate = seconds > 0 ? Math.round(c.recordsRead / seconds) : c.recordsRead;
-    out.write(`\nRun ${s.runId} (${s.source}): ${s.status.toUpperCase()} in ${seconds.toFixed(2)} s`);
-    out.write(s.attempts > 1 ? ` after ${s.attempts} attempts\n` : '\n');
-    if (s.error) out.write(`  error: ${s.error.message}\n`);
-    if (s.incompleteReason) out.write(`  incomplete: ${s.incompleteReason} (no tombstones inferred)\n`);
+    write(
+      `\nRun ${s.runId} (${s.source}): ${s.status.toUpperCase()} in ${seconds.toFixed(2)} s` +
+        (s.attempts > 1 ? ` after ${s.attempts} attempts\n` : '\n'),
+    );
+    if (s.error) write(`  ${s.status === 'aborted' ? 'stopped' : 'error'}: ${s.error.message}\n`);
+    if (s.incompleteReason) write(`  incomplete: ${s.incompleteReason} (no tombstones inferred)\n`);
     if (s.notModified)
-      out.write('  export not modified (304): nothing read or merged, every current report seen\n');
-    for (const d of s.drift ?? []) out.write(`  schema drift: ${describeDrift(d)}\n`);
+      write('  export not modified (304): nothing read or merged, every current report seen\n');
+    for (const d of s.drift ?? []) write(`  schema drift: ${describeDrift(d)}\n`);
     // A stats snapshot run reads no records: only its /stats line says something.
     if (s.source !== 'stats') {
-      out.write(
-        `  records: ${c.recordsRead} read, ${c.recordsLoaded} loaded, ${c.recordsRejected} rejected` +
-          ` (${rate.toLocaleString('en-US')} records/s, ${(c.bytesRead / 1024 / 1024).toFixed(1)} MiB)\n`,
+      const valid =
+        s.status === 'succeeded'
+          ? `${count(c.recordsLoaded)} loaded`
+          : `${count(c.recordsLoaded)} valid (staged, not merged: the run ${s.status === 'aborted' ? 'was aborted' : 'failed'})`;
+      write(
+        `  records: ${count(c.recordsRead)} read, ${valid}, ${count(c.recordsRejected)} rejected` +
+          ` (${count(rate)} records/s, ${(c.bytesRead / 1024 / 1024).toFixed(1)} MiB)\n`,
       );
       if (s.status === 'succeeded') {
-        out.write(
-          `  merge:   ${c.inserted} inserted, ${c.updated} updated, ${c.unchanged} unchanged, ` +
-            `${c.revived} revived, ${c.removed} removed, ${c.duplicates} duplicates superseded` +
-            `${c.refined > 0 ? `, ${c.refined} refined from their CSV form` : ''}\n`,
+        write(
+          `  merge:   ${count(c.inserted)} inserted, ${count(c.updated)} updated, ${count(c.unchanged)} unchanged, ` +
+            `${count(c.revived)} revived, ${count(c.removed)} removed, ${count(c.duplicates)} duplicates superseded` +
+            `${c.refined > 0 ? `, ${count(c.refined)} refined from their CSV form` : ''}\n`,
+        );
+      }
+      const flags = await runQualityFlags(connection, s.runId);
+      if (flags.length > 0) {
+        const list = flags.map((f) => `${f.rule} ${count(f.reports)}`).join(', ');
+        write(
+          `  data quality: ${count(c.qualityFlags)} impossible values loaded and flagged, reports by rule: ${list} (see data_quality_flags)\n`,
         );
       }
     }
-    await printRunFacts(connection, s.runId, out);
-    const reasons = (
-      await connection.runAndReadAll(
-        `SELECT coalesce(nullif(issues->>'$[0].path', ''), '(record)') || ': ' || (issues->>'$[0].message') AS reason,
-                count(*) AS records, string_agg(location, '; ' ORDER BY page, line) AS "where"
-         FROM rejected_records WHERE run_id = $run GROUP BY ALL ORDER BY records DESC, reason`,
-        { run: s.runId },
-      )
-    ).getRowObjectsJson();
+    write(factLines(await readRunFacts(connection, s.runId)));
+    const reasons = await rejectReasons(connection, { runId: s.runId });
     if (reasons.length > 0) {
-      out.write('  rejected records (quarantined in rejected_records):\n');
+      write('  rejected records (quarantined in rejected_records), by field and problem:\n');
       out.write(
         indent(
-          formatTable(
-            reasons.map((r) => ({ ...r, where: clip(String(r.where), 60) })),
-            { rightAlign: new Set(['records']) },
-          ),
+          formatTable(reasons.map(reasonRow), {
+            rightAlign: new Set(['records']),
+            maxWidth: inner(width, 4),
+          }),
           4,
         ),
       );
@@ -64,42 +84,53 @@ export async function printRunSummaries(
   const byDestination = (
     await connection.runAndReadAll(
       `PIVOT (SELECT destination, status FROM reports WHERE removed_at IS NULL)
-       ON status USING count(*) GROUP BY destination ORDER BY destination`,
-    )
-  ).getRowObjectsJson();
-  const total = (
-    await connection.runAndReadAll(`SELECT count(*) AS n FROM reports WHERE removed_at IS NULL`)
-  ).getRowObjectsJson()[0]?.n;
-  out.write(`\nWarehouse: ${String(total)} current reports, by destination and status:\n`);
-  // Every column but the destination is a count.
-  const counts = new Set(Object.keys(byDestination[0] ?? {}).filter((c) => c !== 'destination'));
-  out.write(indent(formatTable(byDestination, { rightAlign: counts }), 2));
-}
-
-/** Resume, tombstone and stats lines of a run, from `sync_runs` (only the facts the run recorded). */
-async function printRunFacts(connection: DuckDBConnection, runId: string, out: Writable): Promise<void> {
-  const [facts] = (
-    await connection.runAndReadAll(
-      `SELECT resumed_from_run, resumed_at_page, tombstones_note, stats_total_upstream, stats_total_warehouse,
-              stats_total_diff
-       FROM sync_runs WHERE run_id = $run`,
-      { run: runId },
+       ON status USING count(*)::DOUBLE GROUP BY destination ORDER BY destination`,
     )
   ).getRowObjectsJS();
-  if (!facts) return;
-  if (facts.resumed_from_run !== null) {
-    out.write(
-      `  resumed: pages 1–${Number(facts.resumed_at_page) - 1} adopted from interrupted run ${String(facts.resumed_from_run)}\n`,
+  const total = (
+    await connection.runAndReadAll(`SELECT count(*)::DOUBLE AS n FROM reports WHERE removed_at IS NULL`)
+  ).getRowObjectsJS()[0]?.n;
+  write(`\nWarehouse: ${count(Number(total))} current reports, by destination and status:\n`);
+  // Every column but the destination is a count.
+  const counts = new Set(Object.keys(byDestination[0] ?? {}).filter((col) => col !== 'destination'));
+  const table = byDestination.map((row) =>
+    Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'number' ? count(v) : v])),
+  );
+  out.write(indent(formatTable(table, { rightAlign: counts, maxWidth: inner(width, 2) }), 2));
+}
+
+/** The resume, tombstone and `/stats` lines of a run (only the facts it recorded). */
+function factLines(facts: RunFacts): string {
+  const lines: string[] = [];
+  if (facts.resumed) {
+    lines.push(
+      `  resumed: pages 1–${facts.resumed.atPage - 1} adopted from interrupted run ${facts.resumed.fromRun}\n`,
     );
   }
-  if (facts.tombstones_note !== null) out.write(`  tombstones: ${String(facts.tombstones_note)}\n`);
-  if (facts.stats_total_warehouse !== null) {
-    const upstream = facts.stats_total_upstream === null ? 'unknown' : String(facts.stats_total_upstream);
-    const diff = facts.stats_total_diff === null ? '' : ` (difference ${String(facts.stats_total_diff)})`;
-    out.write(
-      `  /stats:  upstream total ${upstream}, warehouse ${String(facts.stats_total_warehouse)}${diff}\n`,
-    );
+  if (facts.tombstones !== undefined) lines.push(`  tombstones: ${facts.tombstones}\n`);
+  if (facts.stats) {
+    const { upstreamTotal, warehouseTotal, difference } = facts.stats;
+    const upstream = upstreamTotal === null ? 'unknown' : count(upstreamTotal);
+    const diff = difference === null ? '' : ` (difference ${count(difference)})`;
+    lines.push(`  /stats:  upstream total ${upstream}, warehouse ${count(warehouseTotal)}${diff}\n`);
   }
+  return lines.join('');
+}
+
+/** A reject group as a table row: field, problem (issue code), records, an example message, where. */
+function reasonRow(r: RejectReason): Record<string, unknown> {
+  const more = r.records - r.locations.length;
+  return {
+    field: r.path === '' ? '(record)' : r.path,
+    problem: r.code,
+    records: count(r.records),
+    example: r.message,
+    where: r.locations.join('; ') + (more > 0 ? ` (+${count(more)} more)` : ''),
+  };
+}
+
+function inner(width: number | undefined, indentBy: number): number | undefined {
+  return width === undefined ? undefined : Math.max(20, width - indentBy);
 }
 
 function indent(text: string, n: number): string {
@@ -108,8 +139,4 @@ function indent(text: string, n: number): string {
     .split('\n')
     .map((l) => (l ? pad + l : l))
     .join('\n');
-}
-
-function clip(text: string, n: number): string {
-  return text.length > n ? `${text.slice(0, n - 1)}…` : text;
 }

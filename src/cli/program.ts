@@ -7,6 +7,8 @@ import { registerSql } from './sql.js';
 import { registerStatus } from './status.js';
 import { registerSync } from './sync.js';
 import { registerRun } from './run.js';
+import { registerRuns } from './runs.js';
+import { registerReset } from './reset.js';
 import { packageVersion } from '../util/version.js';
 
 /**
@@ -23,9 +25,13 @@ export function buildProgram(): Command {
     )
     .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError('(run with --help for usage)')
+    // An option after a subcommand is that subcommand's (`runs show <id> --json`, not `runs --json`).
+    .enablePositionalOptions()
     .exitOverride();
   registerSync(program);
   registerStatus(program);
+  registerRuns(program);
+  registerReset(program);
   registerSql(program);
   registerRun(program);
   registerDemo(program);

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { Daemon } from '../daemon/start-daemon.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 
 /**
@@ -22,7 +23,8 @@ export function registerRun(program: Command): void {
       'after',
       '\nSchedules (time zone REPORTS_TZ) come from jobs/*.ts; REPORTS_SCHEDULE_<JOB> overrides one\n' +
         '(e.g. REPORTS_SCHEDULE_SYNC_NDJSON="*/30 * * * * *", or off). On SIGTERM a running sync may\n' +
-        'finish within REPORTS_SHUTDOWN_GRACE_MS, then it is aborted and recorded as aborted.',
+        'finish within REPORTS_SHUTDOWN_GRACE_MS, then it is aborted and recorded as aborted (a run already\n' +
+        'merging is never cut: it commits first). The daemon exits 0.',
     )
     .action(async (flags: CommonFlags & { port?: string; host?: string }) => {
       const { config, logger } = await configFromFlags(flags, { port: flags.port, host: flags.host });
@@ -32,32 +34,51 @@ export function registerRun(program: Command): void {
         import('../util/errors.js'),
       ]);
       const jobs = await loadJobs();
-      const daemon = await startDaemon({ config, logger, jobs });
-      process.stdout.write(`listening on ${daemon.url}\n`);
-      await new Promise<void>((resolve, reject) => {
+      // Signals are caught from here on: one that comes while the daemon starts (its catch-up jobs may
+      // already run) stops it as soon as it is up, instead of killing it mid-run.
+      let early: NodeJS.Signals | undefined;
+      let onSignal = (signal: NodeJS.Signals): void => void (early ??= signal);
+      const relay = (signal: NodeJS.Signals) => onSignal(signal);
+      process.on('SIGTERM', relay);
+      process.on('SIGINT', relay);
+      let daemon: Daemon;
+      try {
+        daemon = await startDaemon({ config, logger, jobs });
+      } catch (err) {
+        process.off('SIGTERM', relay);
+        process.off('SIGINT', relay);
+        throw err;
+      }
+      const stopped = new Promise<void>((resolve, reject) => {
         let firstSignalAt: number | undefined;
-        const onSignal = (signal: NodeJS.Signals) => {
+        onSignal = (signal: NodeJS.Signals) => {
           if (firstSignalAt !== undefined) {
             // One Ctrl-C reaches every process of the group (npm and node): only a later signal counts.
             if (Date.now() - firstSignalAt < 1_000) return;
-            logger.warn({ signal }, 'second signal: aborting the running job now');
-            daemon.abortNow();
+            const effect = daemon.abortNow();
+            logger.warn(
+              { signal },
+              effect === 'committing'
+                ? 'second signal: the running job merges, and a merge is never cut; it commits, then the daemon stops'
+                : effect === 'aborted'
+                  ? 'second signal: aborting the running job now (its run is not merged and is recorded as aborted)'
+                  : 'second signal: no job is running; the daemon is stopping',
+            );
             return;
           }
           firstSignalAt = Date.now();
           logger.info({ signal }, 'signal received: stopping');
+          // The handlers stay until the process ends: a late signal is a second one (no job runs any more),
+          // never the default that kills the process after it stopped cleanly.
           daemon.stop(signal).then(
-            () => {
-              process.off('SIGTERM', onSignal);
-              process.off('SIGINT', onSignal);
-              resolve();
-            },
+            () => resolve(),
             (err: unknown) => reject(err instanceof Error ? err : new Error(errorMessage(err))),
           );
         };
-        process.on('SIGTERM', onSignal);
-        process.on('SIGINT', onSignal);
       });
+      process.stdout.write(`listening on ${daemon.url}\n`);
+      if (early) onSignal(early);
+      await stopped;
       logger.flush?.();
     });
 }

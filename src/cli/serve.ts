@@ -9,10 +9,13 @@ interface ServeFlags extends CommonFlags {
 }
 
 /**
- * Registers `reports-sync serve [--port N] [--host H]`: the embedded reader (DESIGN.md §7) over the
- * warehouse until SIGINT/SIGTERM. Prints `listening on <base URL>` as the first stdout line; request logs go
- * to stderr (pino). The warehouse is opened (and migrated) by this process, which then holds it: DuckDB
- * allows one process per file, so run syncs inside the daemon (`reports-sync run`) or stop the reader first.
+ * Registers `reports-sync serve [--port N] [--host H]`: the embedded reader (docs/reader.md) over the
+ * warehouse until SIGINT/SIGTERM. Prints `listening on <base URL>` as the first stdout line, its one
+ * announcement; request logs go to stderr (pino) at debug. The warehouse is opened (and migrated) by this
+ * process, which then holds it: DuckDB allows one process per file, so run syncs inside the daemon
+ * (`reports-sync run`) or stop the reader first. For the readers it locks out (`sql`, `status`, DuckDB
+ * clients) it publishes the snapshot when the one there is missing or older than the last run
+ * (serve-publish.ts).
  *
  * Exit 2 for a bad `--port`/`--host` (`CONFIG_INVALID`), a missing warehouse file (`WAREHOUSE_MISSING`: it
  * is never created here), a locked warehouse (`WAREHOUSE_LOCKED`) or a port that cannot be bound
@@ -32,11 +35,13 @@ export function registerServe(program: Command): void {
   ).action(async (flags: ServeFlags) => {
     const { config, logger } = await configFromFlags(flags, { port: flags.port, host: flags.host });
     // Loaded here, not at the top: --help and the other commands do not pay for fastify and DuckDB.
-    const [{ buildReader }, { SyncError }, { openMigratedWarehouse }] = await Promise.all([
-      import('../reader/server.js'),
-      import('../util/errors.js'),
-      import('../warehouse/open-migrated.js'),
-    ]);
+    const [{ buildReader, listenQuietly }, { SyncError }, { openMigratedWarehouse }, { publishIfStale }] =
+      await Promise.all([
+        import('../reader/server.js'),
+        import('../util/errors.js'),
+        import('../warehouse/open-migrated.js'),
+        import('./serve-publish.js'),
+      ]);
     const path = resolve(config.warehouse);
     if (!existsSync(path)) {
       // Opening would create an empty warehouse that answers healthy with no data: a typo would go unseen.
@@ -50,7 +55,7 @@ export function registerServe(program: Command): void {
     let app;
     try {
       app = await buildReader({ warehouse, config, logger });
-      await app.listen({ port: config.port, host: config.host });
+      await listenQuietly(app, { port: config.port, host: config.host });
     } catch (err) {
       await app?.close();
       warehouse.close();
@@ -68,21 +73,31 @@ export function registerServe(program: Command): void {
       : config.host.includes(':')
         ? `[${config.host}]`
         : config.host;
-    process.stdout.write(`listening on http://${host}:${port}\n`);
-    logger.info({ url: `http://${host}:${port}`, warehouse: warehouse.path }, 'reader listening');
-    await new Promise<void>((done) => {
+    // In the background: the reader answers meanwhile (a publish of 1M reports takes tens of seconds).
+    const publishing = publishIfStale(warehouse, logger);
+    // The handlers are in place before the line that tells a supervisor (or a test) the reader is up.
+    const stopped = new Promise<void>((done) => {
       const stop = (signal: NodeJS.Signals) => {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
         logger.info({ signal }, 'reader stopping');
-        void app.close().finally(() => {
-          warehouse.close();
-          done();
-        });
+        // A publish under way reads the warehouse: it ends first (a second signal kills the process, and
+        // the next publish removes what it left).
+        void app
+          .close()
+          .then(() => publishing)
+          .finally(() => {
+            warehouse.close();
+            done();
+          });
       };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
     });
+    // The one announcement (stdout, for people and supervisors); the log has the details at debug.
+    process.stdout.write(`listening on http://${host}:${port}\n`);
+    logger.debug({ url: `http://${host}:${port}`, warehouse: warehouse.path }, 'reader listening');
+    await stopped;
     logger.flush?.();
   });
 }

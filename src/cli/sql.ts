@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { stringify } from 'csv-stringify/sync';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
+import { screenWidth } from '../util/screen.js';
 import { formatTable } from './format-table.js';
 import type { StatementResult } from './sql-statements.js';
 
@@ -14,6 +15,9 @@ export function registerSql(program: Command): void {
     program
       .command('sql')
       .description('Run read-only SQL on the warehouse and print the result')
+      // A query may start with a comment (`-- open reports…`, as the README's do): an argument commander
+      // would take for an unknown option. Words that are option-like are refused in the action instead.
+      .allowUnknownOption()
       .argument('<query>', 'SQL to run, e.g. "select status, count(*) from reports group by all"')
       .addOption(
         new Option('--format <format>', 'output format').choices(['table', 'csv', 'json']).default('table'),
@@ -26,10 +30,15 @@ export function registerSql(program: Command): void {
         'Tables: reports, report_versions, sync_runs, rejected_records, stats_snapshots, stats_values.\n' +
         'With --format json, JSON columns are JSON values and timestamps ISO 8601.\n' +
         'The warehouse is opened read-only: statements that change it are refused (COPY … TO a file of yours\n' +
-        'works, as in any DuckDB). While reports-sync run holds\n' +
-        'the warehouse, the published copy (published/warehouse.duckdb next to it) is read, and stderr says so.',
+        'works, as in any DuckDB). While another process holds the warehouse (reports-sync run or serve),\n' +
+        'the published copy (published/warehouse.duckdb next to it) is read, and stderr says so.\n' +
+        'On a terminal, tables fit its width (long values cut with …); piped, every value is printed whole.',
     )
     .action(async (query: string, flags: CommonFlags & { format: 'table' | 'csv' | 'json' }) => {
+      if (/^-[^\s]*$/.test(query)) {
+        const { SyncError } = await import('../util/errors.js');
+        throw new SyncError('CLI_INVALID_OPTION', `unknown option '${query}' (see reports-sync sql --help)`);
+      }
       const { config } = await configFromFlags(flags);
       const [{ openForReading }, { formatAge }, { SyncError, errorMessage }, { runStatements }] =
         await Promise.all([
@@ -53,6 +62,8 @@ export function registerSql(program: Command): void {
         try {
           results = await runStatements(connection, query, { json: flags.format === 'json' });
         } catch (err) {
+          // Our own refusals (no statement, two columns of one name) keep their code and exit status.
+          if (err instanceof SyncError) throw err;
           const message = errorMessage(err);
           // A write to a view (`reports`, migration 020) fails on binding, before the read-only check.
           const view = /Can only (update|delete from|insert into) base table/i.test(message);
@@ -71,7 +82,15 @@ export function registerSql(program: Command): void {
         }
         if (flags.format === 'table') {
           process.stdout.write(
-            results.map((r) => formatTable(r.rows, { nullAs: 'NULL', rightAlign: r.numeric })).join('\n'),
+            results
+              .map((r) =>
+                formatTable(r.rows, {
+                  nullAs: 'NULL',
+                  rightAlign: r.numeric,
+                  maxWidth: screenWidth(process.stdout),
+                }),
+              )
+              .join('\n'),
           );
         } else {
           process.stdout.write(render(results[0]?.rows ?? [], flags.format, results[0]?.columns ?? []));

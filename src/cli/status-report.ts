@@ -5,10 +5,11 @@ import { nextRuns } from '../daemon/cron-times.js';
 import { lastRunsByJob } from '../daemon/last-runs.js';
 import type { Job } from '../daemon/load-jobs.js';
 import { formatAge } from '../util/format-age.js';
+import { wrapToWidth } from '../util/screen.js';
 import { openForReading } from '../warehouse/open-for-reading.js';
 import { publishedPathFor } from '../warehouse/open-migrated.js';
 import { publishedDirFor } from '../warehouse/publish.js';
-import { formatTable } from './format-table.js';
+import { formatTable, type TableOptions } from './format-table.js';
 
 type Row = Record<string, unknown>;
 
@@ -37,6 +38,11 @@ export interface StatusReport {
   runs: Row[];
   /** Drift events of the last runs, newest first (at most 20; warehouse/drift.ts). */
   drift: Row[];
+  /**
+   * Current reports with impossible values, by data-quality rule (loaded and flagged, see
+   * warehouse/quality-flags.ts): `{rule, reports}`, most first; empty when none (or the copy predates them).
+   */
+  qualityFlags: Row[];
   reportsByDestinationAndStatus: Row[];
   totals: Row;
 }
@@ -44,7 +50,8 @@ export interface StatusReport {
 /**
  * Reads the status of the warehouse (the published copy while another process holds the live file):
  * the job schedule with each job's last run and last success, the published snapshot, the last `runs`
- * runs, the schema drift of the last runs, current reports by destination and status, and totals. Times are ISO 8601 (UTC).
+ * runs, the schema drift of the last runs, the data-quality flags of current reports, current reports by
+ * destination and status, and totals. Times are ISO 8601 (UTC).
  *
  * @throws SyncError `WAREHOUSE_MISSING` (exit 2), `WAREHOUSE_LOCKED`, `WAREHOUSE_OPEN` (see openForReading)
  */
@@ -56,6 +63,10 @@ export async function readStatus(config: Config, jobs: readonly Job[], runs: num
     try {
       const read = async (sql: string, params?: Record<string, number>) =>
         (await c.runAndReadAll(sql, params)).getRowObjectsJS().map(plain);
+      // A copy written before data-quality flags existed (the published one of an older version) has none.
+      const flags =
+        (await read(`SELECT count(*) AS n FROM duckdb_views() WHERE view_name = 'current_quality_flags'`))[0]
+          ?.n === 1;
       return {
         warehouse: {
           path: warehouse.path,
@@ -70,8 +81,12 @@ export async function readStatus(config: Config, jobs: readonly Job[], runs: num
         runs: await read(
           `SELECT run_id, job, status, started_at AS started,
                   round(epoch(finished_at) - epoch(started_at), 2) AS seconds,
-                  records_read AS "read", records_loaded AS loaded, records_rejected AS rejected,
-                  inserted, updated, unchanged, removed, error->>'message' AS error
+                  records_read AS "read",
+                  -- A run that did not succeed merged nothing: its valid records were only staged.
+                  CASE WHEN status = 'succeeded' THEN records_loaded ELSE 0 END AS loaded,
+                  records_rejected AS rejected,
+                  inserted, updated, unchanged, removed,${flags ? ' quality_flags AS flagged,' : ''}
+                  error->>'message' AS error
            FROM sync_runs ORDER BY started_at DESC LIMIT $n`,
           { n: Math.max(1, runs) },
         ),
@@ -79,6 +94,11 @@ export async function readStatus(config: Config, jobs: readonly Job[], runs: num
           `SELECT first_seen AS seen, run_id, source, kind, field, value, count
            FROM drift_events ORDER BY first_seen DESC, kind, field LIMIT 20`,
         ),
+        qualityFlags: flags
+          ? await read(
+              `SELECT rule, count(*) AS reports FROM current_quality_flags GROUP BY rule ORDER BY reports DESC, rule`,
+            )
+          : [],
         reportsByDestinationAndStatus: await read(
           `SELECT destination, status, count(*) AS reports FROM reports WHERE removed_at IS NULL
            GROUP BY ALL ORDER BY destination, status`,
@@ -136,44 +156,66 @@ function published(config: Config): StatusReport['published'] {
   };
 }
 
-/** The text `reports-sync status` prints (local times in the configured time zone). */
-export function renderStatus(s: StatusReport, config: Config): string {
+/**
+ * The text `reports-sync status` prints. Ages are relative to now (exact times are in `status --json`).
+ * Read from the published copy, jobs without a run in it are "none in the copy", not "never": runs after
+ * it was written are not in it.
+ *
+ * @param width the terminal's width in columns (lines wrap, tables fit); undefined: whole lines
+ */
+export function renderStatus(s: StatusReport, config: Config, width?: number): string {
   const now = Date.now();
   const age = (iso: string | undefined) => (iso ? formatAge(now - Date.parse(iso)) : 'unknown');
-  const local = (iso: string | undefined) =>
-    iso ? new Date(iso).toLocaleString('sv-SE', { timeZone: s.timezone }).slice(0, 16) : '';
+  const copy = s.warehouse.copy === 'published';
+  const none = copy ? 'none in the copy' : 'never';
+  const local = (iso: string) => new Date(iso).toLocaleString('sv-SE', { timeZone: s.timezone }).slice(0, 16);
+  const table = (rows: Record<string, unknown>[], options: TableOptions = {}) =>
+    formatTable(rows, { maxWidth: width, groupDigits: true, ...options });
   const out: string[] = [];
-  if (s.warehouse.copy === 'live') {
+  if (!copy) {
     out.push(`Warehouse ${s.warehouse.path} (live)\n`);
   } else {
     out.push(
-      `Warehouse: the published copy ${s.warehouse.path}, ${age(s.warehouse.publishedAt)} old\n` +
-        `(the live warehouse ${s.warehouse.livePath} is in use by ${s.warehouse.heldBy}, e.g. reports-sync run; ` +
-        `runs after that publish are not shown)\n`,
+      `Warehouse: the published copy ${s.warehouse.path}, written ${age(s.warehouse.publishedAt)} ago: ` +
+        `runs after that are not shown. The live warehouse ${s.warehouse.livePath} is in use by ` +
+        `${s.warehouse.heldBy}.\n`,
     );
   }
   const rows = s.schedule.map((j) => ({
     job: j.job,
     schedule: j.schedule + (j.scheduleFrom === 'declaration' ? '' : ` (${j.scheduleFrom})`),
-    target: j.target,
     'next run': j.nextRun
-      ? `${local(j.nextRun)} (in ${formatAge(Date.parse(j.nextRun) - now)})`
+      ? `in ${formatAge(Date.parse(j.nextRun) - now)}, ${local(j.nextRun)}`
       : `disabled: ${j.disabledReason}`,
-    'last run': j.lastRun ? `${local(j.lastRun)} ${j.lastStatus}` : 'never',
-    'last success': j.lastSuccess ? `${local(j.lastSuccess)} (${age(j.lastSuccess)} ago)` : 'never',
+    'last run': j.lastRun ? `${j.lastStatus} ${age(j.lastRun)} ago` : none,
+    'last success': j.lastSuccess ? `${age(j.lastSuccess)} ago` : none,
+    target: j.target,
   }));
-  out.push(`\nSchedule of reports-sync run (time zone ${config.timezone}):\n${formatTable(rows)}`);
+  out.push(
+    `\nSchedule of reports-sync run (time zone ${config.timezone}):\n` +
+      table(rows, { whole: new Set(['job']), dropFirst: ['target'] }),
+  );
   out.push(
     s.published
-      ? `\nPublished snapshot: ${s.published.path}, ${age(s.published.writtenAt)} old (Parquet: ${s.published.parquet})\n`
-      : `\nPublished snapshot: none yet (reports-sync run publishes one to ${publishedPathFor(config.warehouse)} after each successful job)\n`,
+      ? `\nPublished snapshot: ${s.published.path}, written ${age(s.published.writtenAt)} ago (Parquet: ${s.published.parquet})\n`
+      : `\nPublished snapshot: none yet. reports-sync run publishes one to ${publishedPathFor(config.warehouse)} ` +
+          'after its first successful job, then at most every REPORTS_PUBLISH_MIN_INTERVAL_MS when data changed; ' +
+          'reports-sync serve publishes one as it starts.\n',
   );
-  // The run log's times are UTC, shown as stored.
-  const runs = s.runs.map((r) => ({
+  // The run log's times are UTC, shown as stored; errors whole below the table, where they fit.
+  const runs = s.runs.map(({ error: _error, ...r }) => ({
     ...r,
     started: typeof r.started === 'string' ? r.started.slice(0, 19).replace('T', ' ') : r.started,
   }));
-  out.push(`\nLast runs:\n${formatTable(runs)}`);
+  const errors = s.runs
+    .filter((r) => typeof r.error === 'string')
+    .map((r) => `  ${String(r.run_id)}: ${String(r.error)}\n`);
+  out.push(
+    `\nLast runs (UTC):\n${table(runs, {
+      whole: new Set(['run_id']),
+      dropFirst: ['job', 'started', 'unchanged', 'flagged', 'seconds', 'updated', 'loaded', 'removed'],
+    })}` + (errors.length > 0 ? `Errors of these runs:\n${errors.join('')}` : ''),
+  );
   const drift = s.drift.map((d) => ({
     ...d,
     seen: typeof d.seen === 'string' ? d.seen.slice(0, 19).replace('T', ' ') : d.seen,
@@ -181,9 +223,14 @@ export function renderStatus(s: StatusReport, config: Config): string {
   out.push(
     drift.length === 0
       ? '\nSchema drift: none seen\n'
-      : `\nSchema drift of the last runs (newest first, REPORTS_SCHEMA_CONTRACT=${config.schemaContract}):\n${formatTable(drift)}`,
+      : `\nSchema drift of the last runs (newest first, REPORTS_SCHEMA_CONTRACT=${config.schemaContract}):\n${table(drift)}`,
   );
-  out.push(`\nCurrent reports by destination and status:\n${formatTable(s.reportsByDestinationAndStatus)}`);
-  out.push(`\nTotals:\n${formatTable([s.totals])}`);
-  return out.join('');
+  out.push(
+    s.qualityFlags.length === 0
+      ? '\nData quality: no current report holds an impossible value\n'
+      : `\nData quality: current reports with impossible values (loaded and flagged; see the view current_quality_flags):\n${table(s.qualityFlags)}`,
+  );
+  out.push(`\nCurrent reports by destination and status:\n${table(s.reportsByDestinationAndStatus)}`);
+  out.push(`\nTotals:\n${table([s.totals])}`);
+  return wrapToWidth(out.join(''), width);
 }

@@ -21,13 +21,16 @@ export function registerStatus(program: Command): void {
     .option('--json', 'print one JSON document (the same tables) instead of text')
     .action(async (flags: CommonFlags & { runs: number; json?: boolean }) => {
       const { config } = await configFromFlags(flags);
-      const [{ loadJobs }, { readStatus, renderStatus }] = await Promise.all([
+      const [{ loadJobs }, { readStatus, renderStatus }, { screenWidth }] = await Promise.all([
         import('../daemon/load-jobs.js'),
         import('./status-report.js'),
+        import('../util/screen.js'),
       ]);
       const report = await readStatus(config, await loadJobs(), flags.runs);
       process.stdout.write(
-        flags.json ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report, config),
+        flags.json
+          ? `${JSON.stringify(report, null, 2)}\n`
+          : renderStatus(report, config, screenWidth(process.stdout)),
       );
     });
 }

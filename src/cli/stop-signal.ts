@@ -8,6 +8,11 @@ export interface StopSignalOptions {
   onStop: (signal: NodeJS.Signals) => void;
   /** Called right before the forced exit (grace period over, or a second signal). */
   onGraceOver?: (signal: NodeJS.Signals) => void;
+  /**
+   * Whether the first signal starts the grace timer (default: always). False while work that is never cut
+   * runs (a merge committing): the command then ends when that work does, or at a second signal.
+   */
+  graceApplies?: () => boolean;
 }
 
 /** What {@link onStopSignal} returns. */
@@ -16,7 +21,11 @@ export interface StopSignal {
   received(): NodeJS.Signals | undefined;
   /** The conventional exit code of the signal: 128 + its number (SIGINT 130, SIGTERM 143). */
   exitCode(): number;
-  /** Removes the handlers (and the grace timer). */
+  /**
+   * Ends the handling (and the grace timer): the command's work is over and its exit code set. A signal
+   * from then until the process ends exits at once with that exit code (it no longer stops anything), so
+   * the exit status stays the outcome's instead of the signal's default "killed".
+   */
   dispose(): void;
 }
 
@@ -41,9 +50,16 @@ export function onStopSignal(options: StopSignalOptions): StopSignal {
     }
     signal = received;
     at = Date.now();
-    timer = setTimeout(exitNow, options.graceMs);
-    timer.unref();
+    if (options.graceApplies?.() !== false) {
+      timer = setTimeout(exitNow, options.graceMs);
+      timer.unref();
+    }
     options.onStop(received);
+  };
+  // Once disposed: the exit code the command set (the signal's own when none was set, e.g. after a throw).
+  const afterwards = (received: NodeJS.Signals) => {
+    const code = process.exitCode;
+    process.exit(typeof code === 'number' ? code : signalExitCode(received));
   };
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);
@@ -54,6 +70,8 @@ export function onStopSignal(options: StopSignalOptions): StopSignal {
       if (timer) clearTimeout(timer);
       process.off('SIGINT', handler);
       process.off('SIGTERM', handler);
+      process.on('SIGINT', afterwards);
+      process.on('SIGTERM', afterwards);
     },
   };
 }

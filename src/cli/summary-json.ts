@@ -1,18 +1,37 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { describe as describeDrift } from '../sync/drift-hooks.js';
 import type { RunSummary } from '../sync/run-sync.js';
+import type { DriftEvent } from '../warehouse/drift.js';
+import { runQualityFlags } from '../warehouse/quality-flags.js';
+import { rejectReasons } from '../warehouse/reject-reasons.js';
+import { readRunFacts, type RunFacts } from './run-facts.js';
 
 /** One run of `sync --json`: the summary's figures, the error if any, and its rejects grouped by reason. */
-export interface RunJson {
+export interface RunJson extends RunFacts {
   runId: string;
   source: string;
   status: RunSummary['status'];
   durationMs: number;
   attempts: number;
-  counters: RunSummary['counters'];
+  /**
+   * The run's counters. `recordsLoaded` counts records merged into the warehouse: 0 for a run that did not
+   * succeed (it merged nothing), whose valid records were only staged (`recordsStaged`).
+   */
+  counters: RunSummary['counters'] & { recordsStaged: number };
   error?: Record<string, unknown> | undefined;
   /** Why a succeeded run stopped before the end of its export (absent when it read it all). */
   incompleteReason?: string | undefined;
-  rejectsByReason: { reason: string; records: number }[];
+  /** The full export answered 304 Not Modified: nothing read or merged, every current report seen. */
+  notModified: boolean;
+  /** Schema drift the run saw (a new value, field or type), each with its sentence. */
+  drift: (DriftEvent & { description: string })[];
+  /**
+   * Rejects grouped by the field (`path`) and issue `code` of each record's first issue
+   * (warehouse/reject-reasons.ts): `reason` is `path: message` with the group's most frequent message.
+   */
+  rejectsByReason: { reason: string; path: string; code: string; message: string; records: number }[];
+  /** Versions the run wrote with impossible values (loaded and flagged), by data-quality rule. */
+  qualityFlags: { rule: string; reports: number }[];
 }
 
 /** The document `sync --json` prints: every run, then the warehouse's current reports. */
@@ -23,7 +42,7 @@ export interface SyncJson {
 
 /**
  * The runs of a one-shot sync as one JSON document for scripts and CI (`reports-sync sync --json`): the same
- * facts the text summary prints. Numbers are JSON numbers (counts fit in a double).
+ * facts the text summary prints (print-summary.ts). Numbers are JSON numbers (counts fit in a double).
  */
 export async function runSummariesJson(
   connection: DuckDBConnection,
@@ -31,24 +50,32 @@ export async function runSummariesJson(
 ): Promise<SyncJson> {
   const runs: RunJson[] = [];
   for (const s of summaries) {
-    const reasons = (
-      await connection.runAndReadAll(
-        `SELECT coalesce(nullif(issues->>'$[0].path', ''), '(record)') || ': ' || (issues->>'$[0].message') AS reason,
-                count(*)::DOUBLE AS records
-         FROM rejected_records WHERE run_id = $run GROUP BY ALL ORDER BY records DESC, reason`,
-        { run: s.runId },
-      )
-    ).getRowObjectsJS();
+    const reasons = await rejectReasons(connection, { runId: s.runId });
+    const merged = s.status === 'succeeded';
     runs.push({
       runId: s.runId,
       source: s.source,
       status: s.status,
       durationMs: s.durationMs,
       attempts: s.attempts,
-      counters: s.counters,
+      counters: {
+        ...s.counters,
+        recordsLoaded: merged ? s.counters.recordsLoaded : 0,
+        recordsStaged: s.counters.recordsLoaded,
+      },
       error: s.error?.toJSON(),
       incompleteReason: s.incompleteReason,
-      rejectsByReason: reasons.map((r) => ({ reason: String(r.reason), records: Number(r.records) })),
+      notModified: s.notModified === true,
+      drift: (s.drift ?? []).map((d) => ({ ...d, description: describeDrift(d) })),
+      ...(await readRunFacts(connection, s.runId)),
+      rejectsByReason: reasons.map((r) => ({
+        reason: r.reason,
+        path: r.path,
+        code: r.code,
+        message: r.message,
+        records: r.records,
+      })),
+      qualityFlags: await runQualityFlags(connection, s.runId),
     });
   }
   const byDestinationAndStatus = (

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { prestartDecoders } from '../normalize/decoder-threads.js';
 import { SYNC_TARGETS, type SyncTarget } from '../sync/sync-targets.js';
-import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
+import { configFromFlags, withCommonOptions, withVerbose, type CommonFlags } from './common-options.js';
 
 /**
  * `reports-sync sync`: one sync of the upstream into the warehouse. Exit 0 success, 1 run failed,
@@ -9,23 +9,28 @@ import { configFromFlags, withCommonOptions, type CommonFlags } from './common-o
  */
 export function registerSync(program: Command): void {
   withCommonOptions(
-    program
-      .command('sync')
-      .description(
-        'Sync the upstream exports into the warehouse once (idempotent: re-running changes nothing new)',
-      )
-      .addOption(
-        new Option(
-          '--source <source>',
-          'what to sync: default = NDJSON export then /stats snapshot; csv = the paged CSV export; ' +
-            'stats = only a /stats snapshot; all = NDJSON, then CSV (each export also snapshots /stats); ' +
-            'recent = the newest reports of the list endpoint, up to the first page the warehouse already holds',
+    withVerbose(
+      program
+        .command('sync')
+        .description(
+          'Sync the upstream exports into the warehouse once (idempotent: re-running changes nothing new)',
         )
-          .choices([...SYNC_TARGETS])
-          .default('default'),
-      )
-      .option('--page-size <rows>', 'rows per CSV page (env REPORTS_CSV_PAGE_SIZE, default 1000)')
-      .option('--json', 'print one JSON document (runs, counters, rejects by reason) instead of the summary'),
+        .addOption(
+          new Option(
+            '--source <source>',
+            'what to sync: default = NDJSON export then /stats snapshot; csv = the paged CSV export; ' +
+              'stats = only a /stats snapshot; all = NDJSON, then CSV (each export also snapshots /stats); ' +
+              'recent = the newest reports of the list endpoint, up to the first page the warehouse already holds',
+          )
+            .choices([...SYNC_TARGETS])
+            .default('default'),
+        )
+        .option('--page-size <rows>', 'rows per CSV page (env REPORTS_CSV_PAGE_SIZE, default 1000)')
+        .option(
+          '--json',
+          'print one JSON document (runs, counters, rejects by reason) instead of the summary',
+        ),
+    ),
   ).action(async (flags: CommonFlags & { source: SyncTarget; pageSize?: string; json?: boolean }) => {
     const { config, logger } = await configFromFlags(
       flags,

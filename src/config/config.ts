@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { SyncError } from '../util/errors.js';
 import { safeUrl } from '../upstream/safe-url.js';
-import { SETTINGS, type SettingDef, type SettingKey } from './settings.js';
+import { SETTINGS, webhookUrlList, type SettingDef, type SettingKey } from './settings.js';
 
 type Schemas = { [K in SettingKey]: (typeof SETTINGS)[K]['schema'] };
 
@@ -29,13 +29,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   const origin: Record<string, string> = {};
   for (const [key, def] of Object.entries(SETTINGS)) {
     const flag = overrides[key as SettingKey];
-    const fromEnv = env[def.env];
+    const name = envNameGiven(def as SettingDef, env);
     if (flag !== undefined) {
       raw[key] = flag;
       origin[key] = (def as SettingDef).flag ?? `--${kebab(key)}`;
-    } else if (fromEnv !== undefined && fromEnv !== '') {
-      raw[key] = fromEnv;
-      origin[key] = def.env;
+    } else if (name !== undefined) {
+      raw[key] = env[name];
+      origin[key] = name;
     }
   }
   const parsed = schema.safeParse(raw);
@@ -44,7 +44,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       const key = String(issue.path[0]) as SettingKey;
       const def = SETTINGS[key];
       const where = origin[key] ?? def.env;
-      const shown = key === 'apiKey' ? '[redacted]' : JSON.stringify(raw[key]);
+      const shown = (def as SettingDef).secret === true ? '[redacted]' : JSON.stringify(raw[key]);
       return `${where}=${shown} is not valid: expected ${def.allowed}`;
     });
     throw new SyncError('CONFIG_INVALID', `Invalid configuration:\n  ${problems.join('\n  ')}`, {
@@ -52,13 +52,101 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     });
   }
   const config = Object.freeze(parsed.data) as Config;
+  checkBaseUrlPrefix(config, origin.baseUrl ?? SETTINGS.baseUrl.env);
   registerSecrets(config);
+  checkWebhookSecret(config);
   return config;
+}
+
+/**
+ * A webhook other than a Slack incoming webhook is signed (Standard Webhooks): it needs the secret.
+ * @throws SyncError `CONFIG_INVALID` saying how to make one
+ */
+function checkWebhookSecret(config: Config): void {
+  const unsigned = webhookUrlList(config.alertWebhookUrls).filter((u) => !isSlackWebhook(u));
+  if (unsigned.length === 0 || config.alertWebhookSecret !== undefined) return;
+  throw new SyncError(
+    'CONFIG_INVALID',
+    `Invalid configuration:\n  REPORTS_ALERT_WEBHOOK_URL names ${unsigned.map(webhookLabel).join(', ')}, whose ` +
+      'deliveries are signed (Standard Webhooks), but REPORTS_ALERT_WEBHOOK_SECRET is not set: set it to ' +
+      'whsec_ and 32 random bytes in base64 (REPORTS_ALERT_WEBHOOK_SECRET="whsec_$(openssl rand -base64 32)") ' +
+      'and give the receiver the same secret',
+  );
+}
+
+/** Whether `url` is a Slack incoming webhook (hooks.slack.com): it takes a Slack message, unsigned. */
+export function isSlackWebhook(url: string): boolean {
+  return URL.canParse(url) && new URL(url).hostname.toLowerCase() === 'hooks.slack.com';
+}
+
+/**
+ * A webhook URL as it may be shown (`reports-sync config`, logs, `alert_deliveries.endpoint`): its origin,
+ * and `/[redacted]` for any path or query, which may hold a token (a Slack URL's path is its secret).
+ */
+export function webhookLabel(url: string): string {
+  if (!URL.canParse(url)) return '[unparseable url]';
+  const u = new URL(url);
+  const rest = u.pathname.replace(/^\/$/, '') + u.search;
+  return `${u.protocol}//${u.host}${rest === '' ? '' : '/[redacted]'}`;
+}
+
+/**
+ * Refuses a base URL that ends with the prefix every API path starts with (`http://host/api/v1/public`):
+ * the paths add it again (`/api/v1/public/api/v1/public/reports.ndjson`), and every request would answer
+ * 404. The prefix is the folder the configured paths share, so it is `/api/v1/public` by default and
+ * nothing when the paths were set without one.
+ *
+ * @throws SyncError `CONFIG_INVALID` naming the setting (`where`) and the URL to use instead
+ */
+function checkBaseUrlPrefix(config: Config, where: string): void {
+  if (config.baseUrl === undefined || !URL.canParse(config.baseUrl)) return;
+  const url = new URL(config.baseUrl);
+  const base = url.pathname.replace(/\/+$/, '');
+  const prefix = sharedFolder([config.ndjsonPath, config.csvPath, config.statsPath, config.listPath]);
+  if (prefix === '' || !base.endsWith(prefix)) return;
+  url.pathname = base.slice(0, base.length - prefix.length) || '/';
+  const root = safeUrl(url).replace(/\/$/, '');
+  throw new SyncError(
+    'CONFIG_INVALID',
+    `Invalid configuration:\n  ${where}=${safeUrl(config.baseUrl)} ends with ${prefix}, which reports-sync adds ` +
+      `to every request itself (REPORTS_NDJSON_PATH=${config.ndjsonPath}): give the service's root, ${root}`,
+    { context: { setting: where, prefix, suggested: root } },
+  );
+}
+
+/** The folder the paths share, by whole segments (`/api/v1/public` for the default paths), or ''. */
+function sharedFolder(paths: string[]): string {
+  const split = paths.map((p) =>
+    p
+      .split('/')
+      .filter((s) => s !== '')
+      .slice(0, -1),
+  );
+  const first = split[0] ?? [];
+  let n = 0;
+  while (n < first.length && split.every((s) => s[n] === first[n])) n++;
+  return n === 0 ? '' : `/${first.slice(0, n).join('/')}`;
+}
+
+/** The variable that sets `def` in `env`: its name, else its former name, when given and not empty. */
+function envNameGiven(def: SettingDef, env: NodeJS.ProcessEnv): string | undefined {
+  for (const name of [def.env, def.formerEnv]) {
+    if (name !== undefined && env[name] !== undefined && env[name] !== '') return name;
+  }
+  return undefined;
 }
 
 /** Registers the config's secrets with redact.ts: the API key and the base URL's credentials. */
 function registerSecrets(config: Config): void {
   addSecret(config.apiKey);
+  addSecret(config.alertWebhookSecret);
+  for (const url of webhookUrlList(config.alertWebhookUrls)) {
+    addSecret(url);
+    if (!URL.canParse(url)) continue;
+    const u = new URL(url);
+    if (u.pathname.length > 1) addSecret(u.pathname.slice(1));
+    if (u.search.length > 1) addSecret(u.search.slice(1));
+  }
   if (config.baseUrl !== undefined && URL.canParse(config.baseUrl)) {
     const url = new URL(config.baseUrl);
     addSecret(decodeURIComponent(url.password));
@@ -93,10 +181,12 @@ export function effectiveSettings(config: Config, env: NodeJS.ProcessEnv = proce
   return Object.entries(SETTINGS).map(([key, def]) => {
     const raw = config[key as SettingKey] as string | number | boolean | undefined;
     let value = raw;
-    if (raw !== undefined && key === 'apiKey') value = '[redacted]';
+    if (raw !== undefined && key === 'alertWebhookUrls')
+      value = webhookUrlList(String(raw)).map(webhookLabel).join(' ');
+    else if (raw !== undefined && (def as SettingDef).secret === true) value = '[redacted]';
     else if (typeof raw === 'string' && /^https?:\/\//i.test(raw)) value = safeUrl(raw).replace(/\/$/, '');
-    const given = env[def.env];
-    return { env: def.env, value, source: given !== undefined && given !== '' ? 'environment' : 'default' };
+    const given = envNameGiven(def as SettingDef, env);
+    return { env: def.env, value, source: given !== undefined ? 'environment' : 'default' };
   });
 }
 
@@ -126,22 +216,44 @@ export function requireBaseUrl(config: Config): string {
   return config.baseUrl;
 }
 
-/** `REPORTS_*` names read outside the settings: job schedules (daemon/load-jobs.ts) and the test failpoint. */
-const OTHER_ENV = [/^REPORTS_SCHEDULE_/, /^REPORTS_FAILPOINT$/];
+/** `REPORTS_*` names read outside the settings: job schedules and freshness objectives (daemon/load-jobs.ts) and the test failpoint. */
+const OTHER_ENV = [/^REPORTS_SCHEDULE_/, /^REPORTS_FRESHNESS_/, /^REPORTS_FAILPOINT$/];
+
+/**
+ * What the environment's `REPORTS_*` names call for, as sentences to print as warnings: a former name of a
+ * setting (read, or ignored when the new name is set too), then {@link unknownEnvNames}.
+ */
+export function envWarnings(env: NodeJS.ProcessEnv): string[] {
+  const former: string[] = [];
+  for (const def of Object.values(SETTINGS) as SettingDef[]) {
+    const old = def.formerEnv;
+    if (old === undefined || env[old] === undefined || env[old] === '') continue;
+    former.push(
+      env[def.env] !== undefined && env[def.env] !== ''
+        ? `${old} is ignored: ${def.env}, its new name, is set too; remove ${old}`
+        : `${old} is the former name of ${def.env}: it is read for now, rename it to ${def.env}`,
+    );
+  }
+  return [...former, ...unknownEnvNames(env)];
+}
 
 /**
  * The `REPORTS_*` variables of `env` that no setting reads (a typo such as `REPORTS_RECENT_PAGESIZE` would
  * otherwise change nothing, silently), each as a sentence naming the closest setting when one is near.
+ * Former names of settings are not unknown (see {@link envWarnings}).
  */
 export function unknownEnvNames(env: NodeJS.ProcessEnv): string[] {
-  const known = Object.values(SETTINGS).map((d) => d.env);
+  const known = (Object.values(SETTINGS) as SettingDef[]).flatMap((d) =>
+    d.formerEnv === undefined ? [d.env] : [d.env, d.formerEnv],
+  );
   return Object.keys(env)
     .filter(
       (name) => name.startsWith('REPORTS_') && !known.includes(name) && !OTHER_ENV.some((p) => p.test(name)),
     )
     .sort()
     .map((name) => {
-      const near = known.map((k) => ({ k, d: editDistance(name, k) })).sort((a, b) => a.d - b.d)[0];
+      const current = Object.values(SETTINGS).map((d) => d.env);
+      const near = current.map((k) => ({ k, d: editDistance(name, k) })).sort((a, b) => a.d - b.d)[0];
       const hint = near && near.d <= 3 ? ` (did you mean ${near.k}?)` : '';
       return `${name} is not a setting and is ignored${hint}: see docs/configuration.md`;
     });

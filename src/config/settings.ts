@@ -16,6 +16,10 @@ export interface SettingDef<S extends z.ZodType = z.ZodType> {
   flag?: string;
   /** The default as the docs show it, when the value depends on the machine (`auto`). */
   shownDefault?: string;
+  /** A former name of the variable, still read (with a warning naming `env`) when `env` is not set. */
+  formerEnv?: string;
+  /** Its value is a secret: never printed (`reports-sync config`, error messages), see util/redact.ts. */
+  secret?: boolean;
 }
 
 // Text is read as a number only when it is written as a decimal one (`1e6`, `10.0`, `.5` are): a blank
@@ -52,6 +56,7 @@ export const SETTINGS = {
   },
   apiKey: {
     env: 'REPORTS_API_KEY',
+    secret: true,
     schema: z.string().min(1).optional(),
     allowed: 'a non-empty string',
     doc: 'Optional partner key, sent as `X-API-Key`. Never logged, never sent to another origin.',
@@ -127,10 +132,11 @@ export const SETTINGS = {
     doc: 'On schema drift (a new `status`/`destination` value, a new field, a changed JSON type): `evolve` records it and merges; `freeze` fails the run before merging.',
   },
   publishMinIntervalMs: {
-    env: 'REPORTS_PUBLISH_MIN_INTERVAL',
+    env: 'REPORTS_PUBLISH_MIN_INTERVAL_MS',
+    formerEnv: 'REPORTS_PUBLISH_MIN_INTERVAL',
     schema: int(0, 86_400_000).default(3_600_000),
     allowed: 'milliseconds from 0 to 86400000',
-    doc: 'The daemon republishes its snapshot at most this often (ms; 0: after every job that changed something); a job that changed nothing never republishes. The daemon’s reader serves the live warehouse meanwhile.',
+    doc: 'The daemon republishes its snapshot at most this often (ms; 0: after every job that changed something); a job that changed nothing never republishes. The daemon’s reader serves the live warehouse meanwhile. Formerly `REPORTS_PUBLISH_MIN_INTERVAL`, still read with a warning.',
   },
   connectTimeoutMs: {
     env: 'REPORTS_CONNECT_TIMEOUT_MS',
@@ -149,6 +155,18 @@ export const SETTINGS = {
     schema: int(1, 3_600_000).default(60_000),
     allowed: 'milliseconds from 1 to 3600000',
     doc: 'Longest silence between two body chunks (ms): a stalled body fails instead of hanging.',
+  },
+  minSpeedBytes: {
+    env: 'REPORTS_MIN_SPEED_BYTES',
+    schema: int(0, 1_073_741_824).default(1_024),
+    allowed: 'bytes per second from 0 (off) to 1073741824',
+    doc: "Slowest body accepted (bytes per second, as curl's `--speed-limit`): a body arriving slower on average over `REPORTS_MIN_SPEED_WINDOW_MS` fails with `BODY_TOO_SLOW` and is retried like a stall; 0 turns the check off.",
+  },
+  minSpeedWindowMs: {
+    env: 'REPORTS_MIN_SPEED_WINDOW_MS',
+    schema: int(100, 3_600_000).default(60_000),
+    allowed: 'milliseconds from 100 to 3600000',
+    doc: "The window `REPORTS_MIN_SPEED_BYTES` is averaged over (ms, as curl's `--speed-time`); time our side spends not reading (its buffer full) does not count.",
   },
   exportDeadlineMs: {
     env: 'REPORTS_EXPORT_DEADLINE_MS',
@@ -400,6 +418,72 @@ export const SETTINGS = {
     allowed: 'true or false',
     doc: 'Force pretty (true) or JSON (false) logs; default: pretty on a TTY.',
   },
+  // Alerts (docs/deployment.md, "Alerts"): webhooks, and the thresholds of the incidents.
+  alertWebhookUrls: {
+    env: 'REPORTS_ALERT_WEBHOOK_URL',
+    secret: true,
+    schema: z
+      .string()
+      .refine(
+        (v) => webhookUrlList(v).every((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol)),
+        'http(s) URLs separated by commas or spaces',
+      )
+      .optional(),
+    allowed: 'one or more http(s) URLs separated by commas or spaces',
+    doc: 'Webhooks that receive every alert event (several: separated by commas or spaces), signed per the Standard Webhooks spec with `REPORTS_ALERT_WEBHOOK_SECRET`; a Slack incoming webhook (hooks.slack.com) gets a Slack message instead. Printed with its path redacted.',
+  },
+  alertWebhookSecret: {
+    env: 'REPORTS_ALERT_WEBHOOK_SECRET',
+    secret: true,
+    schema: z
+      .string()
+      .regex(/^(whsec_)?[A-Za-z0-9+/]{16,}={0,2}$/, 'whsec_ then base64')
+      .optional(),
+    allowed: 'whsec_ followed by base64 (e.g. whsec_$(openssl rand -base64 32))',
+    doc: 'Signing secret of the webhooks (Standard Webhooks: `whsec_` + base64); required when a webhook is not a Slack one. Never printed.',
+  },
+  alertWebhookTimeoutMs: {
+    env: 'REPORTS_ALERT_WEBHOOK_TIMEOUT_MS',
+    schema: int(100, 600_000).default(10_000),
+    allowed: 'milliseconds from 100 to 600000',
+    doc: 'Longest time one webhook delivery attempt may take (ms); a slower receiver counts as a failed attempt.',
+  },
+  alertWebhookRetries: {
+    env: 'REPORTS_ALERT_WEBHOOK_RETRIES',
+    schema: int(0, 20).default(5),
+    allowed: 'an integer from 0 to 20',
+    doc: 'Retries of a webhook delivery after a network error, a timeout, 408, 429 or 5xx, with backoff doubling from 1 s; each attempt is recorded in `alert_deliveries`.',
+  },
+  alertDrainMs: {
+    env: 'REPORTS_ALERT_DRAIN_MS',
+    schema: int(0, 600_000).default(5_000),
+    allowed: 'milliseconds from 0 to 600000',
+    doc: 'How long the daemon’s shutdown and a one-shot `sync` wait for webhook deliveries still under way (ms); those not done stay `pending` and the daemon sends them at its next start.',
+  },
+  alertCheckIntervalMs: {
+    env: 'REPORTS_ALERT_CHECK_INTERVAL_MS',
+    schema: int(100, 3_600_000).default(60_000),
+    allowed: 'milliseconds from 100 to 3600000',
+    doc: 'How often the daemon’s watchdog checks each job’s freshness and the publish lag (ms), whether or not jobs run.',
+  },
+  alertGapSnapshots: {
+    env: 'REPORTS_ALERT_GAP_SNAPSHOTS',
+    schema: int(1, 1000).default(3),
+    allowed: 'an integer from 1 to 1000',
+    doc: 'A `reconciliation.gap` alert opens when this many consecutive `/stats` comparisons differ by more than `REPORTS_STATS_DIFF_WARN` (not on one noisy reading); it resolves with the first one within it.',
+  },
+  alertQualityFlags: {
+    env: 'REPORTS_ALERT_QUALITY_FLAGS',
+    schema: int(0, 1_000_000_000).default(1),
+    allowed: 'an integer from 0 (off) to 1000000000',
+    doc: 'A run that flags at least this many impossible values (data-quality flags) raises `quality.flagged`; 0 turns it off.',
+  },
+  alertPublishLagMs: {
+    env: 'REPORTS_ALERT_PUBLISH_LAG_MS',
+    schema: int(1000, 604_800_000).default(7_200_000),
+    allowed: 'milliseconds from 1000 to 604800000',
+    doc: 'A publish target (the published snapshot) whose copy misses changes committed longer ago than this raises `publish.lagging` (ms; default twice the default `REPORTS_PUBLISH_MIN_INTERVAL_MS`).',
+  },
   // The daemon (`reports-sync run`, DESIGN.md §7) and progress reporting.
   timezone: {
     env: 'REPORTS_TZ',
@@ -422,6 +506,11 @@ export const SETTINGS = {
 } satisfies Record<string, SettingDef>;
 
 export type SettingKey = keyof typeof SETTINGS;
+
+/** The URLs of `REPORTS_ALERT_WEBHOOK_URL`: separated by commas or white space, empty parts ignored. */
+export function webhookUrlList(value: string | undefined): string[] {
+  return (value ?? '').split(/[\s,]+/).filter((u) => u !== '');
+}
 
 function isTimeZone(name: string): boolean {
   try {

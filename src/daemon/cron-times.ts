@@ -24,3 +24,16 @@ export function schedulePeriodMs(schedule: string, timezone: string): number {
   if (!first || !second) throw new Error(`cron expression ${schedule} has no two next runs`);
   return second.getTime() - first.getTime();
 }
+
+/**
+ * A job's freshness objective (ms): its own (`freshnessMs`, from its declaration or
+ * `REPORTS_FRESHNESS_<NAME>`), else twice its schedule's period (docs/deployment.md, "Alerts"); `null` when
+ * it has none (turned `off`, or the job is disabled).
+ */
+export function freshnessObjectiveMs(
+  job: { schedule: string; enabled: boolean; freshnessMs?: number | null | undefined },
+  timezone: string,
+): number | null {
+  if (!job.enabled || job.freshnessMs === null) return null;
+  return job.freshnessMs ?? 2 * schedulePeriodMs(job.schedule, timezone);
+}

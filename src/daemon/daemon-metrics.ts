@@ -1,4 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
+import type { PublishLag } from '../alerts/watch-rules.js';
 import { nextRuns } from './cron-times.js';
 import type { RunningJob } from './job-queue.js';
 import type { Job } from './load-jobs.js';
@@ -9,6 +10,10 @@ export interface DaemonInfo {
   timezone: string;
   running(): RunningJob | undefined;
   pending(): string[];
+  /** Freshness objective per watched job (ms), see `freshnessObjectiveMs`. */
+  freshnessObjectives?(): ReadonlyMap<string, number>;
+  /** The lag of each publish target at the watchdog's last check. */
+  publishLags?(): ReadonlyMap<string, PublishLag>;
 }
 
 /**
@@ -16,6 +21,10 @@ export interface DaemonInfo {
  * - `reports_sync_job_running{job}`: 1 while the job runs, else 0;
  * - `reports_sync_job_queued{job}`: 1 while it waits behind another job, else 0;
  * - `reports_sync_job_next_run_timestamp_seconds{job}`: Unix time (s) of its next scheduled run (enabled jobs).
+ * - `reports_sync_job_freshness_objective_seconds{job}`: the job's freshness objective (s): the rule
+ *   "job stale" compares the age of its last success with it (deploy/prometheus/alerts.yml);
+ * - `reports_sync_publish_lag_seconds{target}`: how long the first change a publish target misses has been
+ *   committed (s; 0 when it holds every change), at the watchdog's last check.
  * Together with the run-log metrics of `/metrics` they tell an operator what the daemon does now.
  */
 export function registerDaemonMetrics(registry: Registry, info: DaemonInfo): void {
@@ -51,6 +60,25 @@ export function registerDaemonMetrics(registry: Registry, info: DaemonInfo): voi
         const next = nextRuns(job.schedule, info.timezone, 1)[0];
         if (next) this.set({ job: job.name }, Math.floor(next.getTime() / 1000));
       }
+    },
+  });
+  new Gauge({
+    name: 'reports_sync_job_freshness_objective_seconds',
+    help: 'Freshness objective of the job (s): its last success should be younger (default twice its schedule period).',
+    labelNames: ['job'],
+    registers,
+    collect() {
+      for (const [job, ms] of info.freshnessObjectives?.() ?? []) this.set({ job }, ms / 1000);
+    },
+  });
+  new Gauge({
+    name: 'reports_sync_publish_lag_seconds',
+    help: 'Time (s) since the first committed change a publish target does not hold yet; 0 when it holds them all.',
+    labelNames: ['target'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [target, lag] of info.publishLags?.() ?? []) this.set({ target }, lag.lagMs / 1000);
     },
   });
 }

@@ -19,6 +19,12 @@ export interface JobDeclaration {
    * fresh warehouse is loaded before its counters are compared with the upstream's.
    */
   order?: number;
+  /**
+   * Freshness objective (ms): the daemon raises `freshness.breached` when the job has had no successful
+   * run for longer (docs/deployment.md, "Alerts"). Default: twice its schedule's period. The environment
+   * overrides it (`REPORTS_FRESHNESS_<NAME>`, ms or `off`).
+   */
+  freshnessMs?: number;
 }
 
 /**

@@ -4,8 +4,9 @@ import type { Config } from '../config/config.js';
 import { SyncError, errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
-import { buildReader } from '../reader/server.js';
-import { schedulePeriodMs } from './cron-times.js';
+import { buildReader, listenQuietly } from '../reader/server.js';
+import type { ScheduledJob } from '../reader/status-html.js';
+import { nextRuns, schedulePeriodMs } from './cron-times.js';
 import { registerDaemonMetrics, type DaemonInfo } from './daemon-metrics.js';
 
 /** The daemon's HTTP server once listening. */
@@ -28,10 +29,26 @@ export interface HttpServerOptions {
   port: number;
 }
 
+/** The jobs' schedule as the status page shows it, now: next runs, periods and freshness objectives. */
+function scheduleOf(info: DaemonInfo): { timezone: string; jobs: ScheduledJob[] } {
+  const objectives = info.freshnessObjectives?.() ?? new Map<string, number>();
+  return {
+    timezone: info.timezone,
+    jobs: info.jobs.map((job) => ({
+      job: job.name,
+      schedule: job.schedule,
+      nextMs: job.enabled ? (nextRuns(job.schedule, info.timezone, 1)[0]?.getTime() ?? null) : null,
+      periodMs: job.enabled ? schedulePeriodMs(job.schedule, info.timezone) : null,
+      objectiveMs: objectives.get(job.name) ?? null,
+      disabledReason: job.disabledReason,
+    })),
+  };
+}
+
 /**
  * The HTTP side of `reports-sync run`: the reader (`buildReader`) on the daemon's one DuckDB
- * instance (DESIGN.md §6–§7) — the public endpoints under `/api/v1/public`, the status page at `/` (job
- * freshness against each job's schedule period), `GET /healthz` (from memory: 200 ok or degraded, 503
+ * instance (DESIGN.md §6–§7) — the public endpoints under `/api/v1/public`, the status page at `/` (open
+ * alerts, job freshness against each job's objective, schedule and next runs) and the run pages, `GET /healthz` (from memory: 200 ok or degraded, 503
  * when the warehouse is broken) and `GET /metrics`, where the daemon's job gauges
  * (`registerDaemonMetrics`) join the reader's run-log metrics and the process metrics in one registry.
  *
@@ -46,14 +63,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     config: options.config,
     logger: options.logger,
     registry,
-    jobPeriods: new Map(
-      options.info.jobs
-        .filter((job) => job.enabled)
-        .map((job) => [job.name, schedulePeriodMs(job.schedule, options.info.timezone)]),
-    ),
+    schedule: () => scheduleOf(options.info),
   });
   try {
-    await app.listen({ host: options.host, port: options.port });
+    await listenQuietly(app, { host: options.host, port: options.port });
   } catch (err) {
     await app.close().catch(() => undefined);
     throw new SyncError(

@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { LAST_RESET_SQL } from '../warehouse/data-tables.js';
 
 /** The last run and the last successful run of one job, from `sync_runs` (times are UTC instants). */
 export interface JobRunHistory {
@@ -11,7 +12,8 @@ export interface JobRunHistory {
 
 /**
  * Reads, per job name of `sync_runs.job`, the last run (any outcome) and the last successful one. A job
- * that ran several sources (target `default`) counts as succeeded when one of its runs did.
+ * that ran several sources (target `default`) counts as succeeded when one of its runs did. A success
+ * before the last full refresh (`reports-sync reset`) does not count: its data was emptied.
  */
 export async function lastRunsByJob(connection: DuckDBConnection): Promise<Map<string, JobRunHistory>> {
   const rows = (
@@ -19,8 +21,8 @@ export async function lastRunsByJob(connection: DuckDBConnection): Promise<Map<s
       `SELECT job,
               epoch_ms(max(started_at)) AS last_started,
               arg_max(status, started_at) AS last_status,
-              epoch_ms(max(started_at) FILTER (WHERE status = 'succeeded')) AS success_started,
-              epoch_ms(max(finished_at) FILTER (WHERE status = 'succeeded')) AS success_finished
+              epoch_ms(max(started_at) FILTER (WHERE status = 'succeeded' AND started_at > ${LAST_RESET_SQL})) AS success_started,
+              epoch_ms(max(finished_at) FILTER (WHERE status = 'succeeded' AND started_at > ${LAST_RESET_SQL})) AS success_finished
        FROM sync_runs GROUP BY job`,
     )
   ).getRowObjectsJS();

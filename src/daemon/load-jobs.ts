@@ -14,7 +14,7 @@ import type { JobDeclaration } from './define-job.js';
 export const JOBS_DIR = fileURLToPath(new URL('../../jobs/', import.meta.url));
 
 /** A declared job with its effective schedule (the declaration, or the env override). */
-export interface Job extends JobDeclaration {
+export interface Job extends Omit<JobDeclaration, 'freshnessMs'> {
   /** The file that declared it (`sync-ndjson.ts`), or `(inline)` for jobs built in code. */
   file: string;
   /** Where `schedule` comes from: `declaration`, or the environment variable that overrides it. */
@@ -23,6 +23,11 @@ export interface Job extends JobDeclaration {
   enabled: boolean;
   /** Why a job is disabled: `REPORTS_SCHEDULE_<NAME>=off`, or a target this build does not know. */
   disabledReason?: string | undefined;
+  /**
+   * Freshness objective (ms) from the declaration or `REPORTS_FRESHNESS_<NAME>`; undefined: the default
+   * (twice the schedule's period, see `freshnessObjectiveMs`); `null`: no objective (`off`).
+   */
+  freshnessMs?: number | null | undefined;
 }
 
 const DECLARATION = z.strictObject({
@@ -31,6 +36,7 @@ const DECLARATION = z.strictObject({
   target: z.string().min(1),
   description: z.string(),
   order: z.number().int().optional(),
+  freshnessMs: z.number().int().positive().optional(),
 });
 
 /** `sync-ndjson` → `REPORTS_SCHEDULE_SYNC_NDJSON`: the variable that overrides a job's schedule. */
@@ -38,12 +44,18 @@ export function scheduleEnvName(jobName: string): string {
   return `REPORTS_SCHEDULE_${jobName.toUpperCase().replace(/-/g, '_')}`;
 }
 
+/** `sync-ndjson` → `REPORTS_FRESHNESS_SYNC_NDJSON`: the variable that overrides a job's freshness objective. */
+export function freshnessEnvName(jobName: string): string {
+  return `REPORTS_FRESHNESS_${jobName.toUpperCase().replace(/-/g, '_')}`;
+}
+
 /**
  * Loads every job declared in `dir` (default {@link JOBS_DIR}: each `*.ts`/`*.js` file's default export)
  * in the order of their `order` field, then file name, and applies the environment (see {@link resolveJobs}).
  *
  * @throws SyncError `JOB_INVALID` (exit 2) naming the file whose declaration is not valid;
- *   `CONFIG_INVALID` (exit 2) for a bad `REPORTS_SCHEDULE_<NAME>` value, or one that names no job
+ *   `CONFIG_INVALID` (exit 2) for a bad `REPORTS_SCHEDULE_<NAME>` or `REPORTS_FRESHNESS_<NAME>` value, or
+ *   one that names no job
  */
 export async function loadJobs(
   options: { dir?: string; env?: NodeJS.ProcessEnv; targets?: readonly string[] } = {},
@@ -113,6 +125,9 @@ export function resolveJobs(
         );
       }
     }
+    // `off` (null) wins over a declared objective, as an override of any value does.
+    const freshness = freshnessOverride(env, job.name);
+    const freshnessMs = freshness === undefined ? job.freshnessMs : freshness;
     if (!disabledReason && !targets.includes(job.target)) {
       disabledReason =
         `target ${JSON.stringify(job.target)} is not available in this build ` +
@@ -125,21 +140,40 @@ export function resolveJobs(
       scheduleFrom,
       enabled: disabledReason === undefined,
       disabledReason,
+      freshnessMs,
     });
   }
   // An override that names no job would change nothing, silently (a typo in the job's name).
-  const names = new Set(jobs.map((j) => scheduleEnvName(j.name)));
+  const names = new Set(jobs.flatMap((j) => [scheduleEnvName(j.name), freshnessEnvName(j.name)]));
   const stray = Object.keys(env).filter(
-    (k) => k.startsWith('REPORTS_SCHEDULE_') && !names.has(k) && (env[k] ?? '').trim() !== '',
+    (k) => /^REPORTS_(SCHEDULE|FRESHNESS)_/.test(k) && !names.has(k) && (env[k] ?? '').trim() !== '',
   );
   if (stray.length > 0) {
     throw new SyncError(
       'CONFIG_INVALID',
-      `${stray.join(', ')} names no job: the jobs are ${[...names].join(', ')} (jobs/*.ts)`,
+      `${stray.join(', ')} names no job: the jobs are ${jobs.map((j) => scheduleEnvName(j.name)).join(', ')} (jobs/*.ts)`,
       { context: { stray } },
     );
   }
   return jobs;
+}
+
+/**
+ * `REPORTS_FRESHNESS_<NAME>`: milliseconds (a whole number, 1 or more) or `off` (`null`); undefined when unset.
+ * @throws SyncError `CONFIG_INVALID` for any other value
+ */
+function freshnessOverride(env: NodeJS.ProcessEnv, jobName: string): number | null | undefined {
+  const name = freshnessEnvName(jobName);
+  const value = env[name]?.trim();
+  if (!value) return undefined;
+  if (value.toLowerCase() === 'off') return null;
+  if (/^\d+$/.test(value) && Number(value) >= 1) return Number(value);
+  throw new SyncError(
+    'CONFIG_INVALID',
+    `Invalid configuration:\n  ${name}=${JSON.stringify(value)} is not valid: expected milliseconds (a whole ` +
+      `number, e.g. 172800000 for two days) or off`,
+    { context: { variable: name } },
+  );
 }
 
 function jobInvalid(file: string, what: string): SyncError {

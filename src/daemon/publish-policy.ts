@@ -4,7 +4,7 @@ export type PublishDecision =
   | 'publish'
   /** Nothing changed since the last publish: the published copy is current. */
   | 'unchanged'
-  /** Changes wait: the last publish is younger than `REPORTS_PUBLISH_MIN_INTERVAL`. */
+  /** Changes wait: the last publish is younger than `REPORTS_PUBLISH_MIN_INTERVAL_MS`. */
   | 'deferred';
 
 /**
@@ -21,7 +21,7 @@ export class PublishPolicy {
   #lastAt: number | undefined;
 
   /**
-   * @param minIntervalMs `REPORTS_PUBLISH_MIN_INTERVAL` (ms; 0: after every job that changed something)
+   * @param minIntervalMs `REPORTS_PUBLISH_MIN_INTERVAL_MS` (ms; 0: after every job that changed something)
    * @param lastPublishedAt when the current published copy was written (its file's mtime), if there is one
    * @param now the clock (ms since the epoch)
    */

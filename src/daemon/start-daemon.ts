@@ -12,6 +12,9 @@ import type { Warehouse } from '../warehouse/database.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { publishSnapshot, publishedDirFor } from '../warehouse/publish.js';
 import { changedAny } from '../warehouse/run-counters.js';
+import { AlertCenter } from '../alerts/alert-center.js';
+import { snapshotLag } from '../alerts/snapshot-lag.js';
+import { Watchdog } from './watchdog.js';
 import { PublishPolicy } from './publish-policy.js';
 import { nextRuns } from './cron-times.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
@@ -29,6 +32,8 @@ export interface DaemonOptions {
   jobs: readonly Job[];
   /** Where snapshots are published (default: `published/` next to the warehouse). */
   publishedDir?: string;
+  /** The clock of the alerts and the watchdog (epoch ms; tests inject one). */
+  clock?: () => number;
 }
 
 /** A running daemon. */
@@ -36,14 +41,21 @@ export interface Daemon {
   /** Base URL of the HTTP server (`/healthz`, the reader). */
   readonly url: string;
   readonly warehouse: Warehouse;
+  /** The freshness and publish-lag watchdog (its `check()` runs one check now). */
+  readonly watchdog: Watchdog;
   /**
    * Graceful stop (SIGTERM/SIGINT): no more scheduling, no new requests, the running job may finish
-   * within `shutdownGraceMs` and is aborted after that (recorded as `aborted`), then the database is
-   * closed. Idempotent; resolves when everything is closed.
+   * within `shutdownGraceMs` and is aborted after that (recorded as `aborted`) — unless its run is already
+   * merging, which is never cut: it commits first. Then the database is closed. Idempotent; resolves when
+   * everything is closed.
    */
   stop(reason?: string): Promise<void>;
-  /** Aborts the running job now, without waiting for the grace period (a second signal). */
-  abortNow(): void;
+  /**
+   * Aborts the running job now, without waiting for the grace period (a second signal). Returns what that
+   * does: `aborted` (its run is not merged, recorded `aborted`), `committing` (its run is past its last stop
+   * point: the merge commits, it is never cut) or `idle` (no job runs).
+   */
+  abortNow(): 'aborted' | 'committing' | 'idle';
 }
 
 /**
@@ -70,6 +82,16 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const warehouse = await openMigratedWarehouse(config);
   const dispatcher = createHttpAgent(config);
   const progress = createProgressReporter({ logger, intervalMs: config.progressIntervalMs });
+  const alerts = new AlertCenter({ warehouse, config, logger, clock: options.clock });
+  const watchdog = new Watchdog({
+    alerts,
+    jobs: options.jobs,
+    timezone: config.timezone,
+    publishTargets: [snapshotLag(publishedDir, () => warehouse.connect())],
+    publishLagMs: config.alertPublishLagMs,
+    logger,
+    clock: options.clock,
+  });
 
   const policy = new PublishPolicy(config.publishMinIntervalMs, publishedAt(publishedDir));
   const publish = async (log: Logger, changed: boolean): Promise<void> => {
@@ -79,7 +101,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         { decision },
         decision === 'unchanged'
           ? 'nothing changed: snapshot not republished'
-          : 'snapshot publish deferred (REPORTS_PUBLISH_MIN_INTERVAL)',
+          : 'snapshot publish deferred (REPORTS_PUBLISH_MIN_INTERVAL_MS)',
       );
       return;
     }
@@ -105,10 +127,14 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   };
   // The reader shares this DuckDB instance: a sync must not lower its memory limit while reading.
   const syncConfig = { ...config, duckdbReadMemoryLimit: config.duckdbMemoryLimit };
+  // The running job's run once it is past its last stop point (merging, committing): a signal no longer
+  // aborts it. Reset when the job's next run starts and when the job ends.
+  let committing: string | undefined;
   const runJob = async (job: Job, reason: RunReason, signal: AbortSignal): Promise<void> => {
     const log = logger.child({ job: job.name });
     log.info({ reason, target: job.target }, 'job started');
     const started = Date.now();
+    let runIds: string[] = [];
     try {
       const summaries = await syncTarget({
         warehouse,
@@ -119,7 +145,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         job: job.name,
         signal,
         onProgress: (p) => progress.update(p),
+        onStep: () => (committing = undefined),
+        onCommit: (runId) => (committing = runId),
       });
+      runIds = summaries.map((s) => s.runId);
       const ok = summaries.length > 0 && summaries.every((s) => s.status === 'succeeded');
       log.info(
         { reason, durationMs: Date.now() - started, runs: summaries.map((s) => `${s.runId}: ${s.status}`) },
@@ -131,8 +160,17 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     } catch (err) {
       log.error({ err: err instanceof SyncError ? err.toJSON() : errorMessage(err) }, 'job failed');
     } finally {
+      committing = undefined;
       progress.done();
+      // Once the runs' outcomes are committed: alerts, then freshness at once (a success restores it).
+      await alerts.afterRuns(runIds, [job.name]);
+      await watchdog.check();
     }
+  };
+  const abortRunning = (): 'aborted' | 'committing' | 'idle' => {
+    if (queue.running === undefined) return 'idle';
+    queue.abortRunning();
+    return committing === undefined ? 'aborted' : 'committing';
   };
   const queue = new JobQueue(runJob);
 
@@ -149,9 +187,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         timezone: config.timezone,
         running: () => queue.running,
         pending: () => queue.pending,
+        freshnessObjectives: () => watchdog.objectives,
+        publishLags: () => watchdog.lags,
       },
     });
   } catch (err) {
+    await alerts.close(0);
     await dispatcher.close();
     warehouse.close();
     throw err;
@@ -193,6 +234,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   } catch (err) {
     for (const task of tasks) await task.destroy();
     await http.close();
+    await alerts.close(0);
     await dispatcher.close();
     warehouse.close();
     throw err;
@@ -209,6 +251,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     void queue.enqueue(due.job, 'catch-up');
   }
   for (const task of tasks) await task.start();
+  // Deliveries a stopped process left pending, then the first check; later ones on their own timer.
+  await alerts.resumePending();
+  void watchdog.check();
+  watchdog.start(config.alertCheckIntervalMs);
   logger.info(
     {
       url: http.url,
@@ -230,6 +276,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     (stopping ??= (async () => {
       logger.info({ reason, running: queue.running?.job.name ?? null }, 'daemon stopping');
       for (const task of tasks) await task.destroy();
+      watchdog.stop();
       queue.close();
       const httpClosed = http.close().catch((err: unknown) => {
         logger.warn({ err: errorMessage(err) }, 'http server close failed');
@@ -237,16 +284,22 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       const deadline = Date.now() + config.shutdownGraceMs;
       const idle = queue.idle();
       if (!(await settlesWithin(idle, config.shutdownGraceMs))) {
+        const job = queue.running?.job.name;
+        const runId = committing;
+        const effect = abortRunning();
         logger.warn(
-          { job: queue.running?.job.name, graceMs: config.shutdownGraceMs },
-          'grace period over: aborting the running job',
+          { job, runId, graceMs: config.shutdownGraceMs },
+          effect === 'committing'
+            ? 'grace period over while the running job merges: a merge is never cut; waiting for its commit'
+            : 'grace period over: aborting the running job (its run is not merged and is recorded as aborted)',
         );
-        queue.abortRunning();
         await idle;
       }
       // Requests still streaming when the grace period is over (a slow client) are cut, not waited for.
       if (!(await settlesWithin(httpClosed, deadline - Date.now()))) http.closeAllConnections();
       await httpClosed;
+      // Deliveries under way get REPORTS_ALERT_DRAIN_MS; those cut stay pending for the next start.
+      await alerts.close(config.alertDrainMs);
       await dispatcher.close();
       warehouse.close();
       logger.info('daemon stopped');
@@ -255,8 +308,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   return {
     url: http.url,
     warehouse,
+    watchdog,
     stop,
-    abortNow: () => queue.abortRunning(),
+    abortNow: abortRunning,
   };
 }
 

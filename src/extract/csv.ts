@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { CsvError, parse } from 'csv-parse/sync';
+import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
 import { SyncError } from '../util/errors.js';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { nullUnquotedEmpty } from './csv-cells.js';
+import { csvRowValue, repeatedColumns, type RepeatedColumns } from './csv-row-value.js';
 import type { ExtractedRecord } from './record.js';
 import { invalidUtf8Offsets, invalidUtf8Reject } from './utf8.js';
 
@@ -108,6 +110,7 @@ class PageParser {
   /** Line of the last row handed over (for the error of a page cut short). */
   private lastLine: number | undefined;
   private header: string[] | undefined;
+  private repeated: RepeatedColumns = [];
   private idColumn = -1;
   private parsed = 0;
   private rejected = 0;
@@ -224,6 +227,7 @@ class PageParser {
       this.end = recordEnd;
       if (this.invalidIn(0, recordEnd) !== undefined) throw this.invalidHeader();
       this.header = fields.map((f) => f ?? '');
+      this.repeated = repeatedColumns(this.header);
       this.idColumn = this.header.indexOf('id');
       return;
     }
@@ -284,7 +288,11 @@ class PageParser {
     const location = { page: options.page, row: this.row, line: this.lastLine };
     const lineBytes = body.subarray(start, trimEnd(body, start, lineEnd + (lineEnd < body.length ? 1 : 0)));
     const invalid = this.invalidIn(start, start + lineBytes.length);
-    const issue = { path: '', message: `malformed CSV: ${err.message}` };
+    const issue = {
+      path: '',
+      message: `malformed CSV: ${err.message}`,
+      code: RECORD_ISSUE_CODES.malformedCsv,
+    };
     if (invalid === undefined) this.emit({ kind: 'malformed', location, ...text, issues: [issue] });
     else {
       const {
@@ -321,6 +329,7 @@ class PageParser {
         body.subarray(start, rawEnd),
         invalid - start,
         options.rejectRawMaxBytes,
+        this.readableId(fields, columns),
       );
       this.emit({ kind: 'malformed', location, ...reject });
       return;
@@ -328,11 +337,22 @@ class PageParser {
     if (this.lastRowRagged) {
       this.rejected++;
       const message = `ragged row: ${fields.length} cells where the header has ${columns.length} columns`;
-      this.emit({ kind: 'malformed', location, raw: text(), issues: [{ path: '', message }] });
+      this.emit({
+        kind: 'malformed',
+        location,
+        raw: text(),
+        issues: [{ path: '', message, code: RECORD_ISSUE_CODES.malformedCsv }],
+      });
       return;
     }
-    const value: Record<string, string | null> = {};
-    for (let i = 0; i < columns.length; i++) value[columns[i] as string] = fields[i] as string | null;
+    const row = csvRowValue(columns, fields, this.repeated);
+    if ('issue' in row) {
+      this.rejected++;
+      const recordId = this.readableId(fields, columns);
+      this.emit({ kind: 'malformed', location, raw: text(), recordId, issues: [row.issue] });
+      return;
+    }
+    const value = row.value;
     this.parsed++;
     const bytes = body.subarray(start, rawEnd);
     this.emit({
@@ -344,6 +364,19 @@ class PageParser {
       bytes,
       value,
     });
+  }
+
+  /**
+   * The id of a quarantined row when it can be read for sure (for `rejected_records.record_id`): the row has
+   * the header's width, its id cell is not blank and holds no U+FFFD (which stands for bytes that were not
+   * UTF-8), and a repeated `id` column agrees. Else undefined.
+   */
+  private readableId(fields: Cells, columns: readonly string[]): string | undefined {
+    if (fields.length !== columns.length) return undefined;
+    const id = fields[this.idColumn];
+    if (typeof id !== 'string' || id.trim() === '' || id.includes('\uFFFD')) return undefined;
+    const agrees = this.repeated.every((g) => g.name !== 'id' || g.at.every((i) => fields[i] === id));
+    return agrees ? id : undefined;
   }
 
   private emit(record: ExtractedRecord): void {

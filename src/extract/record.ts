@@ -1,3 +1,5 @@
+import type { RecordIssue } from '../schema/record-issue.js';
+
 /**
  * Where a record came from in an export, for the run log and the quarantine: physical 1-based `line`
  * of the body (NDJSON line, or the CSV record's first line), and for paged exports the 1-based `page`
@@ -55,5 +57,5 @@ export interface UnreadableRecord {
   /** Size of the full raw record in bytes (when `raw` was cut). */
   rawBytes?: number | undefined;
   recordId?: string | undefined;
-  issues: { path: string; message: string }[];
+  issues: RecordIssue[];
 }

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
 import type { RecordLocation, UnreadableRecord } from './record.js';
 
 /**
@@ -74,6 +75,7 @@ export function invalidUtf8Reject(
         message:
           `invalid UTF-8 at byte ${offset} of the record (0x${(bytes[offset] ?? 0).toString(16).padStart(2, '0')}): ` +
           'quarantined with its raw bytes (base64), never decoded with U+FFFD',
+        code: RECORD_ISSUE_CODES.invalidUtf8,
       },
     ],
   };

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { projectedCell } from '../schema/csv-projection.js';
 import { isModelledKey } from '../schema/report.js';
 import { REPORT_RULES as R } from '../schema/report-rules.js';
 import { normalizeTimestamp } from '../schema/timestamp.js';
@@ -67,7 +68,13 @@ export function canonicalLine(
     return undefined;
   if (!isTimestamp(created!) || !isTimestamp(updated!)) return undefined;
   const contentHash = hash('sha1', bytes, 'hex');
-  if (tail === '') return { hash: contentHash, csvHash: contentHash, extraJson: null };
+  if (tail === '') {
+    return {
+      hash: contentHash,
+      csvHash: csvProjectionHash(text.slice(0, -1), [], contentHash),
+      extraJson: null,
+    };
+  }
   const fields = extraFields(tail!, limits);
   if (fields === undefined) return undefined;
   const extraJson = `{${tail!.slice(1)}}`;
@@ -99,26 +106,54 @@ function extraFields(tail: string, limits: ExtraLimits): ExtraField[] | undefine
 }
 
 /**
- * The content hash of the CSV projection (schema/csv-projection.ts): unknown fields as their cell text
- * (`csvCell`: strings as they are, numbers and booleans as text, null left out), keys in code-unit order.
- * Text fields already in that order are their own projection, whose hash is the line's.
+ * The content hash of the CSV projection (schema/csv-projection.ts), built from the line's parts: the known
+ * fields as they are (or with `""` text as null and CRLF as LF, read again when the line may hold such
+ * text), then each unknown field's projection, keys in code-unit order. A line whose text fields and
+ * unknown fields all project to themselves, in that order, is its own projection: its hash is the line's.
  */
 function csvProjectionHash(known: string, fields: ExtraField[], lineHash: string): string {
-  let own = true;
+  // `""` in the known text is an empty string (or an escaped quote ending one: read again, to be sure).
+  const knownOwn = !known.includes('""') && !known.includes('\\r\\n');
+  let own = knownOwn;
+  const literals: Array<string | undefined> = [];
   for (let i = 0; i < fields.length; i++) {
-    if (fields[i]!.valueText.charCodeAt(0) !== 0x22 || (i > 0 && !(fields[i - 1]!.key < fields[i]!.key))) {
-      own = false;
-      break;
-    }
+    const f = fields[i]!;
+    const literal = projectedLiteral(f.valueText);
+    literals.push(literal);
+    own &&= literal === f.valueText && (i === 0 || fields[i - 1]!.key < f.key);
   }
   if (own) return lineHash;
-  let projected = known;
-  for (const f of [...fields].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))) {
-    if (f.valueText === 'null') continue;
-    const cell = f.valueText.charCodeAt(0) === 0x22 ? f.valueText : `"${f.valueText}"`;
-    projected += `,${f.keyText}:${cell}`;
+  let projected = knownOwn ? known : projectedKnown(known);
+  const order = fields.map((_, i) => i).sort((a, b) => (fields[a]!.key < fields[b]!.key ? -1 : 1));
+  for (const i of order) {
+    const literal = literals[i];
+    if (literal !== undefined) projected += `,${fields[i]!.keyText}:${literal}`;
   }
   return hash('sha1', `${projected}}`, 'hex');
+}
+
+/**
+ * The projection of a canonical scalar as a JSON string literal (`projectedCell`), or undefined for no
+ * value: a string already in its class's form is its own literal (no second serialisation); a number
+ * (canonical already) and a boolean are their text, quoted.
+ */
+function projectedLiteral(valueText: string): string | undefined {
+  if (valueText === 'null') return undefined;
+  if (valueText.charCodeAt(0) !== 0x22) return `"${valueText}"`;
+  const text = decode(valueText);
+  const projected = projectedCell(text);
+  if (projected === text) return valueText;
+  return projected === undefined ? undefined : JSON.stringify(projected);
+}
+
+/** The known fields' text (a line's prefix, up to `updatedAt`) with `""` text fields as null, CRLF as LF. */
+function projectedKnown(known: string): string {
+  const wire = JSON.parse(`${known}}`) as Record<string, unknown>;
+  for (const key of ['category', 'description', 'address']) {
+    const text = wire[key];
+    if (typeof text === 'string') wire[key] = text === '' ? null : text.replace(/\r\n/g, '\n');
+  }
+  return JSON.stringify(wire).slice(0, -1);
 }
 
 /** The value of a canonical JSON string literal (a slice when it holds no escape). */

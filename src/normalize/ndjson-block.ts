@@ -1,6 +1,8 @@
 import type { NdjsonBlock, OverLongLine } from '../extract/block-packer.js';
 import { parseJsonLine } from '../extract/ndjson.js';
+import { readableJsonId } from '../extract/readable-id.js';
 import { firstInvalidUtf8, invalidUtf8Reject } from '../extract/utf8.js';
+import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
 import { canonicalJson, contentHash } from '../schema/report.js';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { validateWireLine } from '../schema/wire-line.js';
@@ -70,7 +72,7 @@ export function decodeBlock(
     const invalid = firstInvalidUtf8(raw);
     if (invalid !== -1) {
       rejected++;
-      rejects.push(invalidUtf8Reject(location, raw, invalid, rawMaxBytes));
+      rejects.push(invalidUtf8Reject(location, raw, invalid, rawMaxBytes, readableJsonId(raw)));
       continue;
     }
     const text = raw.toString('utf8');
@@ -89,7 +91,10 @@ export function decodeBlock(
         location,
         raw: cut ? raw.subarray(0, rawMaxBytes).toString('utf8') : text,
         ...(cut ? { rawTruncated: true, rawBytes: raw.length } : {}),
-        issues: [{ path: '', message: `malformed JSON: ${parsed.error}` }],
+        recordId: readableJsonId(raw),
+        issues: [
+          { path: '', message: `malformed JSON: ${parsed.error}`, code: RECORD_ISSUE_CODES.malformedJson },
+        ],
       });
       continue;
     }
@@ -135,6 +140,13 @@ function overLongReject(line: OverLongLine): Reject {
     raw: line.text,
     rawTruncated: true,
     rawBytes: line.bytes,
-    issues: [{ path: '', message: `line of ${line.bytes} bytes exceeds the ${line.limit}-byte limit` }],
+    recordId: readableJsonId(Buffer.from(line.text)),
+    issues: [
+      {
+        path: '',
+        message: `line of ${line.bytes} bytes exceeds the ${line.limit}-byte limit`,
+        code: RECORD_ISSUE_CODES.recordTooLarge,
+      },
+    ],
   };
 }

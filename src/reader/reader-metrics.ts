@@ -37,6 +37,10 @@ const DRIFT_KINDS: readonly DriftKind[] = ['new_value', 'new_field', 'type_chang
  * - `reports_sync_rejected_records`: rows of `rejected_records` (quarantined records of every run);
  * - `reports_sync_drift_events_total{kind}`: schema drift events in `drift_events` by kind (a counter: the
  *   table only grows);
+ * - `reports_sync_stats_total{source}`: the upstream `/stats` total and the warehouse's at the last
+ *   comparison (`upstream`, `warehouse`), and `reports_sync_stats_total_difference`, upstream minus
+ *   warehouse (the rule "reconciliation gap" watches it);
+ * - `reports_sync_alerts_open{type}`: open alert incidents by the type that opened them (alert_events);
  * - `reports_sync_http_request_duration_seconds{method,route,status_code}`: reader requests (histogram);
  * - prom-client's default process metrics when the registry is the reader's own.
  */
@@ -50,6 +54,9 @@ export class ReaderMetrics {
   readonly #reports: Gauge<'state'>;
   readonly #rejected: Gauge;
   readonly #drift: Counter<'kind'>;
+  readonly #statsTotal: Gauge<'source'>;
+  readonly #statsDiff: Gauge;
+  readonly #alertsOpen: Gauge<'type'>;
   readonly #http: Histogram<'method' | 'route' | 'status_code'>;
 
   /** @param registry where to register (the daemon passes its own); default: a new one with process metrics */
@@ -110,6 +117,23 @@ export class ReaderMetrics {
       labelNames: ['kind'],
       registers,
     });
+    this.#statsTotal = new Gauge({
+      name: 'reports_sync_stats_total',
+      help: 'Reports counted at the last /stats comparison: the upstream /stats total and the warehouse total (sync_runs).',
+      labelNames: ['source'],
+      registers,
+    });
+    this.#statsDiff = new Gauge({
+      name: 'reports_sync_stats_total_difference',
+      help: 'Upstream /stats total minus warehouse total at the last comparison (sync_runs.stats_total_diff).',
+      registers,
+    });
+    this.#alertsOpen = new Gauge({
+      name: 'reports_sync_alerts_open',
+      help: 'Open alert incidents by the type that opened them (alert_events).',
+      labelNames: ['type'],
+      registers,
+    });
     this.#http = new Histogram({
       name: 'reports_sync_http_request_duration_seconds',
       help: 'Duration (s) of reader HTTP requests until the response finished.',
@@ -125,7 +149,7 @@ export class ReaderMetrics {
   }
 
   /**
-   * Re-reads the warehouse figures (five small queries) into the gauges; call right before rendering.
+   * Re-reads the warehouse figures (a few small queries) into the gauges; call right before rendering.
    * @throws SyncError `READER_QUERY_TIMEOUT` past `timeoutMs`; DuckDB errors as they are
    */
   async refresh(connection: DuckDBConnection, timeoutMs: number): Promise<void> {
@@ -154,6 +178,17 @@ export class ReaderMetrics {
     );
     const [rejected] = await read(`SELECT count(*)::DOUBLE AS n FROM rejected_records`);
     const drift = await read(`SELECT kind, count(*)::DOUBLE AS n FROM drift_events GROUP BY kind`);
+    const [stats] = await read(
+      `SELECT stats_total_upstream::DOUBLE AS up, stats_total_warehouse::DOUBLE AS wh, stats_total_diff::DOUBLE AS diff
+       FROM sync_runs WHERE status = 'succeeded' AND stats_total_diff IS NOT NULL AND finished_at IS NOT NULL
+       ORDER BY finished_at DESC LIMIT 1`,
+    );
+    const alerts = await read(
+      `SELECT type, count(*)::DOUBLE AS n FROM (
+         SELECT arg_max(state, (raised_at, event_id)) AS state, arg_max(type, (raised_at, event_id)) AS type
+         FROM alert_events WHERE state IN ('open', 'resolved') GROUP BY incident)
+       WHERE state = 'open' GROUP BY type`,
+    );
 
     this.#lastSuccess.reset();
     for (const r of lastSuccess) this.#lastSuccess.set({ job: String(r.job) }, Number(r.ts));
@@ -175,5 +210,17 @@ export class ReaderMetrics {
     this.#drift.reset();
     for (const kind of DRIFT_KINDS) this.#drift.inc({ kind }, 0);
     for (const r of drift) this.#drift.inc({ kind: String(r.kind) }, Number(r.n));
+    this.#statsTotal.reset();
+    this.#statsDiff.reset();
+    if (stats) {
+      this.#statsTotal.set({ source: 'upstream' }, Number(stats.up));
+      this.#statsTotal.set({ source: 'warehouse' }, Number(stats.wh));
+      this.#statsDiff.set(Number(stats.diff));
+    }
+    this.#alertsOpen.reset();
+    for (const type of ['run.failed', 'freshness.breached', 'reconciliation.gap', 'publish.lagging']) {
+      this.#alertsOpen.set({ type }, 0);
+    }
+    for (const r of alerts) this.#alertsOpen.set({ type: String(r.type) }, Number(r.n));
   }
 }

@@ -27,6 +27,8 @@ import { metricsRoute } from './routes/metrics.js';
 import { ndjsonRoute } from './routes/ndjson.js';
 import { statsRoute } from './routes/stats.js';
 import { statusRoute } from './routes/status.js';
+import { runPageRoute } from './routes/run-page.js';
+import type { ScheduledJob } from './status-html.js';
 import { ResponseCache } from './response-cache.js';
 import { sendError } from './send-api-error.js';
 import { SpoolCache } from './spool-cache.js';
@@ -42,12 +44,20 @@ export interface ReaderOptions {
   logger: Logger;
   /** Where `/metrics` registers; default: the reader's own registry with process metrics. */
   registry?: Registry;
-  /** Schedule period per job (ms) for the status page's freshness (the daemon knows them; `serve` does not). */
-  jobPeriods?: ReadonlyMap<string, number>;
+  /**
+   * The jobs' schedule for the status page (cron expression, next run, freshness objective), read at each
+   * render: the daemon knows it; `serve` does not.
+   */
+  schedule?: () => { timezone: string; jobs: readonly ScheduledJob[] };
 }
 
 /** Operational paths (not part of the public API). */
-export const OPS_PATHS = { status: '/', healthz: '/healthz', metrics: '/metrics' } as const;
+export const OPS_PATHS = {
+  status: '/',
+  healthz: '/healthz',
+  metrics: '/metrics',
+  run: '/runs/:runId',
+} as const;
 
 const ALLOWED = 'GET, HEAD';
 
@@ -116,7 +126,7 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     trustProxy: config.readerTrustProxy,
     frameworkErrors: (error, request, reply) => {
       // A path that is not valid percent-encoding names no resource: 404, as the simulator answers.
-      request.log.info({ code: error.code }, 'unroutable request');
+      request.log.debug({ code: error.code }, 'unroutable request');
       notFound(request, reply);
     },
   });
@@ -125,7 +135,8 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     const route = request.routeOptions.url ?? 'unmatched';
     const seconds = reply.elapsedTime / 1000;
     metrics.observeRequest(request.method, route, reply.statusCode, seconds);
-    request.log.info(
+    // Per request, so at debug: a busy reader at info would bury everything else in the log.
+    request.log.debug(
       {
         method: request.method,
         url: request.url,
@@ -186,7 +197,8 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
   app.get(PUBLIC_PATHS.csv, csvRoute(ctx));
   app.get(PUBLIC_PATHS.ndjson, ndjsonRoute(ctx));
   app.get(PUBLIC_PATHS.stats, statsRoute(ctx));
-  app.get(OPS_PATHS.status, statusRoute(ctx, options.jobPeriods ?? new Map()));
+  app.get(OPS_PATHS.status, statusRoute(ctx, options.schedule));
+  app.get(OPS_PATHS.run, runPageRoute(ctx));
   app.get(OPS_PATHS.healthz, healthzRoute(ctx));
   app.get(OPS_PATHS.metrics, metricsRoute(ctx));
 
@@ -215,7 +227,7 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     }
     const status = (error as { statusCode?: number }).statusCode;
     if (status !== undefined && status >= 400 && status < 500) {
-      request.log.info({ code: (error as { code?: string }).code, url: request.url }, 'bad request');
+      request.log.debug({ code: (error as { code?: string }).code, url: request.url }, 'bad request');
       return sendError(reply, status, 'BAD_REQUEST', `The request for ${path} could not be read.`);
     }
     request.log.error({ err: error, url: request.url }, 'request failed');
@@ -250,4 +262,21 @@ function notFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
     'NOT_FOUND',
     `No resource at ${pathOf(request.url)} (public endpoints: ${known}).`,
   );
+}
+
+/**
+ * `app.listen` without fastify's own "Server listening at …" log lines (one per interface on 0.0.0.0): the
+ * command that listens announces itself once, on stdout (`listening on <url>`).
+ */
+export async function listenQuietly(
+  app: FastifyInstance,
+  options: { port: number; host: string },
+): Promise<void> {
+  const level = app.log.level;
+  app.log.level = 'warn';
+  try {
+    await app.listen(options);
+  } finally {
+    app.log.level = level;
+  }
 }

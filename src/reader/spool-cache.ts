@@ -59,10 +59,10 @@ export class SpoolCache {
     this.#forgetOtherStates(etag);
     const id = `${etag}\u0000${key}`;
     let entry = this.#entries.get(id);
+    const shared = entry !== undefined;
     if (entry) {
       this.#entries.delete(id);
       this.#entries.set(id, entry);
-      await onShared();
     } else {
       entry = this.#create(etag, produce);
       this.#entries.set(id, entry);
@@ -72,8 +72,11 @@ export class SpoolCache {
         this.#remove(created);
       });
     }
+    // Counted before the first await: a request of another state (or a trim) running meanwhile must not
+    // unlink the file between finding it here and opening it below.
     entry.users++;
     try {
+      if (shared) await onShared();
       const bytes = await entry.ready;
       const handle = await open(entry.path, 'r');
       return { handle, bytes };

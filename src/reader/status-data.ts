@@ -1,5 +1,6 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { KNOWN_STATUSES } from '../schema/report.js';
+import { rejectReasons } from '../warehouse/reject-reasons.js';
 import { withQueryTimeout } from './query-timeout.js';
 
 /** One run of the run log as the status page lists it. Times are epoch ms; `durationMs` null while running. */
@@ -25,12 +26,32 @@ export interface StatusData {
   runs: StatusRun[];
   /** Reports by status at each of the last 30 successful runs (from `report_versions`), oldest first. */
   series: Array<{ atMs: number; counts: Record<string, number> }>;
-  /** Top reject reasons (first issue of each reject) with a count and an example location. */
+  /**
+   * Top reject reasons: the quarantine grouped by the field and issue code of each record's first issue
+   * (warehouse/reject-reasons.ts), with a count, an example message and the latest location.
+   */
   rejects: Array<{ reason: string; count: number; location: string; runId: string }>;
   /** The last comparison of the upstream `/stats` total with the warehouse (null before any). */
   drift: { atMs: number; upstream: number; warehouse: number; diff: number } | null;
   /** Status values outside the known lifecycle, and destinations that appeared after the first run. */
   unknown: Array<{ field: 'status' | 'destination'; value: string; count: number }>;
+  /** Current reports with impossible values, by data-quality rule (loaded and flagged), most first. */
+  quality: Array<{ rule: string; count: number }>;
+  /** The charts: each job's last 30 finished runs, and the last 30 /stats comparisons, oldest first. */
+  charts: {
+    jobs: Array<{ job: string; runs: ChartRun[] }>;
+    totals: Array<{ atMs: number; runId: string; upstream: number; warehouse: number }>;
+  };
+}
+
+/** One finished run as the charts plot it. */
+export interface ChartRun {
+  runId: string;
+  atMs: number;
+  status: string;
+  recordsRead: number;
+  durationMs: number;
+  rejected: number;
 }
 
 const num = (v: unknown) => (v === null || v === undefined ? 0 : Number(v));
@@ -89,17 +110,19 @@ export async function readStatusData(connection: DuckDBConnection, timeoutMs: nu
     GROUP BY ALL ORDER BY 1, 2`);
   const byTime = new Map<number, Record<string, number>>();
   for (const [at, status, count] of points) {
-    const counts = byTime.get(num(at)) ?? {};
+    // No prototype: a status named `__proto__` is a count like any other.
+    const counts = byTime.get(num(at)) ?? (Object.create(null) as Record<string, number>);
     counts[String(status)] = num(count);
     byTime.set(num(at), counts);
   }
   const series = [...byTime].map(([atMs, counts]) => ({ atMs, counts }));
 
+  // Grouped as the sync summary groups them (warehouse/reject-reasons.ts).
   const rejects = (
-    await rows(`SELECT concat_ws(': ', nullif(issues->>'$[0].path', ''), coalesce(issues->>'$[0].message', 'invalid')),
-        count(*)::DOUBLE, arg_max(location, rejected_at), arg_max(run_id, rejected_at)
-      FROM rejected_records GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10`)
-  ).map((r) => ({ reason: String(r[0]), count: num(r[1]), location: String(r[2]), runId: String(r[3]) }));
+    await withQueryTimeout(connection, timeoutMs, 'The status page', () =>
+      rejectReasons(connection, { limit: 10, locations: 1 }),
+    )
+  ).map((r) => ({ reason: r.reason, count: r.records, location: r.lastLocation, runId: r.lastRunId }));
 
   const [d] = await rows(`SELECT epoch_ms(finished_at)::DOUBLE, stats_total_upstream, stats_total_warehouse,
       stats_total_diff FROM sync_runs WHERE stats_total_upstream IS NOT NULL AND finished_at IS NOT NULL
@@ -116,5 +139,35 @@ export async function readStatusData(connection: DuckDBConnection, timeoutMs: nu
       ORDER BY 1, 3 DESC, 2 LIMIT 40`)
   ).map((r) => ({ field: String(r[0]) as 'status' | 'destination', value: String(r[1]), count: num(r[2]) }));
 
-  return { jobs, runs, series, rejects, drift, unknown };
+  const quality = (
+    await rows(`SELECT rule, count(*)::DOUBLE FROM current_quality_flags GROUP BY rule ORDER BY 2 DESC, 1`)
+  ).map((r) => ({ rule: String(r[0]), count: num(r[1]) }));
+
+  const perJob = await rows(`SELECT job, run_id, epoch_ms(started_at)::DOUBLE, status, records_read::DOUBLE,
+      (epoch_ms(finished_at) - epoch_ms(started_at))::DOUBLE, records_rejected::DOUBLE
+    FROM sync_runs WHERE finished_at IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY job ORDER BY started_at DESC, run_id DESC) <= 30
+    ORDER BY job, started_at, run_id`);
+  const byJob = new Map<string, ChartRun[]>();
+  for (const r of perJob) {
+    const list = byJob.get(String(r[0])) ?? [];
+    list.push({
+      runId: String(r[1]),
+      atMs: num(r[2]),
+      status: String(r[3]),
+      recordsRead: num(r[4]),
+      durationMs: num(r[5]),
+      rejected: num(r[6]),
+    });
+    byJob.set(String(r[0]), list);
+  }
+  const totals = (
+    await rows(`SELECT * FROM (SELECT epoch_ms(finished_at)::DOUBLE AS t, run_id, stats_total_upstream::DOUBLE,
+        stats_total_warehouse::DOUBLE FROM sync_runs
+      WHERE status = 'succeeded' AND stats_total_upstream IS NOT NULL AND finished_at IS NOT NULL
+      ORDER BY finished_at DESC, run_id DESC LIMIT 30) ORDER BY t`)
+  ).map((r) => ({ atMs: num(r[0]), runId: String(r[1]), upstream: num(r[2]), warehouse: num(r[3]) }));
+  const charts = { jobs: [...byJob].map(([job, runs]) => ({ job, runs })), totals };
+
+  return { jobs, runs, series, rejects, drift, unknown, quality, charts };
 }

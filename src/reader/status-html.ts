@@ -1,95 +1,242 @@
+import type { AlertEvent } from '../alerts/alert-event.js';
 import { formatAge } from '../util/format-age.js';
+import { esc, htmlPage, n, tableSection, td, utc } from './html-parts.js';
 import type { StatusData, StatusRun } from './status-data.js';
+import { lineChart, PALETTE } from './svg-chart.js';
+
+/** One job of the daemon's schedule, as the status page shows it. */
+export interface ScheduledJob {
+  job: string;
+  /** Its cron expression. */
+  schedule: string;
+  /** Its next run (epoch ms); null when disabled. */
+  nextMs: number | null;
+  /** Its schedule's period (ms); null when disabled. */
+  periodMs: number | null;
+  /** Its freshness objective (ms): older last success is late (red), and raises `freshness.breached`. */
+  objectiveMs: number | null;
+  disabledReason?: string | undefined;
+}
 
 /** What the status page renders besides the warehouse figures. */
 export interface StatusContext {
   /** Render time, epoch ms (ages are relative to it). */
   nowMs: number;
-  /** Schedule period per job (ms): a job whose last success is older is shown late (red). */
-  periods: ReadonlyMap<string, number>;
+  /** The daemon's jobs (`serve` has none) and the time zone of their cron expressions. */
+  schedule: { timezone: string; jobs: readonly ScheduledJob[] } | undefined;
+  /** The open alerts (alert_events), newest first. */
+  alerts: readonly AlertEvent[];
   /** Seconds between automatic reloads. */
   refreshSeconds: number;
   /** Pool occupancy, as `/healthz` reports it. */
   pool: { size: number; inUse: number; waiting: number; saturated: boolean };
 }
 
-const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
-const STYLE = `
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2430;background:#f5f6f8}
-header{background:#1d2430;color:#fff;padding:12px 24px}header h1{font-size:20px;margin:0}
-header p{margin:2px 0 0;color:#c6ccd6}main{padding:8px 24px 32px;max-width:1200px}
-section{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:12px 16px;margin:14px 0}
-h2{font-size:16px;margin:0 0 8px}table{border-collapse:collapse;width:100%}
-th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eceef2;white-space:nowrap}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
-.ok{color:#17803d;font-weight:600}.late,.failed,.aborted{color:#c62828;font-weight:600}.running{color:#b26a00}
-.muted{color:#6b7380}.grid{display:grid;grid-template-columns:1fr 1fr;gap:14px}
-.grid section{margin:0}svg text{font-size:11px;fill:#4a5260}`;
-
 /**
- * The status page (`GET /`): one self-contained HTML document (inline CSS and SVG, no script, no external
- * asset, so it works offline and behind any proxy) that reloads itself every `refreshSeconds`. Every value
- * from the warehouse is HTML-escaped.
+ * The status page (`GET /`): open alerts at the top, each job's freshness and schedule (cron expression,
+ * next run), reports over time by status, charts over each job's last runs (records read, duration,
+ * rejects) and of the upstream `/stats` total against the warehouse, drift, unknown values, top reject
+ * reasons, data quality, and the last runs, each linked to its page (`/runs/<run id>`). One
+ * self-contained HTML document (html-parts.ts); every value from the warehouse is HTML-escaped.
  */
 export function renderStatusPage(data: StatusData, ctx: StatusContext): string {
   const pool = ctx.pool.saturated
     ? `<span class="late">saturated</span> (${ctx.pool.inUse}/${ctx.pool.size} in use, ${ctx.pool.waiting} waiting)`
     : `${ctx.pool.inUse}/${ctx.pool.size} connections in use`;
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="refresh" content="${ctx.refreshSeconds}"><title>reports-sync status</title><style>${STYLE}</style></head>
-<body><header><h1>reports-sync status</h1>
-<p>Rendered ${esc(new Date(ctx.nowMs).toISOString())} · reloads every ${ctx.refreshSeconds} s · reader: ${pool}</p></header>
-<main>
+  const header = `<h1>reports-sync status</h1>
+<p>Rendered ${esc(new Date(ctx.nowMs).toISOString())} · reloads every ${ctx.refreshSeconds} s · reader: ${pool}</p>`;
+  const main = `${openAlerts(ctx)}
 ${freshness(data, ctx)}
-<section aria-labelledby="chart"><h2 id="chart">Reports over time by status</h2>${chart(data.series)}</section>
+<section aria-labelledby="chart"><h2 id="chart">Reports over time by status</h2>${statusChart(data.series)}</section>
+${runCharts(data)}
 <div class="grid">${drift(data)}${unknown(data)}</div>
 ${rejects(data)}
-${runs(data.runs)}
-</main></body></html>
-`;
+${quality(data)}
+${runs(data.runs)}`;
+  return htmlPage('reports-sync status', header, main, ctx.refreshSeconds);
+}
+
+/** A link to a run's page. */
+export function runLink(runId: string): string {
+  return `<a href="/runs/${encodeURIComponent(runId)}">${esc(runId)}</a>`;
+}
+
+function openAlerts(ctx: StatusContext): string {
+  if (ctx.alerts.length === 0) {
+    return `<section aria-labelledby="alerts"><h2 id="alerts">Open alerts</h2><p class="muted">None.</p></section>`;
+  }
+  const items = ctx.alerts.map(
+    (a) =>
+      `<li><strong>${esc(a.type)}</strong> ${esc(a.summary)} <span class="muted">since ${esc(utc(a.at.getTime()))} UTC` +
+      `${a.runId === null ? '' : ` · run ${runLink(a.runId)}`}</span></li>`,
+  );
+  return `<section class="alerts" aria-labelledby="alerts"><h2 id="alerts">Open alerts (${ctx.alerts.length})</h2><ul>${items.join('')}</ul></section>`;
 }
 
 function freshness(data: StatusData, ctx: StatusContext): string {
-  const rows = data.jobs.map(({ job, lastSuccessMs, lastStatus }) => {
-    const period = ctx.periods.get(job);
-    const age = lastSuccessMs === null ? null : ctx.nowMs - lastSuccessMs;
-    const late = age === null || (period !== undefined && age > period);
-    const ageText = age === null ? 'never succeeded' : `${formatAge(age)} ago`;
-    return `<tr><td>${esc(job)}</td><td class="${late ? 'late' : 'ok'}">${esc(ageText)}${late ? ' (late)' : ''}</td>
-<td>${period === undefined ? '<span class="muted">not scheduled here</span>' : esc(`every ${formatAge(period)}`)}</td>
-<td class="${esc(lastStatus)}">${esc(lastStatus)}</td></tr>`;
+  const scheduled = new Map((ctx.schedule?.jobs ?? []).map((j) => [j.job, j]));
+  const names = [...new Set([...scheduled.keys(), ...data.jobs.map((j) => j.job)])];
+  const rows = names.map((job) => {
+    const seen = data.jobs.find((j) => j.job === job);
+    const s = scheduled.get(job);
+    const age = seen?.lastSuccessMs == null ? null : ctx.nowMs - seen.lastSuccessMs;
+    const limit = s?.objectiveMs ?? s?.periodMs ?? undefined;
+    const late =
+      age === null
+        ? s !== undefined && s.nextMs !== null
+        : limit !== undefined && limit !== null && age > limit;
+    const ageText = age === null ? (seen ? 'never succeeded' : 'no run yet') : `${formatAge(age)} ago`;
+    const schedule =
+      s === undefined
+        ? '<span class="muted">not scheduled here</span>'
+        : `<code>${esc(s.schedule)}</code>${s.periodMs === null ? '' : ` <span class="muted">every ${esc(formatAge(s.periodMs))}</span>`}`;
+    const next =
+      s === undefined
+        ? ''
+        : s.nextMs === null
+          ? `<span class="muted">disabled${s.disabledReason ? `: ${esc(s.disabledReason)}` : ''}</span>`
+          : `${esc(utc(s.nextMs).slice(0, 16))} UTC <span class="muted">in ${esc(formatAge(s.nextMs - ctx.nowMs))}</span>`;
+    const objective = s?.objectiveMs == null ? '' : esc(formatAge(s.objectiveMs));
+    return [
+      td(job),
+      td(`${ageText}${late ? ' (late)' : ''}`, late ? 'late' : 'ok'),
+      td(schedule, '', true),
+      td(next, '', true),
+      td(objective),
+      td(seen?.lastStatus ?? '', seen?.lastStatus ?? ''),
+    ];
   });
-  return `<section aria-labelledby="fresh"><h2 id="fresh">Freshness per job</h2>
-<table aria-labelledby="fresh"><thead><tr><th>Job</th><th>Last success</th><th>Schedule</th><th>Last run</th></tr></thead>
-<tbody>${rows.join('') || '<tr><td colspan="4" class="muted">No run yet.</td></tr>'}</tbody></table></section>`;
+  const zone = ctx.schedule ? ` Cron expressions in the time zone ${esc(ctx.schedule.timezone)}.` : '';
+  return tableSection(
+    'fresh',
+    'Freshness per job',
+    ['Job', 'Last success', 'Schedule', 'Next run', 'Objective', 'Last run'],
+    rows,
+    'No run yet.',
+    `<p class="muted">Late: no successful run within the job's freshness objective (twice its schedule period unless set).${zone}</p>`,
+  );
+}
+
+function runCharts(data: StatusData): string {
+  const { jobs, totals } = data.charts;
+  const perJob = (
+    title: string,
+    pick: (r: StatusData['charts']['jobs'][number]['runs'][number]) => number,
+    format?: (y: number) => string,
+  ) =>
+    lineChart({
+      title,
+      format,
+      series: jobs.map((j, i) => ({
+        name: j.job,
+        color: PALETTE[i % PALETTE.length]!,
+        points: j.runs.map((r) => ({ x: r.atMs, y: pick(r), label: `run ${r.runId}, ${r.status}` })),
+      })),
+    });
+  const seconds = (y: number) => `${(y / 1000).toFixed(y < 10_000 ? 1 : 0)} s`;
+  const figure = (id: string, title: string, body: string) =>
+    `<section aria-labelledby="${id}"><h2 id="${id}">${esc(title)}</h2>${body}</section>`;
+  return `<div class="grid">
+${figure(
+  'c-read',
+  'Records read per run',
+  perJob('Records read by each run of each job', (r) => r.recordsRead),
+)}
+${figure(
+  'c-duration',
+  'Duration per run',
+  perJob('Duration of each run of each job', (r) => r.durationMs, seconds),
+)}
+${figure(
+  'c-rejects',
+  'Rejected records per run',
+  perJob('Records rejected by each run of each job', (r) => r.rejected),
+)}
+${figure(
+  'c-totals',
+  'Upstream /stats total vs warehouse',
+  lineChart({
+    title: 'Upstream /stats total and warehouse total at each comparison',
+    series: [
+      {
+        name: 'upstream /stats',
+        color: PALETTE[0]!,
+        points: totals.map((t) => ({ x: t.atMs, y: t.upstream, label: `run ${t.runId}` })),
+      },
+      {
+        name: 'warehouse',
+        color: PALETTE[2]!,
+        points: totals.map((t) => ({ x: t.atMs, y: t.warehouse, label: `run ${t.runId}` })),
+      },
+    ],
+  }),
+)}
+</div>`;
 }
 
 function runs(list: StatusRun[]): string {
   const rows = list.map((r) => {
     const seconds = r.durationMs === null ? null : r.durationMs / 1000;
-    const rate =
-      seconds === null || seconds <= 0 ? '' : Math.round(r.recordsRead / seconds).toLocaleString('en');
-    return `<tr><td>${esc(new Date(r.startedMs).toISOString().replace('T', ' ').slice(0, 19))}</td>
-<td>${esc(r.job)}</td><td class="${esc(r.status)}">${esc(r.status)}</td>
-<td class="n">${seconds === null ? 'running' : esc(`${seconds.toFixed(1)} s`)}</td><td class="n">${rate}</td>
-<td class="n">${n(r.inserted)}</td><td class="n">${n(r.updated)}</td><td class="n">${n(r.removed)}</td>
-<td class="n">${n(r.rejected)}</td><td class="muted">${esc(r.runId)}</td></tr>`;
+    const rate = seconds === null || seconds <= 0 ? '' : n(Math.round(r.recordsRead / seconds));
+    return [
+      td(utc(r.startedMs)),
+      td(r.job),
+      td(r.status, r.status),
+      td(seconds === null ? 'running' : `${seconds.toFixed(1)} s`, 'n'),
+      td(rate, 'n'),
+      td(n(r.inserted), 'n'),
+      td(n(r.updated), 'n'),
+      td(n(r.removed), 'n'),
+      td(n(r.rejected), 'n'),
+      td(runLink(r.runId), 'muted', true),
+    ];
   });
-  return `<section aria-labelledby="runs"><h2 id="runs">Last ${list.length} runs</h2>
-<table aria-labelledby="runs"><thead><tr><th>Started (UTC)</th><th>Job</th><th>Outcome</th><th class="n">Duration</th>
-<th class="n">Records/s</th><th class="n">Inserted</th><th class="n">Updated</th><th class="n">Removed</th>
-<th class="n">Rejected</th><th>Run</th></tr></thead><tbody>${rows.join('')}</tbody></table></section>`;
+  return tableSection(
+    'runs',
+    `Last ${list.length} runs`,
+    [
+      'Started (UTC)',
+      'Job',
+      'Outcome',
+      '#Duration',
+      '#Records/s',
+      '#Inserted',
+      '#Updated',
+      '#Removed',
+      '#Rejected',
+      'Run',
+    ],
+    rows,
+    'No run yet.',
+  );
 }
 
 function rejects(data: StatusData): string {
-  const rows = data.rejects.map(
-    (r) =>
-      `<tr><td>${esc(r.reason)}</td><td class="n">${n(r.count)}</td><td>${esc(r.location)}</td><td class="muted">${esc(r.runId)}</td></tr>`,
+  const rows = data.rejects.map((r) => [
+    td(r.reason, 'wrap'),
+    td(n(r.count), 'n'),
+    td(r.location),
+    td(runLink(r.runId), 'muted', true),
+  ]);
+  return tableSection(
+    'rejects',
+    'Top reject reasons',
+    ['Reason', '#Records', 'Example location', 'Run'],
+    rows,
+    'No rejected records.',
   );
-  return `<section aria-labelledby="rejects"><h2 id="rejects">Top reject reasons</h2>
-<table aria-labelledby="rejects"><thead><tr><th>Reason</th><th class="n">Records</th><th>Example location</th><th>Run</th></tr></thead>
-<tbody>${rows.join('') || '<tr><td colspan="4" class="muted">No rejected records.</td></tr>'}</tbody></table></section>`;
+}
+
+function quality(data: StatusData): string {
+  const rows = data.quality.map((q) => [td(q.rule), td(n(q.count), 'n')]);
+  return tableSection(
+    'quality',
+    'Data quality',
+    ['Rule', '#Current reports'],
+    rows,
+    'No current report holds an impossible value.',
+    '<p class="muted">Reports loaded with values that cannot be true (the view current_quality_flags lists them).</p>',
+  );
 }
 
 function drift(data: StatusData): string {
@@ -97,81 +244,39 @@ function drift(data: StatusData): string {
   const body =
     d === null
       ? '<p class="muted">No /stats comparison yet.</p>'
-      : `<table aria-labelledby="drift"><tbody>
+      : `<div class="scroll"><table aria-labelledby="drift"><tbody>
 <tr><th>Upstream /stats total</th><td class="n">${n(d.upstream)}</td></tr>
 <tr><th>Warehouse total</th><td class="n">${n(d.warehouse)}</td></tr>
 <tr><th>Drift</th><td class="n ${d.diff === 0 ? 'ok' : 'late'}">${d.diff > 0 ? '+' : ''}${n(d.diff)}</td></tr>
-<tr><th>Compared</th><td class="n">${esc(new Date(d.atMs).toISOString().replace('T', ' ').slice(0, 19))} UTC</td></tr>
-</tbody></table>`;
+<tr><th>Compared</th><td class="n">${esc(utc(d.atMs))} UTC</td></tr>
+</tbody></table></div>`;
   return `<section aria-labelledby="drift"><h2 id="drift">Upstream vs warehouse</h2>${body}</section>`;
 }
 
 function unknown(data: StatusData): string {
-  const rows = data.unknown.map(
-    (u) => `<tr><td>${esc(u.field)}</td><td>${esc(u.value)}</td><td class="n">${n(u.count)}</td></tr>`,
+  const rows = data.unknown.map((u) => [td(u.field), td(u.value, 'wrap'), td(n(u.count), 'n')]);
+  return tableSection(
+    'unknown',
+    'Unknown values seen',
+    ['Field', 'Value', '#Reports'],
+    rows,
+    'None: every status is known, no new destination.',
+    '<p class="muted">Statuses outside the known lifecycle; destinations that appeared after the first run.</p>',
   );
-  return `<section aria-labelledby="unknown"><h2 id="unknown">Unknown values seen</h2>
-<table aria-labelledby="unknown"><thead><tr><th>Field</th><th>Value</th><th class="n">Reports</th></tr></thead>
-<tbody>${rows.join('') || '<tr><td colspan="3" class="muted">None: every status is known, no new destination.</td></tr>'}</tbody></table>
-<p class="muted">Statuses outside the known lifecycle; destinations that appeared after the first run.</p></section>`;
 }
 
-/** An inline SVG line chart: one line per status, x = run time, y = reports; a legend with the latest counts. */
-function chart(series: StatusData['series']): string {
+/** Reports by status at each of the last successful runs: one line per status, the latest counts in the legend. */
+function statusChart(series: StatusData['series']): string {
   if (series.length === 0) return '<p class="muted">No successful run yet.</p>';
   const statuses = [...new Set(series.flatMap((p) => Object.keys(p.counts)))].sort();
-  const W = 760;
-  const H = 240;
-  const left = 56;
-  const right = 12;
-  const top = 12;
-  const bottom = 28;
-  // Round ticks (1, 2 or 5 × a power of ten) and an axis that ends on one.
-  const peak = Math.max(1, ...series.flatMap((p) => Object.values(p.counts)));
-  const raw = peak / 4;
-  const pow = 10 ** Math.floor(Math.log10(raw));
-  const step = Math.max(1, [1, 2, 5, 10].map((m) => m * pow).find((v) => v >= raw) ?? 10 * pow);
-  const max = Math.ceil(peak / step) * step;
-  const t0 = series[0]!.atMs;
-  const t1 = series[series.length - 1]!.atMs;
-  const x = (t: number) =>
-    t1 === t0 ? left + (W - left - right) / 2 : left + ((t - t0) / (t1 - t0)) * (W - left - right);
-  const y = (v: number) => top + (1 - v / max) * (H - top - bottom);
-  const ticks = Array.from({ length: Math.round(max / step) + 1 }, (_, i) => i * step);
-  const grid = ticks
-    .map(
-      (v) =>
-        `<line x1="${left}" x2="${W - right}" y1="${y(v)}" y2="${y(v)}" stroke="#eceef2"/><text x="${left - 6}" y="${y(v) + 4}" text-anchor="end">${n(v)}</text>`,
-    )
-    .join('');
-  const lines = statuses
-    .map((status, i) => {
-      const color = PALETTE[i % PALETTE.length]!;
-      const pts = series.map((p) => `${x(p.atMs).toFixed(1)},${y(p.counts[status] ?? 0).toFixed(1)}`);
-      const dots = pts.map(
-        (pt) => `<circle cx="${pt.split(',')[0]}" cy="${pt.split(',')[1]}" r="2.5" fill="${color}"/>`,
-      );
-      return `<polyline fill="none" stroke="${color}" stroke-width="2" points="${pts.join(' ')}"/>${dots.join('')}`;
-    })
-    .join('');
-  const date = (t: number) => new Date(t).toISOString().replace('T', ' ').slice(0, 16);
-  const axis = `<text x="${left}" y="${H - 8}">${esc(date(t0))}</text>${t1 === t0 ? '' : `<text x="${W - right}" y="${H - 8}" text-anchor="end">${esc(date(t1))}</text>`}`;
-  const last = series[series.length - 1]!.counts;
-  const legend = statuses
-    .map(
-      (s, i) =>
-        `<li><span style="display:inline-block;width:10px;height:10px;background:${PALETTE[i % PALETTE.length]};margin-right:6px"></span>${esc(s)}: ${n(last[s] ?? 0)}</li>`,
-    )
-    .join('');
-  return `<svg role="img" aria-label="Reports by status at each of the last ${series.length} successful runs" viewBox="0 0 ${W} ${H}" width="100%" style="max-width:${W}px">${grid}${lines}${axis}</svg>
-<ul style="list-style:none;padding:0;display:flex;gap:18px;flex-wrap:wrap;margin:6px 0 0">${legend}</ul>`;
-}
-
-function n(value: number): string {
-  return value.toLocaleString('en');
-}
-
-/** HTML-escapes text for element content and double-quoted attributes. */
-function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return lineChart({
+    title: `Reports by status at each of the last ${series.length} successful runs`,
+    width: 760,
+    height: 240,
+    series: statuses.map((status, i) => ({
+      name: status,
+      color: PALETTE[i % PALETTE.length]!,
+      points: series.map((p) => ({ x: p.atMs, y: p.counts[status] ?? 0 })),
+    })),
+  });
 }

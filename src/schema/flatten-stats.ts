@@ -1,6 +1,11 @@
-/** One numeric leaf of a stats body: its dotted path and value. Stored in `stats_values`. */
+/** One numeric leaf of a stats body: its path and value. Stored in `stats_values`. */
 export interface StatsValue {
-  /** Object keys (and array indices) from the root, joined by `.`: `total`, `byStatus.SUBMITTED`, `series.0.n`. */
+  /**
+   * Object keys (and array indices) from the root, joined by `.`: `total`, `byStatus.SUBMITTED`, `series.0.n`.
+   * A key that is empty or holds `.`, `[`, `]` or `"` is written as its JSON string in brackets
+   * (`byStatus["IN.PROGRESS"]`, `[""]`), so two leaves never share a path (`{"a.b":1,"a":{"b":2}}` gives
+   * `["a.b"]` and `a.b`).
+   */
   metric: string;
   value: number;
 }
@@ -25,11 +30,18 @@ export function flattenStats(body: unknown): StatsValue[] {
     const entries = Array.isArray(value)
       ? value.map((v, i) => [String(i), v] as const)
       : Object.entries(value);
-    for (const [key, child] of entries) walk(child, path === '' ? key : `${path}.${key}`);
+    for (const [key, child] of entries) walk(child, pathOf(path, key));
   };
   walk(body, '');
   return out;
 }
+
+function pathOf(parent: string, key: string): string {
+  if (!BARE_KEY.test(key)) return `${parent}[${JSON.stringify(key)}]`;
+  return parent === '' ? key : `${parent}.${key}`;
+}
+
+const BARE_KEY = /^[^.[\]"]+$/;
 
 /** The `total` counter of a stats body, when it has a numeric one (DESIGN.md §2: `total`, `byStatus`, …). */
 export function statsTotal(body: unknown): number | undefined {

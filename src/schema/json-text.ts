@@ -294,3 +294,15 @@ export function arrayElementTexts(text: string): string[] | undefined {
   }
   return elements;
 }
+
+/**
+ * The first key given twice in one object anywhere in the JSON text `text` (valid JSON of any kind:
+ * `JSON.parse` keeps the last of two equal keys without a word), as its dotted path and the key; undefined
+ * when every object's keys are distinct.
+ */
+export function repeatedJsonKey(text: string): { path: string; key: string } | undefined {
+  // scanJsonObject reads an object: any other value is read as the value of one field.
+  const scan = scanJsonObject(`{"":${text}}`);
+  if (scan.duplicate === undefined) return undefined;
+  return { path: scan.duplicate.path.replace(/^\./, ''), key: scan.duplicate.key };
+}

@@ -1,11 +1,11 @@
 // The location of a wire record and its aliases (DESIGN.md §2), read so that nothing of it is dropped unseen.
 
+import { RECORD_ISSUE_CODES, type RecordIssue } from './record-issue.js';
 import { canonicalJsonText, extraValue, scanJsonObject, type JsonField } from './json-text.js';
 
 /** What {@link readLocation} found: the coordinates (as given) and the keys it kept, or the issue. */
 export type LocationRead =
-  | { lat: unknown; lng: unknown; leftover: Record<string, unknown> | null }
-  | { issue: { path: string; message: string } };
+  { lat: unknown; lng: unknown; leftover: Record<string, unknown> | null } | { issue: RecordIssue };
 
 const LAT_KEYS = ['lat', 'latitude'] as const;
 const LNG_KEYS = ['lng', 'lon', 'longitude'] as const;
@@ -24,14 +24,34 @@ export function readLocation(obj: Record<string, unknown>): LocationRead {
   const loc = obj.location;
   if (loc === undefined || loc === null) return pickCoordinates(obj, null, obj, null);
   if (typeof loc !== 'object' || Array.isArray(loc)) {
-    return { issue: { path: 'location', message: 'expected an object {lat, lng} or null' } };
+    return {
+      issue: {
+        path: 'location',
+        message: 'expected an object {lat, lng} or null',
+        code: RECORD_ISSUE_CODES.invalidType,
+      },
+    };
   }
   const l = loc as Record<string, unknown>;
   const c = l.coordinates;
   if (l.type === 'Point' && Array.isArray(c) && c.length === 2 && !hasAny(l, ALIASES)) {
-    return pickCoordinates({ lat: c[1], lng: c[0] }, null, obj, leftoverOf(l, POINT_KEYS));
+    return keyedOnce(obj, pickCoordinates({ lat: c[1], lng: c[0] }, null, obj, leftoverOf(l, POINT_KEYS)));
   }
-  return pickCoordinates(l, l, obj, leftoverOf(l, ALIASES));
+  return keyedOnce(obj, pickCoordinates(l, l, obj, leftoverOf(l, ALIASES)));
+}
+
+/**
+ * `read`, or the issue when a kept key of `location` (`location.<key>` in `extra`) is also a top-level
+ * field of that very name: one of the two would be lost in `extra`, so neither is chosen.
+ */
+function keyedOnce(obj: Record<string, unknown>, read: LocationRead): LocationRead {
+  if ('issue' in read || read.leftover === null) return read;
+  for (const key of Object.keys(read.leftover)) {
+    if (!Object.hasOwn(obj, key)) continue;
+    const message = `given twice: as the top-level field ${JSON.stringify(key)} and as key ${JSON.stringify(key.slice(9))} of location`;
+    return { issue: { path: key, message, code: RECORD_ISSUE_CODES.conflictingValues } };
+  }
+  return read;
 }
 
 /**
@@ -51,7 +71,9 @@ function pickCoordinates(
       (differing(location, LAT_KEYS, lat, 'location.') ?? differing(location, LNG_KEYS, lng, 'location.'))) ??
     differing(top, LAT_KEYS, lat, '') ??
     differing(top, LNG_KEYS, lng, '');
-  return clash ? { issue: { path: 'location', message: clash } } : { lat, lng, leftover };
+  return clash
+    ? { issue: { path: 'location', message: clash, code: RECORD_ISSUE_CODES.conflictingValues } }
+    : { lat, lng, leftover };
 }
 
 /** The message for the first of `keys` in `o` that names another coordinate than `value`, else undefined. */

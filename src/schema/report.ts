@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { fastCore, type CoreReport } from './fast-core.js';
+import { RECORD_ISSUE_CODES, type RecordIssue } from './record-issue.js';
 import { REPORT_RULES as RULES } from './report-rules.js';
 import { leftoverOfText, readLocation, withLeftover } from './location.js';
 import { normalizeTimestamp, timestampIssue } from './timestamp.js';
@@ -91,16 +92,20 @@ export function isModelledKey(key: string): boolean {
 }
 
 const wellFormed = (s: string) => isWellFormedText(s);
-const SURROGATE_MESSAGE = loneSurrogateIssue('').message;
+// A refinement's own issue code (zod's code is `custom`), read back by toIssues.
+const SURROGATE = {
+  message: loneSurrogateIssue('').message,
+  params: { code: RECORD_ISSUE_CODES.invalidText },
+};
 const code = z
   .string({ error: 'expected a non-blank code string' })
   .max(RULES.codeMaxLength)
   .regex(RULES.code, 'must not be blank or hold control characters')
-  .refine(wellFormed, SURROGATE_MESSAGE);
+  .refine(wellFormed, SURROGATE);
 const text = z
   .string()
   .max(RULES.textMaxLength)
-  .refine(wellFormed, SURROGATE_MESSAGE)
+  .refine(wellFormed, SURROGATE)
   .nullish()
   .transform((v) => (v === undefined ? null : v));
 const id = z.union(
@@ -109,7 +114,7 @@ const id = z.union(
       .string()
       .max(RULES.idMaxLength)
       .regex(RULES.nonBlank, 'must not be blank')
-      .refine(wellFormed, SURROGATE_MESSAGE),
+      .refine(wellFormed, SURROGATE),
     z
       .number()
       .int()
@@ -124,7 +129,11 @@ const id = z.union(
 const timestamp = z.string().transform((value, ctx) => {
   const normalized = normalizeTimestamp(value);
   if (normalized === null) {
-    ctx.addIssue({ code: 'custom', message: timestampIssue(value) });
+    ctx.addIssue({
+      code: 'custom',
+      message: timestampIssue(value),
+      params: { code: RECORD_ISSUE_CODES.invalidTimestamp },
+    });
     return z.NEVER;
   }
   return normalized;
@@ -154,15 +163,16 @@ const core = z
   })
   .superRefine((r, ctx) => {
     if ((r.lat === null) !== (r.lng === null)) {
-      ctx.addIssue({ code: 'custom', path: ['location'], message: 'lat and lng must be given together' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['location'],
+        message: 'lat and lng must be given together',
+        params: { code: RECORD_ISSUE_CODES.incompleteLocation },
+      });
     }
   });
 
-/** One problem found in a wire record: the zod issue path (dotted) and message. Stored in `rejected_records.issues`. */
-export interface RecordIssue {
-  path: string;
-  message: string;
-}
+export type { RecordIssue } from './record-issue.js';
 
 /** The outcome of validating one wire record: a canonical report, or the issues that quarantine it. */
 export type ValidationResult = { ok: true; report: Report } | { ok: false; issues: RecordIssue[] };
@@ -183,7 +193,10 @@ export function validateWireReport(
   source?: WireSource,
 ): ValidationResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return { ok: false, issues: [{ path: '', message: 'expected a JSON object' }] };
+    return {
+      ok: false,
+      issues: [{ path: '', message: 'expected a JSON object', code: RECORD_ISSUE_CODES.invalidType }],
+    };
   }
   const obj = value as Record<string, unknown>;
   const loc = readLocation(obj);
@@ -223,7 +236,10 @@ export function validateWireReportWithZod(
   source?: WireSource,
 ): ValidationResult {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return { ok: false, issues: [{ path: '', message: 'expected a JSON object' }] };
+    return {
+      ok: false,
+      issues: [{ path: '', message: 'expected a JSON object', code: RECORD_ISSUE_CODES.invalidType }],
+    };
   }
   const obj = value as Record<string, unknown>;
   const loc = readLocation(obj);
@@ -365,10 +381,17 @@ function extraOfText(source: WireSource): Record<string, unknown> | null {
   return extra;
 }
 
+// zod's code, or for a refinement (`custom`) the code it names in its params.
+function issueCode(issue: z.core.$ZodIssue): string {
+  const own = issue.code === 'custom' ? (issue.params as { code?: unknown } | undefined)?.code : undefined;
+  return typeof own === 'string' ? own : issue.code;
+}
+
 function toIssues(error: z.ZodError): RecordIssue[] {
   return error.issues.map((issue) => ({
     path: issue.path.map(String).join('.') || '',
     message: issue.message,
+    code: issueCode(issue),
   }));
 }
 

@@ -25,13 +25,15 @@ export function computeStats(reports: Iterable<Pick<Report, 'status' | 'destinat
     byStatus.set(r.status, (byStatus.get(r.status) ?? 0) + 1);
     byDestination.set(r.destination, (byDestination.get(r.destination) ?? 0) + 1);
   }
-  return { total, byStatus: sortedRecord(byStatus), byDestination: sortedRecord(byDestination) };
+  return { total, byStatus: sortedCounts(byStatus), byDestination: sortedCounts(byDestination) };
 }
 
-function sortedRecord(counts: Map<string, number>): Record<string, number> {
-  const out: Record<string, number> = {};
-  // Code-unit order, not locale order: the same on every machine.
-  for (const key of [...counts.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)))
-    out[key] = counts.get(key) ?? 0;
-  return out;
+/**
+ * Counts by key as an object, keys in code-unit order (not locale order: the same on every machine). Every
+ * key is a plain key: a status named `__proto__` is counted like any other (`Object.fromEntries` defines
+ * its keys; an assignment would set the prototype and drop the count).
+ */
+export function sortedCounts(counts: ReadonlyMap<string, number>): Record<string, number> {
+  const keys = [...counts.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(keys.map((key) => [key, counts.get(key) ?? 0]));
 }

@@ -1,4 +1,4 @@
-import type { RecordIssue } from './report.js';
+import { RECORD_ISSUE_CODES, type RecordIssue } from './record-issue.js';
 
 /**
  * Bounds on a record's unknown fields (`extra`), from `REPORTS_EXTRA_MAX_DEPTH`, `REPORTS_EXTRA_MAX_KEYS`
@@ -32,6 +32,7 @@ export function loneSurrogateIssue(path: string): RecordIssue {
   return {
     path,
     message: 'holds a lone UTF-16 surrogate (e.g. the JSON escape \\ud800): not representable as UTF-8 text',
+    code: RECORD_ISSUE_CODES.invalidText,
   };
 }
 
@@ -64,7 +65,11 @@ export function checkExtra(extra: Record<string, unknown>, limits: ExtraLimits):
       continue;
     }
     if (depth + 1 > limits.maxDepth) {
-      return { path, message: `nested deeper than ${limits.maxDepth} levels (REPORTS_EXTRA_MAX_DEPTH)` };
+      return {
+        path,
+        message: `nested deeper than ${limits.maxDepth} levels (REPORTS_EXTRA_MAX_DEPTH)`,
+        code: RECORD_ISSUE_CODES.extraTooLarge,
+      };
     }
     bound += 2;
     const entries = Array.isArray(value)
@@ -77,11 +82,19 @@ export function checkExtra(extra: Record<string, unknown>, limits: ExtraLimits):
     }
     keys += entries.length;
     if (keys > limits.maxKeys) {
-      return { path, message: `more than ${limits.maxKeys} keys and items (REPORTS_EXTRA_MAX_KEYS)` };
+      return {
+        path,
+        message: `more than ${limits.maxKeys} keys and items (REPORTS_EXTRA_MAX_KEYS)`,
+        code: RECORD_ISSUE_CODES.extraTooLarge,
+      };
     }
   }
   if (keys > limits.maxKeys) {
-    return { path: '', message: `more than ${limits.maxKeys} unknown fields (REPORTS_EXTRA_MAX_KEYS)` };
+    return {
+      path: '',
+      message: `more than ${limits.maxKeys} unknown fields (REPORTS_EXTRA_MAX_KEYS)`,
+      code: RECORD_ISSUE_CODES.extraTooLarge,
+    };
   }
   if (bound > limits.maxBytes) {
     const bytes = Buffer.byteLength(JSON.stringify(extra));
@@ -89,6 +102,7 @@ export function checkExtra(extra: Record<string, unknown>, limits: ExtraLimits):
       return {
         path: '',
         message: `unknown fields of ${bytes} bytes exceed ${limits.maxBytes} bytes (REPORTS_EXTRA_MAX_BYTES)`,
+        code: RECORD_ISSUE_CODES.extraTooLarge,
       };
     }
   }

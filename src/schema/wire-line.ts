@@ -1,5 +1,6 @@
 import { countParsedKeys, countTextKeys, holdsNumber } from './json-key-count.js';
 import { scanJsonObject } from './json-text.js';
+import { RECORD_ISSUE_CODES } from './record-issue.js';
 import { isModelledKey, validateWireReport, type ValidationResult } from './report.js';
 import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from './value-rules.js';
 
@@ -38,7 +39,13 @@ export function validateWireLine(
     const { path, key } = scan.duplicate;
     return {
       ok: false,
-      issues: [{ path, message: `duplicate key ${JSON.stringify(key)}: the object gives it twice` }],
+      issues: [
+        {
+          path,
+          message: `duplicate key ${JSON.stringify(key)}: the object gives it twice`,
+          code: RECORD_ISSUE_CODES.conflictingValues,
+        },
+      ],
     };
   }
   return validateWireReport(value, limits, { text, fields: scan.fields });

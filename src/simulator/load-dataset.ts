@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
 import type { Report } from '../schema/report.js';
 import { validateWireLine } from '../schema/wire-line.js';
 import { SyncError } from '../util/errors.js';
@@ -59,7 +60,13 @@ export function parseLines(text: string): SourceEntry[] {
         kind: 'wart',
         raw,
         line: index + 1,
-        issues: [{ path: '', message: `not JSON: ${(err as Error).message}` }],
+        issues: [
+          {
+            path: '',
+            message: `not JSON: ${(err as Error).message}`,
+            code: RECORD_ISSUE_CODES.malformedJson,
+          },
+        ],
       });
       return;
     }

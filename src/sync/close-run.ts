@@ -10,6 +10,7 @@ import type { Logger } from '../util/logger.js';
 import { clearStaging, dropMergeTables, mergeStaging, prepareMerge } from '../warehouse/merge.js';
 import { recordSeen } from '../warehouse/merge-seen.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
+import { flagQuality } from '../warehouse/quality-flags.js';
 import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
 import { changedAny } from '../warehouse/run-counters.js';
 import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
@@ -37,10 +38,11 @@ export interface MergedRun {
 
 /**
  * The end of a run read to its end: {@link prepareMerge} (the batch, and the line hashes the run learnt),
- * then one transaction that merges its staging (merge.ts) at the merge time of `clock`, runs `afterMerge`
- * (tombstones, stats snapshot), records what a full export saw (merge-seen.ts), saves counters and facts
- * and marks the run `succeeded`, all or nothing; then its staging is cleared (merge.ts, `clearStaging`).
- * The merge runs with `mergeThreads` DuckDB threads.
+ * then one transaction that merges its staging (merge.ts) at the merge time of `clock`, flags impossible
+ * values on the versions it wrote (quality-flags.ts), runs `afterMerge` (tombstones, stats snapshot),
+ * records what a full export saw (merge-seen.ts), saves counters and facts and marks the run `succeeded`,
+ * all or nothing; then its staging is cleared (merge.ts, `clearStaging`). The merge runs with
+ * `mergeThreads` DuckDB threads.
  *
  * @throws SyncError `COUNT_MISMATCH` when staging does not hold the records counted as loaded; whatever
  *   `afterMerge` or DuckDB throws (the transaction is rolled back)
@@ -84,6 +86,16 @@ async function mergeInTransaction(
     checkStaged(merged.staged, counters);
     const { duplicates, inserted, updated, unchanged, refined, revived } = merged;
     Object.assign(counters, { duplicates, inserted, updated, unchanged, refined, revived });
+    // Impossible values are loaded, and flagged on the versions this run wrote.
+    if (inserted + updated + revived > 0) {
+      counters.qualityFlags = await timed('qualityMs', () => flagQuality(connection, { runId, now }));
+      if (counters.qualityFlags > 0) {
+        run.logger.warn(
+          { qualityFlags: counters.qualityFlags },
+          'data quality: impossible values loaded and flagged',
+        );
+      }
+    }
     const context = { connection, runId, now, counters, seen: merged.unique, exportInfo: state.exportInfo };
     const { complete, incompleteReason, tombstonesBlocked } = state;
     await timed('afterMergeMs', async () =>
@@ -140,10 +152,11 @@ export async function failRun(
     run.logger.error({ err: error.toJSON() }, 'run failed and could not be recorded');
     throw warehouseWriteError(recordErr, run.warehousePath) ?? error;
   }
-  run.logger.error(
-    { err: error.toJSON(), ...run.state.counters },
-    status === 'aborted' ? 'run aborted' : 'run failed',
-  );
+  // A stop that was asked for (a signal, a shutdown) is no error. `outcome` marks the run's last word,
+  // which a one-shot command's summary prints (util/logger.ts leaves it out of its brief terminal lines).
+  const entry = { err: error.toJSON(), ...run.state.counters, outcome: status };
+  if (status === 'aborted') run.logger.warn(entry, 'run aborted');
+  else run.logger.error(entry, 'run failed');
   return { status, error };
 }
 

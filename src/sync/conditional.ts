@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { LAST_RESET_SQL } from '../warehouse/data-tables.js';
 import { isSyncError } from '../util/errors.js';
 import type { RunCounters } from '../warehouse/run-counters.js';
 import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
@@ -22,6 +23,7 @@ export async function lastCompleteValidators(
     await connection.runAndReadAll(
       `SELECT export_etag, export_last_modified FROM sync_runs
        WHERE source = $source AND status = 'succeeded' AND complete AND upstream_url = $url
+         AND started_at > ${LAST_RESET_SQL}
        ORDER BY started_at DESC LIMIT 1`,
       { source, url: upstreamUrl },
     )

@@ -68,5 +68,8 @@ export function asSyncError(err: unknown, limits: MemoryLimits): SyncError {
 
 /** The error of a run stopped by its AbortSignal. */
 export function abortError(): SyncError {
-  return new SyncError('RUN_ABORTED', 'the run was stopped before it finished (shutdown)');
+  return new SyncError(
+    'RUN_ABORTED',
+    'the run was stopped before its merge (a signal or a shutdown): nothing of it was merged',
+  );
 }

@@ -19,6 +19,8 @@ export interface RunStatsSnapshotOptions {
   dispatcher: Dispatcher;
   logger: Logger;
   signal?: AbortSignal | undefined;
+  /** As `RunSyncOptions.onCommit`: the snapshot is past its last stop point and commits now. */
+  onCommit?: ((runId: string, records: number) => void) | undefined;
 }
 
 /**
@@ -45,6 +47,8 @@ export async function runStatsSnapshot(options: RunStatsSnapshotOptions): Promis
   const counters = emptyCounters();
   try {
     const stats = await fetchStats({ ...options, logger });
+    if (options.signal?.aborted) throw new SyncError('RUN_ABORTED', 'the run was stopped before its commit');
+    options.onCommit?.(runId, 0);
     const now = new Date();
     const totals = await withTransaction(c, async () => {
       const totals = await recordStatsSnapshots(c, { runId, takenAt: now, upstream: stats.body });
@@ -67,7 +71,9 @@ export async function runStatsSnapshot(options: RunStatsSnapshotOptions): Promis
       err instanceof SyncError ? err : new SyncError('RUN_FAILED', errorMessage(err), { cause: err });
     const aborted = options.signal?.aborted === true;
     await finishRun(c, runId, aborted ? 'aborted' : 'failed', error.toJSON());
-    logger.error({ err: error.toJSON() }, aborted ? 'run aborted' : 'run failed');
+    // As close-run.ts: an asked-for stop is no error; `outcome` marks the run's last word.
+    if (aborted) logger.warn({ err: error.toJSON(), outcome: 'aborted' }, 'run aborted');
+    else logger.error({ err: error.toJSON(), outcome: 'failed' }, 'run failed');
     return {
       runId,
       source: 'stats',

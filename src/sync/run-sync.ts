@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { clearSpool, spoolDirFor } from '../normalize/batch-files.js';
 import { safeUrl } from '../upstream/safe-url.js';
 import { withRetry } from '../upstream/with-retry.js';
-import { isSyncError } from '../util/errors.js';
+import { isSyncError, SyncError } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
 import { mergeSliceRows } from '../warehouse/merge.js';
@@ -57,6 +57,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal),
     );
     if (state.notModified) {
+      pointOfNoReturn(options, run.runId, 0);
       const { counters, attempts, exportInfo } = state;
       await finishNotModified(run.connection, {
         runId: run.runId,
@@ -66,7 +67,10 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         exportInfo,
         logger,
       });
-      logger.info({ durationMs: summary().durationMs }, 'run succeeded: the export is not modified (304)');
+      logger.info(
+        { durationMs: summary().durationMs, outcome: 'succeeded' },
+        'run succeeded: the export is not modified (304)',
+      );
       return { ...summary(), status: 'succeeded', notModified: true };
     }
     checkAccounting(state.counters);
@@ -79,6 +83,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       incompleteReason: state.incompleteReason,
       tombstonesBlocked: state.tombstonesBlocked,
     });
+    pointOfNoReturn(options, run.runId, state.counters.recordsLoaded);
     await failpoint('before-merge');
     state.phase = 'merging';
     const mergeRunOf = {
@@ -91,7 +96,10 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     };
     await mergeRun(run.connection, mergeRunOf, options.afterMerge);
     await failpoint('after-commit');
-    logger.info({ ...state.counters, durationMs: summary().durationMs }, 'run succeeded');
+    logger.info(
+      { ...state.counters, durationMs: summary().durationMs, outcome: 'succeeded' },
+      'run succeeded',
+    );
     const incomplete = state.complete ? {} : { incompleteReason: state.incompleteReason ?? 'stopped early' };
     return { ...summary(), status: 'succeeded', ...incomplete };
   } catch (err) {
@@ -99,6 +107,15 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     const failure = await failRun(run, aborted ? 'aborted' : 'failed', err);
     return { ...summary(), ...failure };
   }
+}
+
+/**
+ * The last point where a signal stops the run (throws `RUN_ABORTED`: nothing merged, recorded `aborted`);
+ * past it the finishing transaction runs to its commit, and `onCommit` says so in the same tick.
+ */
+function pointOfNoReturn(options: RunSyncOptions, runId: string, records: number): void {
+  if (options.signal?.aborted) throw new SyncError('RUN_ABORTED', 'the run was stopped before its merge');
+  options.onCommit?.(runId, records);
 }
 
 /**

@@ -47,6 +47,14 @@ export interface RunSyncOptions {
   upstreamTotal?: () => Promise<number | undefined>;
   /** The clock of the merge time (default: the system clock; tests inject one that goes backwards). */
   clock?: Clock | undefined;
+  /**
+   * Called once the run is past its last stop point: the signal was checked one last time (a signal
+   * before this aborts the run, nothing merged), and the finishing transaction starts now and is never
+   * cut — it commits (or fails on its own). Synchronous with that check, so a signal handler that saw
+   * this call knows the run will not be recorded `aborted` by the signal. `records`: records to merge (0
+   * for a 304).
+   */
+  onCommit?: ((runId: string, records: number) => void) | undefined;
 }
 
 /** What {@link RunSyncOptions.beforeMerge} gets: the run as read, nothing merged yet. */

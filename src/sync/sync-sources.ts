@@ -32,23 +32,38 @@ export interface SyncTargetOptions {
   onProgress?: (p: Progress) => void;
   /** The clock of the export runs' merge time (default: the system clock). */
   clock?: Clock | undefined;
-  /** Called when an export run has read its export and its merge starts (`records` loaded records). */
-  onMerge?: (runId: string, records: number) => void;
+  /**
+   * Called when a run is past its last stop point and commits now (`records` to merge): see
+   * `RunSyncOptions.onCommit`. A signal after it no longer aborts that run.
+   */
+  onCommit?: (runId: string, records: number) => void;
+  /** Called before each run starts (`step`: one of {@link targetSteps}). */
+  onStep?: (step: string) => void;
 }
 
 /**
  * Runs the jobs a sync target stands for, one after the other, each on its own connection of the shared
- * warehouse. Stops at the first failed run. Returns every run's summary.
+ * warehouse. Stops at the first failed run, and starts no run once `signal` is aborted. Returns the
+ * summary of every run it started: fewer than {@link targetSteps} when it stopped early.
  */
 export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary[]> {
   const summaries: RunSummary[] = [];
-  for (const step of stepsFor(options.target)) {
+  for (const step of targetSteps(options.target)) {
+    if (options.signal?.aborted) break;
+    options.onStep?.(step);
     const connection = await options.warehouse.connect();
     try {
       const { config, dispatcher, logger, signal } = options;
       let summary: RunSummary;
       if (step === 'stats') {
-        summary = await runStatsSnapshot({ connection, config, dispatcher, logger, signal });
+        summary = await runStatsSnapshot({
+          connection,
+          config,
+          dispatcher,
+          logger,
+          signal,
+          onCommit: options.onCommit,
+        });
       } else if (step === 'recent') {
         summary = await runRecent({ ...options, connection });
       } else {
@@ -67,11 +82,8 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
           onProgress: options.onProgress,
           clock: options.clock,
           upstreamTotal: finisher.upstreamTotal,
-          ...chainHooks(drift, finisher, {
-            beforeMerge: async (ctx) => {
-              options.onMerge?.(ctx.runId, ctx.counters.recordsLoaded);
-            },
-          }),
+          onCommit: options.onCommit,
+          ...chainHooks(drift, finisher),
         });
         summary.drift = drift.events();
       }
@@ -101,6 +113,7 @@ async function runRecent(options: SyncTargetOptions & { connection: DuckDBConnec
       onProgress: options.onProgress,
       beforeMerge: drift.beforeMerge,
       afterMerge: drift.afterMerge,
+      onCommit: options.onCommit,
     });
     summary.drift = drift.events();
     return summary;
@@ -109,7 +122,8 @@ async function runRecent(options: SyncTargetOptions & { connection: DuckDBConnec
   }
 }
 
-function stepsFor(target: SyncTarget): string[] {
+/** The runs a sync target stands for, in order (`all`: NDJSON then CSV). */
+export function targetSteps(target: SyncTarget): string[] {
   switch (target) {
     case 'default':
     case 'ndjson':

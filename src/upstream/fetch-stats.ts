@@ -1,8 +1,9 @@
 import type { Dispatcher } from 'undici';
 import { apiUrl, type Config } from '../config/config.js';
+import { repeatedJsonKey } from '../schema/json-text.js';
 import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import { header, networkError, openStream } from './open-stream.js';
+import { header, networkError, openStream, minSpeedOf } from './open-stream.js';
 import { withRetry } from './with-retry.js';
 
 /** The aggregate counters as the upstream answered them. */
@@ -27,7 +28,8 @@ export interface FetchStatsOptions {
  * counters") with the retries, redirects and key handling of every upstream call, and parses the body as
  * JSON of any shape. The body is bounded by `REPORTS_MAX_RECORD_BYTES`.
  *
- * @throws SyncError `STATS_INVALID` (body not JSON or too large), or what openStream throws after retries
+ * @throws SyncError `STATS_INVALID` (body not JSON, too large, or an object giving a key twice), or what
+ *   openStream throws after retries
  */
 export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamStats> {
   const { config } = options;
@@ -41,6 +43,7 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
         dispatcher: options.dispatcher,
         apiKey: config.apiKey,
         maxRedirects: config.maxRedirects,
+        minSpeed: minSpeedOf(config),
         signal: options.signal,
         headers: { accept: 'application/json' },
         deadline: { ms: config.pageDeadlineMs, setting: 'REPORTS_PAGE_DEADLINE_MS' },
@@ -66,8 +69,9 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
       }
       // A leading BOM is dropped (RFC 8259 §8.1 lets a parser ignore it; JSON.parse does not).
       const text = new TextDecoder('utf-8').decode(Buffer.concat(chunks, size));
+      let body: unknown;
       try {
-        return { body: JSON.parse(text) as unknown, url: res.url, etag: header(res.headers, 'etag') };
+        body = JSON.parse(text) as unknown;
       } catch (err) {
         throw new SyncError(
           'STATS_INVALID',
@@ -75,6 +79,17 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
           { context: { url: res.url, excerpt: text.slice(0, 200) }, cause: err },
         );
       }
+      // JSON.parse keeps the last of two equal keys: a counter given twice is refused, never one of them kept.
+      const repeated = repeatedJsonKey(text);
+      if (repeated) {
+        throw new SyncError(
+          'STATS_INVALID',
+          `The stats body of ${res.url} gives the key ${JSON.stringify(repeated.key)} twice (at ${repeated.path}): ` +
+            'which value is meant cannot be told, so the body is not used',
+          { context: { url: res.url, key: repeated.key, path: repeated.path } },
+        );
+      }
+      return { body, url: res.url, etag: header(res.headers, 'etag') };
     },
     options.signal,
   );

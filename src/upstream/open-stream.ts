@@ -1,9 +1,11 @@
 import type { Readable } from 'node:stream';
 import { request, type Dispatcher } from 'undici';
+import type { Config } from '../config/config.js';
 import { SyncError } from '../util/errors.js';
 import { ACCEPT_ENCODING, decodeBody } from './content-encoding.js';
 import { parseRetryAfter } from './retry-after.js';
 import { safeUrl } from './safe-url.js';
+import { doubledPrefixHint, tlsMistake } from './url-mistakes.js';
 
 /** A 200 response whose body has not been read yet. */
 export interface OpenResponse {
@@ -27,6 +29,22 @@ export interface RequestDeadline {
   setting: string;
 }
 
+/**
+ * The slowest body accepted (curl's `--speed-limit`/`--speed-time`): fewer than `bytesPerSecond` on average
+ * over any `windowMs` of the body fails it. Time in which our side does not read (the body's buffer is full)
+ * does not count: a slow consumer is no slow server.
+ */
+export interface MinSpeed {
+  bytesPerSecond: number;
+  windowMs: number;
+}
+
+/** The {@link MinSpeed} of a config (`REPORTS_MIN_SPEED_BYTES`, `REPORTS_MIN_SPEED_WINDOW_MS`); undefined when off (0). */
+export function minSpeedOf(config: Pick<Config, 'minSpeedBytes' | 'minSpeedWindowMs'>): MinSpeed | undefined {
+  if (config.minSpeedBytes <= 0) return undefined;
+  return { bytesPerSecond: config.minSpeedBytes, windowMs: config.minSpeedWindowMs };
+}
+
 /** Options of {@link openStream}. */
 export interface OpenStreamOptions {
   dispatcher: Dispatcher;
@@ -43,6 +61,8 @@ export interface OpenStreamOptions {
    * however steadily a slow body trickles in (the body timeout only catches silence).
    */
   deadline?: RequestDeadline | undefined;
+  /** A body slower than this fails with `BODY_TOO_SLOW` (retryable), see {@link MinSpeed}. */
+  minSpeed?: MinSpeed | undefined;
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -60,7 +80,8 @@ const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
  * @throws SyncError `HTTP_STATUS` (retryable for 408/425/429/5xx, with `context.retryAfterMs` from
  *   `Retry-After`), `REDIRECT_LIMIT`, `REDIRECT_INVALID`, `UNEXPECTED_CONTENT_TYPE`,
  *   `CONTENT_ENCODING_UNSUPPORTED`, or `HTTP_NETWORK` (retryable: resets, refused connections, timeouts).
- *   `DEADLINE_EXCEEDED` (not retryable) when `deadline` passes, here or later while the body is read.
+ *   `DEADLINE_EXCEEDED` (not retryable) when `deadline` passes, here or later while the body is read;
+ *   `BODY_TOO_SLOW` (retryable) from the body when it arrives slower than `minSpeed`.
  *   Messages name the URL without secrets.
  */
 export async function openStream(url: string | URL, options: OpenStreamOptions): Promise<OpenResponse> {
@@ -68,6 +89,7 @@ export async function openStream(url: string | URL, options: OpenStreamOptions):
   const deadline = options.deadline ? startDeadline(options.deadline, first, options.signal) : undefined;
   try {
     const res = await openWithin(first, { ...options, signal: deadline?.signal ?? options.signal });
+    if (options.minSpeed) watchSpeed(res, options.minSpeed);
     if (deadline) {
       // The reader sees DEADLINE_EXCEEDED, not the bare abort undici destroys its body with.
       const expire = () => res.body.destroy(deadline.signal.reason as Error);
@@ -82,6 +104,44 @@ export async function openStream(url: string | URL, options: OpenStreamOptions):
     deadline?.clear();
     throw err;
   }
+}
+
+// Samples of the received byte count per window: the average is judged over a window sliding by a fifth.
+const SPEED_SAMPLES = 5;
+
+/**
+ * Destroys `res.body` with `BODY_TOO_SLOW` (retryable, as a stall is) once fewer than
+ * `min.bytesPerSecond` arrived on average over the last `min.windowMs`. The body's bytes are sampled
+ * every fifth of the window; a sample taken while the body's buffer is full (our side is not reading)
+ * starts the window again.
+ */
+function watchSpeed(res: OpenResponse, min: MinSpeed): void {
+  const step = Math.max(20, Math.floor(min.windowMs / SPEED_SAMPLES));
+  const samples = [res.wireBytes()];
+  const timer = setInterval(() => {
+    const body = res.body;
+    samples.push(res.wireBytes());
+    if (body.readableLength >= body.readableHighWaterMark) samples.splice(0, samples.length - 1);
+    if (samples.length <= SPEED_SAMPLES) return;
+    samples.shift();
+    const bytes = samples[samples.length - 1]! - samples[0]!;
+    const ms = step * SPEED_SAMPLES;
+    if (bytes * 1000 >= min.bytesPerSecond * ms) return;
+    clearInterval(timer);
+    body.destroy(
+      new SyncError(
+        'BODY_TOO_SLOW',
+        `${res.url} sent ${bytes} bytes in ${ms} ms, below the minimum of ${min.bytesPerSecond} bytes/s ` +
+          '(REPORTS_MIN_SPEED_BYTES over REPORTS_MIN_SPEED_WINDOW_MS): the body trickles; it is fetched again',
+        {
+          context: { url: res.url, bytes, windowMs: ms, minBytesPerSecond: min.bytesPerSecond },
+          retryable: true,
+        },
+      ),
+    );
+  }, step);
+  timer.unref();
+  res.body.once('close', () => clearInterval(timer));
 }
 
 /**
@@ -220,7 +280,9 @@ async function readExcerpt(body: Readable, secret?: string): Promise<string> {
 
 /**
  * Wraps an undici/network error as a retryable `HTTP_NETWORK` SyncError that names the URL (without
- * secrets) and the cause code (`UND_ERR_BODY_TIMEOUT`, `ECONNRESET`, …). Aborts pass through unchanged.
+ * secrets) and the cause code (`UND_ERR_BODY_TIMEOUT`, `ECONNRESET`, …); a TLS failure (url-mistakes.ts:
+ * `https://` to a plain-HTTP port, a refused certificate) is not retryable and says what to change.
+ * Aborts pass through unchanged.
  */
 export function networkError(err: unknown, url: URL | string): unknown {
   if (err instanceof SyncError) return err;
@@ -237,6 +299,14 @@ export function networkError(err: unknown, url: URL | string): unknown {
     return err;
   const code = (err as { code?: string }).code ?? 'UNKNOWN';
   const message = err instanceof Error ? err.message : String(err);
+  const tls = tlsMistake(code, message, new URL(String(url)));
+  if (tls !== undefined) {
+    // Not retried: a server that does not speak TLS, or a certificate refused, stays so.
+    return new SyncError('HTTP_NETWORK', `${code} while reading ${safeUrl(url)}: ${tls}`, {
+      context: { url: safeUrl(url), cause: code },
+      cause: err,
+    });
+  }
   return new SyncError('HTTP_NETWORK', `${code} while reading ${safeUrl(url)}: ${message}`, {
     context: { url: safeUrl(url), cause: code },
     retryable: true,
@@ -244,7 +314,10 @@ export function networkError(err: unknown, url: URL | string): unknown {
   });
 }
 
-/** The `HTTP_STATUS` error of a non-200 answer, retryable for {@link RETRYABLE_STATUS}. */
+/**
+ * The `HTTP_STATUS` error of a non-200 answer, retryable for {@link RETRYABLE_STATUS}; a 404 whose path
+ * repeats itself says the base URL may hold the API's prefix (url-mistakes.ts).
+ */
 function statusError(
   status: number,
   headers: Dispatcher.ResponseData['headers'],
@@ -252,7 +325,9 @@ function statusError(
   excerpt: string,
 ): SyncError {
   const retryAfterMs = parseRetryAfter(headers['retry-after']);
-  return new SyncError('HTTP_STATUS', `HTTP ${status} from ${safeUrl(url)}${excerpt ? `: ${excerpt}` : ''}`, {
+  const hint = status === 404 ? doubledPrefixHint(url) : undefined;
+  const text = `HTTP ${status} from ${safeUrl(url)}${hint ? ` (${hint})` : ''}${excerpt ? `: ${excerpt}` : ''}`;
+  return new SyncError('HTTP_STATUS', text, {
     context: { url: safeUrl(url), status, retryAfterMs, excerpt },
     retryable: RETRYABLE_STATUS.has(status),
   });

@@ -47,7 +47,7 @@ export async function withRetry<T>(
       if (hint !== undefined && hint > left) throw retryAfterTooLong(error, hint, left);
       logger.warn(
         { err: error.toJSON(), attempt: attemptNumber, retriesLeft, retryAfterMs: hint },
-        `${what} failed, retrying`,
+        `${what} failed (attempt ${attemptNumber} of ${attemptNumber + retriesLeft}), retrying`,
       );
       if (hint !== undefined) await sleep(hint, signal);
     },

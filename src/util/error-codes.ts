@@ -20,8 +20,15 @@ export interface ErrorCodeInfo {
  * is generated from this table (`node scripts/error-codes.mjs`; CI checks it is current).
  */
 export const ERROR_CODES = {
+  BODY_TOO_SLOW: {
+    meaning: 'A response body arrived slower than the minimum transfer rate (REPORTS_MIN_SPEED_BYTES).',
+    retry: 'request',
+  },
   BODY_TRUNCATED: { meaning: 'A response body ended early (cut mid-line or mid-page).', retry: 'export' },
-  CLI_INVALID_OPTION: { meaning: 'A command-line option has an invalid value.', retry: 'none' },
+  CLI_INVALID_OPTION: {
+    meaning: 'A command-line option or argument has an invalid value (an unknown option, an empty query).',
+    retry: 'none',
+  },
   CONFIG_INVALID: { meaning: 'A setting (environment variable or option) is invalid.', retry: 'none' },
   CONTENT_ENCODING_INVALID: { meaning: 'A compressed body cannot be decompressed.', retry: 'request' },
   CONTENT_ENCODING_UNSUPPORTED: {
@@ -49,7 +56,8 @@ export const ERROR_CODES = {
   FAULT_SPEC_INVALID: { meaning: 'A simulator fault switch is invalid.', retry: 'none' },
   HTTP_LISTEN: { meaning: 'The daemon cannot listen on its host and port.', retry: 'none' },
   HTTP_NETWORK: {
-    meaning: 'The connection to the upstream failed (refused, reset, timed out).',
+    meaning:
+      'The connection to the upstream failed (refused, reset, timed out: retried; a TLS failure such as https:// to a plain-HTTP port or a refused certificate: not retried).',
     retry: 'request',
   },
   HTTP_STATUS: {
@@ -84,8 +92,17 @@ export const ERROR_CODES = {
     meaning: 'More records were rejected than REPORTS_MAX_REJECT_RATIO allows: nothing merged.',
     retry: 'none',
   },
+  RESET_NOT_CONFIRMED: {
+    meaning:
+      '`reports-sync reset` was run without `--yes`: it said what it would delete and deleted nothing.',
+    retry: 'none',
+  },
   RUN_ABORTED: { meaning: 'The run was stopped before it finished (shutdown, Ctrl-C).', retry: 'none' },
   RUN_FAILED: { meaning: 'The run failed for a reason without a code of its own.', retry: 'none' },
+  RUN_NOT_FOUND: {
+    meaning: 'The run log holds no run with that id (`reports-sync runs show`).',
+    retry: 'none',
+  },
   RUN_INTERRUPTED: {
     meaning: 'The process ended before the run finished (found at the next start).',
     retry: 'none',

@@ -5,22 +5,25 @@ export type FailpointName = 'after-batch' | 'before-merge' | 'merge-slice' | 'in
  * A crash-test hook, off unless the environment variable `REPORTS_FAILPOINT` names this point. When it
  * does, the process writes `failpoint <name> reached` on stderr and then waits forever at that point (the
  * event loop kept alive), so a test can SIGKILL it there and check that the warehouse file holds only
- * committed work. Points: `after-batch` (a staging batch and its checkpoint committed), `before-merge`
- * (every batch committed, the merge not begun), `merge-slice` (the first of several slices of the merge
- * done, inside its transaction),
- * `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is committed,
- * nothing after it has run yet).
+ * committed work; `<name>@<ms>` waits that long instead and goes on (a test sends a signal meanwhile).
+ * Points: `after-batch` (a staging batch and its checkpoint committed), `before-merge` (every batch
+ * committed, the merge not begun), `merge-slice` (the first of several slices of the merge done, inside its
+ * transaction), `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is
+ * committed, nothing after it has run yet).
  *
  * Deliberately not a setting of config/settings.ts: it is no user option and never appears in the README's
  * configuration table. A no-op costing one environment lookup when unset. `prepare` runs first, only when
  * the point is armed (e.g. wait for a background commit so the point means what its name says).
  */
 export async function failpoint(name: FailpointName, prepare?: () => Promise<void>): Promise<void> {
-  if (process.env.REPORTS_FAILPOINT !== name) return;
+  const armed = process.env.REPORTS_FAILPOINT;
+  if (armed !== name && !armed?.startsWith(`${name}@`)) return;
   await prepare?.();
   process.stderr.write(`failpoint ${name} reached\n`);
-  await new Promise<never>(() => {
-    setInterval(() => undefined, 60_000);
+  const pauseMs = armed === name ? undefined : Number(armed.slice(name.length + 1));
+  await new Promise<void>((resolve) => {
+    if (pauseMs === undefined) setInterval(() => undefined, 60_000);
+    else setTimeout(resolve, pauseMs);
   });
 }
 

@@ -2,6 +2,7 @@ import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'p
 import { createRequire } from 'node:module';
 import type PinoPretty from 'pino-pretty';
 import { redactSecrets } from './redact.js';
+import { screenWidth, truncateToWidth } from './screen.js';
 import { statusLineFor, useColor } from './status-line.js';
 
 export type { Logger } from 'pino';
@@ -17,10 +18,15 @@ export type { Logger } from 'pino';
  * credentials never reach the output, whatever field, message or error stack carried them; the `redact`
  * paths below blank the known fields as a first line.
  *
+ * - Brief (`mode.brief`, pretty only): the terminal of a one-shot command that prints its own summary
+ *   (`sync`, `demo`): one line per entry, `warning: <message>: <error message>`, cut to the terminal's
+ *   width, without the entries that carry an `outcome` (a run's end, the command's last word), which the
+ *   summary prints; the full log is a `--verbose` away.
+ *
  * @param level pino level name (`info`, `debug`, …)
  * @param pretty `true`/`false` forces the format; `undefined` means "pretty on a TTY"
  */
-export function createLogger(level: string, pretty?: boolean): Logger {
+export function createLogger(level: string, pretty?: boolean, mode: { brief?: boolean } = {}): Logger {
   const usePretty = pretty ?? Boolean(process.stderr.isTTY);
   const options: LoggerOptions = {
     level,
@@ -35,6 +41,17 @@ export function createLogger(level: string, pretty?: boolean): Logger {
   };
   if (usePretty) {
     const line = statusLineFor(process.stderr);
+    if (mode.brief) {
+      return pino(
+        { ...options, formatters: {} },
+        {
+          write: (json: string) => {
+            const text = briefLine(redactSecrets(json), screenWidth(process.stderr));
+            if (text) line.log(text);
+          },
+        },
+      );
+    }
     const pretty = loadPretty().prettyFactory({
       colorize: useColor(process.stderr),
       ignore: 'pid,hostname',
@@ -49,6 +66,35 @@ export function createLogger(level: string, pretty?: boolean): Logger {
     );
   }
   return pino(options, redacting(pino.destination({ dest: 2, sync: true })));
+}
+
+const LEVEL_WORDS: Record<number, string> = {
+  10: 'trace',
+  20: 'debug',
+  30: 'info',
+  40: 'warning',
+  50: 'error',
+  60: 'fatal',
+};
+
+/**
+ * One log entry (pino's JSON, numeric level) as the brief terminal line: `warning: <msg>: <err.message>`
+ * cut to `width` columns; an empty string for an entry with an `outcome` (the summary tells it).
+ */
+export function briefLine(json: string, width: number | undefined): string {
+  let entry: { level?: number; msg?: string; outcome?: unknown; err?: { message?: unknown } };
+  try {
+    entry = JSON.parse(json) as typeof entry;
+  } catch {
+    return json;
+  }
+  if (entry.outcome !== undefined) return '';
+  const why = typeof entry.err?.message === 'string' ? `: ${entry.err.message}` : '';
+  const text = `${LEVEL_WORDS[entry.level ?? 30] ?? 'log'}: ${entry.msg ?? ''}${why}`.replace(
+    /\s*\n\s*/g,
+    ' ',
+  );
+  return `${width === undefined ? text : truncateToWidth(text, width)}\n`;
 }
 
 /** pino-pretty, loaded only when used (~150 ms of startup otherwise spent on every command). */

@@ -1,4 +1,5 @@
 import { createLogUpdate } from 'log-update';
+import { screenWidth, truncateToWidth } from './screen.js';
 
 /**
  * The one writer of a terminal's stderr while a status line (progress) is shown: log lines go through
@@ -6,7 +7,7 @@ import { createLogUpdate } from 'log-update';
  * log line never lands inside the progress and the progress never stays half-overwritten.
  */
 export interface StatusLine {
-  /** Shows `text` as the status line (replacing the previous one). */
+  /** Shows `text` as the status line (replacing the previous one), cut to the terminal's width. */
   set(text: string): void;
   /** Writes `text` (complete lines) above the status line. */
   log(text: string): void;
@@ -34,8 +35,10 @@ function createStatusLine(stream: Stream): StatusLine {
   let current: string | undefined;
   return {
     set(text) {
-      current = text;
-      render(text);
+      // One line, cut to the terminal's width: a status line that wrapped would leave a line behind.
+      const width = screenWidth(stream);
+      current = width === undefined ? text : truncateToWidth(text, width);
+      render(current);
     },
     log(text) {
       if (current === undefined) {

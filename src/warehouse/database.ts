@@ -4,6 +4,7 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { SyncError } from '../util/errors.js';
 import { duckdbApi } from './duckdb-api.js';
 import { keepLeadingFeff } from './keep-leading-feff.js';
+import { describeHolder, lockAdvice, lockHolder } from './lock-holder.js';
 
 // Every connection of the process reads text through the binding's decoder: fix it before any is opened.
 keepLeadingFeff();
@@ -38,7 +39,8 @@ export interface Warehouse {
  * Opens (creating the file and its folder when needed) the DuckDB warehouse at `path`.
  *
  * @throws SyncError `WAREHOUSE_LOCKED` when another process holds the file, naming that process
- *   and the published copy; `WAREHOUSE_OPEN` for other failures (unwritable folder, corrupt file).
+ *   (lock-holder.ts: `reports-sync serve (PID 1234)`), what to do, and the published copy when there is
+ *   one; `WAREHOUSE_OPEN` for other failures (unwritable folder, corrupt file).
  */
 export async function openWarehouse(path: string, options: WarehouseOptions = {}): Promise<Warehouse> {
   const absolute = resolve(path);
@@ -105,15 +107,12 @@ function openError(err: unknown, path: string, publishedPath?: string): SyncErro
   const message = err instanceof Error ? err.message : String(err);
   const lock = /Conflicting lock is held in (.*?) \(PID (\d+)\)/.exec(message);
   if (lock || /Could not set lock on file/.test(message)) {
-    const holder = lock ? `${lock[1]} (PID ${lock[2]})` : 'another process';
-    const published = publishedPath
-      ? ` A read-only published copy for queries is at ${publishedPath} (written after each successful run).`
-      : '';
+    const holder = lockHolder(lock?.[1], lock ? Number(lock[2]) : undefined);
     return new SyncError(
       'WAREHOUSE_LOCKED',
-      `The warehouse ${path} is in use by ${holder}; DuckDB allows one process at a time. ` +
-        `Stop that process, or run this command inside it (reports-sync run owns the warehouse).${published}`,
-      { context: { path, pid: lock ? Number(lock[2]) : undefined }, cause: err },
+      `The warehouse ${path} is in use by ${describeHolder(holder)}; DuckDB lets one process open it at a ` +
+        `time. ${lockAdvice(holder, publishedPath)}`,
+      { context: { path, pid: holder.pid, holder: holder.program }, cause: err },
     );
   }
   const hint = openHint(err, message);

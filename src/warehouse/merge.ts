@@ -165,8 +165,10 @@ async function applyChanges(c: DuckDBConnection, run: MergeRun, batch: BatchCoun
        FROM merge_old o JOIN ${picked(`'update', 'revive'`)} s ON s.id = o.id`);
   }
   if (batch.refined > 0) {
-    // Same version, read with its types (merge-refine.ts): the CSV row's hash stays valid.
-    rewrites.push(`SELECT o.* REPLACE (s.extra AS extra, s.content_hash AS content_hash, s.csv_hash AS csv_hash,
+    // Same version, read with what CSV could not carry (types, `""` for an empty cell): known fields and
+    // `extra` take the typed values; the CSV row's hash stays valid.
+    rewrites.push(`SELECT o.* REPLACE (${COLUMNS.map((col) => `s.${col} AS ${col}`).join(', ')},
+         s.content_hash AS content_hash, s.csv_hash AS csv_hash,
          s.line_hash AS ${own}, $now::TIMESTAMPTZ AS last_seen_at, NULL::TIMESTAMPTZ AS unseen_since,
          $source AS source, $run AS run_id)
        FROM merge_old o JOIN ${picked(`'refine'`)} s ON s.id = o.id`);

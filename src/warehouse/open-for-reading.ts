@@ -10,7 +10,7 @@ export interface ReadingHandle {
   copy: 'live' | 'published';
   /** The live warehouse path (absolute when opened, as configured otherwise). */
   livePath: string;
-  /** For `published`: who holds the live file (`PID 1234`) and when the copy was written. */
+  /** For `published`: who holds the live file (`reports-sync serve (PID 1234)`) and when the copy was written. */
   heldBy?: string | undefined;
   publishedAt?: Date | undefined;
 }
@@ -33,13 +33,14 @@ export async function openForReading(warehousePath: string): Promise<ReadingHand
   } catch (err) {
     if (!isSyncError(err, 'WAREHOUSE_LOCKED') || !existsSync(publishedPath)) throw err;
     const pid = err.context.pid;
+    const holder = typeof err.context.holder === 'string' ? err.context.holder : 'another process';
     const publishedAt = statSync(publishedPath).mtime;
     const warehouse = await openWarehouse(publishedPath, { readOnly: true });
     return {
       warehouse,
       copy: 'published',
       livePath: warehousePath,
-      heldBy: typeof pid === 'number' ? `PID ${pid}` : 'another process',
+      heldBy: typeof pid === 'number' ? `${holder} (PID ${pid})` : holder,
       publishedAt,
     };
   }

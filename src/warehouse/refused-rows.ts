@@ -1,6 +1,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { RecordLocation } from '../extract/record.js';
+import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
 import { errorMessage } from '../util/errors.js';
 import type { Reject } from '../normalize/reject.js';
 import { withRollback } from './transaction.js';
@@ -104,7 +105,13 @@ function refusedReject(line: string, reason: string): Reject {
     location,
     raw,
     recordId,
-    issues: [{ path: '', message: `the warehouse refused the record: ${reason.split('\n')[0]}` }],
+    issues: [
+      {
+        path: '',
+        message: `the warehouse refused the record: ${reason.split('\n')[0]}`,
+        code: RECORD_ISSUE_CODES.warehouseRefused,
+      },
+    ],
   };
 }
 

@@ -16,6 +16,8 @@ export interface RunCounters {
   refined: number;
   removed: number;
   revived: number;
+  /** Data-quality flags on the versions the run wrote (loaded, but impossible: warehouse/quality-flags.ts). */
+  qualityFlags: number;
   bytesRead: number;
   bytesWire: number;
   pages: number;
@@ -42,6 +44,7 @@ export function emptyCounters(): RunCounters {
     refined: 0,
     removed: 0,
     revived: 0,
+    qualityFlags: 0,
     bytesRead: 0,
     bytesWire: 0,
     pages: 0,

@@ -41,7 +41,8 @@ export async function saveCounters(
   await connection.run(
     `UPDATE sync_runs SET records_read = $read, records_loaded = $loaded, records_rejected = $rejected,
        duplicates = $duplicates, inserted = $inserted, updated = $updated, unchanged = $unchanged,
-       refined = $refined, removed = $removed, revived = $revived, bytes_read = $bytes, bytes_wire = $wire, pages = $pages
+       refined = $refined, removed = $removed, revived = $revived, quality_flags = $flags, bytes_read = $bytes,
+       bytes_wire = $wire, pages = $pages
      WHERE run_id = $run`,
     {
       run: runId,
@@ -55,6 +56,7 @@ export async function saveCounters(
       refined: c.refined,
       removed: c.removed,
       revived: c.revived,
+      flags: c.qualityFlags,
       bytes: c.bytesRead,
       wire: c.bytesWire,
       pages: c.pages,

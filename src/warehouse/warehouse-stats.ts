@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { ReportStats } from '../schema/stats.js';
+import { sortedCounts, type ReportStats } from '../schema/stats.js';
 
 /**
  * The warehouse's own counters over its current reports (`removed_at IS NULL`), in exactly the shape the
@@ -24,12 +24,5 @@ export async function warehouseStats(connection: DuckDBConnection): Promise<Repo
       total += n;
     } else byDestination.set(String(r.key), n);
   }
-  return { total, byStatus: sorted(byStatus), byDestination: sorted(byDestination) };
-}
-
-function sorted(counts: Map<string, number>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const key of [...counts.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)))
-    out[key] = counts.get(key) ?? 0;
-  return out;
+  return { total, byStatus: sortedCounts(byStatus), byDestination: sortedCounts(byDestination) };
 }

@@ -7,7 +7,9 @@ import { packageRoot } from '../../src/util/package-root.js';
 import { runCli } from '../helpers/cli.js';
 import { spawnCli } from '../helpers/cli-process.js';
 import { startTestSimulator } from '../helpers/simulator.js';
-import { tempDir } from '../helpers/sync.js';
+import { openTestWarehouse, tempDir, testConfig } from '../helpers/sync.js';
+
+const openWarehouseForTest = (path: string) => openTestWarehouse(testConfig('http://127.0.0.1:9', path));
 
 const VERSION = (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string })
   .version;
@@ -52,6 +54,19 @@ describe('the CLI a newcomer meets', () => {
     expect(run!.counters.recordsRejected).toBeGreaterThan(0);
     expect(run!.rejectsByReason.reduce((n, r) => n + r.records, 0)).toBe(run!.counters.recordsRejected);
     expect(doc.warehouse.currentReports).toBe(run!.counters.recordsRead - run!.counters.recordsRejected);
+    // Everything the text summary says: the tombstone decision, the /stats difference, not-modified.
+    const facts = doc.runs[0] as unknown as {
+      notModified: boolean;
+      tombstones?: string;
+      stats?: { upstreamTotal: number; warehouseTotal: number; difference: number };
+    };
+    expect(facts.notModified).toBe(false);
+    expect(facts.tombstones).toMatch(/complete export/);
+    expect(facts.stats).toEqual({
+      upstreamTotal: doc.warehouse.currentReports,
+      warehouseTotal: doc.warehouse.currentReports,
+      difference: 0,
+    });
 
     const status = await runCli(['status', '--json'], { REPORTS_WAREHOUSE: warehouse });
     expect(status.code).toBe(0);
@@ -61,6 +76,22 @@ describe('the CLI a newcomer meets', () => {
     };
     expect(s.runs[0]).toMatchObject({ status: 'succeeded', read: run!.counters.recordsRead });
     expect(s.totals.current).toBe(doc.warehouse.currentReports);
+    const text = await runCli(['sync'], {
+      REPORTS_MAX_REJECT_RATIO: '1',
+      REPORTS_BASE_URL: sim.url,
+      REPORTS_WAREHOUSE: warehouse,
+    });
+    expect(text.stdout).toContain('export not modified (304)');
+    const again = JSON.parse(
+      (
+        await runCli(['sync', '--json'], {
+          REPORTS_MAX_REJECT_RATIO: '1',
+          REPORTS_BASE_URL: sim.url,
+          REPORTS_WAREHOUSE: warehouse,
+        })
+      ).stdout,
+    ) as { runs: { notModified: boolean; status: string }[] };
+    expect(again.runs[0]).toMatchObject({ status: 'succeeded', notModified: true });
   });
 
   it('config shows variable names, and no credentials of the base URL or the API key', async () => {
@@ -80,6 +111,47 @@ describe('the CLI a newcomer meets', () => {
       (await runCli(['config', '--json'], { REPORTS_API_KEY: 'k3y-value' })).stdout,
     ) as Record<string, unknown>;
     expect(json.REPORTS_API_KEY).toBe('[redacted]');
+  });
+
+  it('config takes --base-url and --warehouse, lists every job schedule variable, and reads the former publish interval name with a warning', async () => {
+    const r = await runCli(['config', '--base-url', 'http://flag.example.org', '--warehouse', warehouse], {
+      REPORTS_BASE_URL: 'http://env.example.org',
+      REPORTS_SCHEDULE_SYNC_CSV: 'off',
+      REPORTS_SCHEDULE_SYNC_NDJSON: '0 */6 * * *',
+      REPORTS_PUBLISH_MIN_INTERVAL: '5000',
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^REPORTS_BASE_URL +http:\/\/flag\.example\.org +\(--base-url\)$/m);
+    const line = r.stdout.split('\n').find((l) => l.startsWith('REPORTS_WAREHOUSE '));
+    expect(line?.split(/ {2,}/)).toEqual(['REPORTS_WAREHOUSE', warehouse, '(--warehouse)']);
+    expect(r.stdout).toMatch(/^REPORTS_SCHEDULE_SYNC_NDJSON +0 \*\/6 \* \* \* +\(environment\)$/m);
+    expect(r.stdout).toMatch(/^REPORTS_SCHEDULE_SYNC_CSV +off +\(environment\)$/m);
+    expect(r.stdout).toMatch(/^REPORTS_SCHEDULE_SYNC_RECENT +\*\/10 \* \* \* \*$/m);
+    expect(r.stdout).toMatch(/^REPORTS_SCHEDULE_SNAPSHOT_STATS +15 \* \* \* \*$/m);
+    expect(r.stdout).toMatch(/^REPORTS_PUBLISH_MIN_INTERVAL_MS +5000 +\(environment\)$/m);
+    expect(r.stderr).toContain(
+      'REPORTS_PUBLISH_MIN_INTERVAL is the former name of REPORTS_PUBLISH_MIN_INTERVAL_MS',
+    );
+    expect(r.stderr).not.toMatch(/not a setting/);
+    const both = await runCli(['config', '--json'], {
+      REPORTS_PUBLISH_MIN_INTERVAL: '5000',
+      REPORTS_PUBLISH_MIN_INTERVAL_MS: '7000',
+    });
+    expect((JSON.parse(both.stdout) as Record<string, unknown>).REPORTS_PUBLISH_MIN_INTERVAL_MS).toBe(7000);
+    expect(both.stderr).toContain('REPORTS_PUBLISH_MIN_INTERVAL is ignored');
+  });
+
+  it('sql refuses an empty query and an unknown option with exit 2, and takes a query that starts with a comment', async () => {
+    (await openWarehouseForTest(warehouse)).close();
+    for (const args of [
+      ['sql', '-x'],
+      ['sql', ' '],
+    ]) {
+      const r = await runCli([...args, '--warehouse', warehouse]);
+      expect(r.code, args.join(' ')).toBe(2);
+    }
+    const commented = await runCli(['sql', '-- a comment\nselect 42 as answer', '--warehouse', warehouse]);
+    expect([commented.code, commented.stdout]).toEqual([0, 'answer\n------\n    42\n']);
   });
 
   it('status and sql on a missing warehouse exit 2 with one line naming the file and how to create it', async () => {
@@ -169,14 +241,14 @@ describe('the CLI a newcomer meets', () => {
   });
 
   it.each([
-    ['SIGINT', 130],
-    ['SIGTERM', 143],
+    ['SIGINT', 130, 'text'],
+    ['SIGTERM', 143, 'json'],
   ] as const)(
-    '%s during a one-shot sync records the run aborted, empties the spool, exits %i',
-    async (signal, code) => {
+    '%s during a one-shot sync records the run aborted, empties the spool, exits %i, logs no error, and its %s summary counts nothing loaded',
+    async (signal, code, format) => {
       // Batches of 500 are committed (their files in the spool), then the body stalls: the run is mid-read.
       const sim = await startTestSimulator({ generate: { n: 60_000 }, faults: ['ndjson:stall=20000000'] });
-      const cli = spawnCli(['sync'], {
+      const cli = spawnCli(format === 'json' ? ['sync', '--json'] : ['sync'], {
         REPORTS_BASE_URL: sim.url,
         REPORTS_WAREHOUSE: warehouse,
         REPORTS_BATCH_SIZE: '500',
@@ -187,8 +259,24 @@ describe('the CLI a newcomer meets', () => {
       cli.child.kill(signal);
       const exit = await cli.exited;
       expect(exit.code).toBe(code);
-      const { stderr } = cli.output();
-      expect(stderr).toMatch(/"msg":"run aborted"/);
+      const { stderr, stdout } = cli.output();
+      // A stop that was asked for is no error: the aborted run is a warning, and nothing is logged at error.
+      expect(stderr).toMatch(/"level":"warn"[^\n]*"msg":"run aborted"/);
+      expect(stderr).not.toMatch(/"level":"error"/);
+      // Its valid records were staged, never merged: not counted as loaded.
+      if (format === 'text') {
+        expect(stdout).toMatch(/ABORTED/);
+        expect(stdout).toMatch(
+          /records: [\d,]+ read, [\d,]+ valid \(staged, not merged: the run was aborted\)/,
+        );
+        expect(stdout).not.toMatch(/ loaded,/);
+      } else {
+        const [run] = (JSON.parse(stdout) as { runs: { status: string; counters: Record<string, number> }[] })
+          .runs;
+        expect(run!.status).toBe('aborted');
+        expect(run!.counters.recordsLoaded).toBe(0);
+        expect(run!.counters.recordsStaged).toBeGreaterThan(0);
+      }
       const spool = `${warehouse}.spool`;
       expect(existsSync(spool) ? readdirSync(spool) : []).toEqual([]);
       const status = JSON.parse(

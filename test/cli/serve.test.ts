@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CLI, runCli } from '../helpers/cli.js';
+import { waitUntil } from '../helpers/reliability.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
@@ -36,7 +37,7 @@ describe('reports-sync serve', () => {
   });
   afterEach(() => tmp.cleanup());
 
-  it('serves the synced warehouse on the given port, logs requests, and stops cleanly on SIGTERM', async () => {
+  it('serves the synced warehouse on the given port, announces itself once, logs requests at debug, and stops cleanly on SIGTERM', async () => {
     const sim = await startTestSimulator({ fixture: 'small.ndjson' });
     const path = join(tmp.dir, 'w.duckdb');
     const config = testConfig(sim.url, path, { maxRejectRatio: 0.5 });
@@ -44,25 +45,78 @@ describe('reports-sync serve', () => {
     expect((await syncOnce(warehouse, config, ndjsonSource)).status).toBe('succeeded');
     warehouse.close();
 
-    const serve = startServe(['--port', '0', '--warehouse', path], { REPORTS_LOG_LEVEL: 'info' });
-    const url = await serve.url;
-    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    const health = (await (await fetch(`${url}/healthz`)).json()) as { status: string };
-    expect(health.status).toBe('ok');
-    const list = (await (
-      await fetch(`${url}/api/v1/public/reports?destination=ROAD_CONTROL`)
-    ).json()) as Array<{
-      destination: string;
-    }>;
-    expect(list.length).toBeGreaterThan(0);
-    expect(list.every((r) => r.destination === 'ROAD_CONTROL')).toBe(true);
-    serve.child.kill('SIGTERM');
-    expect(await serve.exited).toBe(0);
-    const logLine = serve
-      .stderr()
-      .split('\n')
-      .find((l) => l.includes('"msg":"request"') && l.includes('ROAD_CONTROL'));
-    expect(JSON.parse(logLine ?? '{}')).toMatchObject({ component: 'reader', method: 'GET', status: 200 });
+    for (const level of ['info', 'debug']) {
+      const serve = startServe(['--port', '0', '--warehouse', path], { REPORTS_LOG_LEVEL: level });
+      const url = await serve.url;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const health = (await (await fetch(`${url}/healthz`)).json()) as { status: string };
+      expect(health.status).toBe('ok');
+      const list = (await (
+        await fetch(`${url}/api/v1/public/reports?destination=ROAD_CONTROL`)
+      ).json()) as Array<{
+        destination: string;
+      }>;
+      expect(list.length).toBeGreaterThan(0);
+      expect(list.every((r) => r.destination === 'ROAD_CONTROL')).toBe(true);
+      serve.child.kill('SIGTERM');
+      expect(await serve.exited).toBe(0);
+      const lines = serve.stderr().split('\n');
+      // The one announcement is the stdout line; the log does not say it again (nor fastify's own line).
+      expect(
+        lines.filter((l) => /listening/i.test(l) && !l.includes('"level":"debug"')),
+        level,
+      ).toEqual([]);
+      const logLine = lines.find((l) => l.includes('"msg":"request"') && l.includes('ROAD_CONTROL'));
+      if (level === 'info') expect(logLine).toBeUndefined();
+      else {
+        expect(JSON.parse(logLine ?? '{}')).toMatchObject({
+          level: 'debug',
+          component: 'reader',
+          method: 'GET',
+          status: 200,
+        });
+      }
+    }
+  });
+
+  it('while serve holds the warehouse: it publishes a copy that sql and status read, and sync and demo name serve and that copy', async () => {
+    const sim = await startTestSimulator({ fixture: 'small.ndjson' });
+    const path = join(tmp.dir, 'w.duckdb');
+    const env = { REPORTS_WAREHOUSE: path, REPORTS_MAX_REJECT_RATIO: '0.5' };
+    expect((await runCli(['sync', '--base-url', sim.url], env)).code).toBe(0);
+    const published = join(tmp.dir, 'published', 'warehouse.duckdb');
+    expect(existsSync(published)).toBe(false);
+
+    const serve = startServe(['--port', '0', '--warehouse', path], {});
+    await serve.url;
+    try {
+      await waitUntil(() => existsSync(published) && /snapshot published/.test(serve.stderr()), 20_000);
+      const holder = `reports-sync serve (PID ${serve.child.pid})`;
+
+      const sql = await runCli(['sql', 'select count(*) as n from reports'], env);
+      expect(sql.code, sql.stderr).toBe(0);
+      expect(sql.stdout).toMatch(/^ *n\n-+\n *10\n$/);
+      expect(sql.stderr).toContain(`is in use by ${holder}; reading the published copy ${published}`);
+
+      const status = await runCli(['status'], env);
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toContain(`is in use by ${holder}`);
+      // The copy is current (published as serve started): the sync that ran shows, never as "never".
+      expect(status.stdout).toMatch(/^sync-ndjson .*succeeded \d+ s ago/m);
+
+      for (const args of [['sync', '--base-url', sim.url], ['demo']]) {
+        const r = await runCli(args, env);
+        expect(r.code, args[0]).toBe(2);
+        expect(r.stderr).toContain(`The warehouse ${path} is in use by ${holder}`);
+        expect(r.stderr).toContain(`open the read-only published copy ${published}`);
+        expect(r.stderr).not.toMatch(/reports-sync run owns/);
+        // The demo finds the lock before it starts its simulator.
+        expect(r.stdout).not.toContain('No REPORTS_BASE_URL set');
+      }
+    } finally {
+      serve.child.kill('SIGTERM');
+      expect(await serve.exited).toBe(0);
+    }
   });
 
   it('refuses a bad --port with exit 2 naming the flag', async () => {

@@ -27,7 +27,7 @@ describe('reports-sync sql --format json over the analyst views', () => {
   }, 120_000);
   afterAll(() => tmp.cleanup());
 
-  it('prints the header of an empty CSV result, and says so when the query holds no statement', async () => {
+  it('prints the header of an empty CSV result, and exits 2 saying so when the query holds no statement', async () => {
     const empty = await runCli([
       'sql',
       '--warehouse',
@@ -38,7 +38,7 @@ describe('reports-sync sql --format json over the analyst views', () => {
     ]);
     expect([empty.code, empty.stdout]).toEqual([0, 'id,status\n']);
     const none = await runCli(['sql', '--warehouse', path, ' ; ']);
-    expect(none.code).not.toBe(0);
+    expect(none.code).toBe(2); // a usage error, as every other argument the command cannot take
     expect(none.stderr).toMatch(/holds no statement/);
   });
 

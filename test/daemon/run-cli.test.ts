@@ -76,25 +76,25 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
     expect(sql.code).toBe(0);
     expect(sql.stdout).toBe('n\n400\n');
     expect(sql.stderr).toContain(
-      `in use by PID ${daemon.child.pid}; reading the published copy ${published()}`,
+      `in use by reports-sync run (PID ${daemon.child.pid}); reading the published copy ${published()}`,
     );
 
     const status = await runCli(['status'], env());
     expect(status.code).toBe(0);
     expect(status.stdout).toContain(`Warehouse: the published copy ${published()}`);
     expect(status.stdout).toMatch(
-      /sync-ndjson\s+0 0 1 1 \* \(REPORTS_SCHEDULE_SYNC_NDJSON\)\s+ndjson\s+\d{4}-01-01 00:00/,
+      /sync-ndjson\s+0 0 1 1 \* \(REPORTS_SCHEDULE_SYNC_NDJSON\)\s+in \d+ d \d+ h, \d{4}-01-01 00:00/,
     );
     expect(status.stdout).toMatch(/snapshot-stats .*disabled: REPORTS_SCHEDULE_SNAPSHOT_STATS=off/);
-    expect(status.stdout).toMatch(/Published snapshot: .*published\/warehouse\.duckdb, \d+ s old/);
+    expect(status.stdout).toMatch(/Published snapshot: .*published\/warehouse\.duckdb, written \d+ s ago/);
     expect(status.stdout).toMatch(/sync-ndjson\s+succeeded/);
 
     // A one-shot sync cannot take the warehouse: exit 2, the holder and the published copy named.
     const sync = await runCli(['sync'], env());
     expect(sync.code).toBe(2);
-    expect(sync.stderr).toContain(`is in use by`);
-    expect(sync.stderr).toContain(`(PID ${daemon.child.pid})`);
-    expect(sync.stderr).toContain(`A read-only published copy for queries is at ${published()}`);
+    expect(sync.stderr).toContain(`is in use by reports-sync run (PID ${daemon.child.pid})`);
+    expect(sync.stderr).toContain('The daemon runs the syncs itself');
+    expect(sync.stderr).toContain(`open the read-only published copy ${published()}`);
     expect(sync.stderr).not.toMatch(/IO Error|Conflicting lock/);
 
     // Still serving, then a clean stop.
@@ -143,7 +143,7 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
     const logs = logLines(daemon.stderr());
     expect(logs.map((l) => l.msg)).toEqual(
       expect.arrayContaining([
-        'grace period over: aborting the running job',
+        'grace period over: aborting the running job (its run is not merged and is recorded as aborted)',
         'run aborted',
         'daemon stopped',
       ]),

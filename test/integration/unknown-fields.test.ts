@@ -63,7 +63,11 @@ describe('unknown fields exactly as sent, repeated keys quarantined', () => {
           'dup-top',
         ]);
         expect(JSON.parse(rejects[2]!.issues as string)).toEqual([
-          { path: 'meta.b.k', message: 'duplicate key "k": the object gives it twice' },
+          {
+            path: 'meta.b.k',
+            message: 'duplicate key "k": the object gives it twice',
+            code: 'conflicting_values',
+          },
         ]);
         expect(rejects[1]!.issues).toContain('list[1].a');
         expect(rejects[3]!.issues).toContain('"status"');

@@ -148,6 +148,10 @@ describe('values and text: NDJSON', () => {
         expect(String(r.issues)).toMatch(/invalid UTF-8 at byte \d+/);
       }
       expect(rejects.filter((x) => x.raw_encoding === 'base64')).toHaveLength(BAD_UTF8.length);
+      // The id of a line whose other bytes are not UTF-8 is readable, so the analyst learns which report it is.
+      expect(rejects.filter((x) => x.raw_encoding === 'base64').map((x) => x.record_id)).toEqual(
+        BAD_UTF8.map(([name]) => `utf8-${name}`),
+      );
       // The ids differing only in a lone surrogate were not merged into one report.
       expect(await query(warehouse, `SELECT id FROM reports WHERE id LIKE 'lone-%'`)).toEqual([]);
     });
@@ -262,10 +266,14 @@ describe('values and text: CSV', () => {
       ]);
       const rejects = await query(
         warehouse,
-        `SELECT location, raw, raw_encoding, issues::VARCHAR AS issues FROM rejected_records ORDER BY line`,
+        `SELECT location, record_id, raw, raw_encoding, issues::VARCHAR AS issues FROM rejected_records ORDER BY line`,
       );
       expect(rejects[0]?.issues).toMatch(/outside the storable range/);
-      expect(rejects[1]).toMatchObject({ location: 'page 1, row 3, line 4', raw_encoding: 'base64' });
+      expect(rejects[1]).toMatchObject({
+        location: 'page 1, row 3, line 4',
+        raw_encoding: 'base64',
+        record_id: 'u-1',
+      });
       expect(
         Buffer.from(String(rejects[1]?.raw), 'base64').includes(Buffer.from([0x62, 0xff, 0xfe, 0x2c])),
       ).toBe(true);

@@ -236,3 +236,54 @@ describe('per-request deadline', () => {
     },
   );
 });
+
+describe('minimum transfer rate', () => {
+  it.each(['ndjson', 'csv'] as const)(
+    'a %s body trickling below REPORTS_MIN_SPEED_BYTES is cut and fetched again as a transient failure',
+    async (source) => {
+      let answers = 0;
+      const server = await startRawServer((req, res) => {
+        const url = new URL(req.url ?? '/', 'http://x');
+        if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: ids.length }));
+        const body = Buffer.from(
+          source === 'csv' ? HEADER + ids.map(csvRow).join('') : ids.map(ndjsonLine).join(''),
+        );
+        res.writeHead(200, { 'content-type': source === 'csv' ? 'text/csv' : 'application/x-ndjson' });
+        // The first answer trickles (a byte every 20 ms: never silent for the body timeout); the next is whole.
+        if (answers++ > 0) return void res.end(body);
+        let at = 0;
+        const timer = setInterval(() => {
+          if (res.destroyed || at >= body.length) {
+            clearInterval(timer);
+            res.end();
+            return;
+          }
+          res.write(body.subarray(at, ++at));
+        }, 20);
+      });
+      onTestFinished(() => server.close());
+      const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), {
+        minSpeedBytes: 1_000,
+        minSpeedWindowMs: 500,
+        csvPageSize: 1000,
+        bodyTimeoutMs: 5_000,
+      });
+      const warehouse = await openTestWarehouse(config);
+      onTestFinished(() => warehouse.close());
+      const [run] = await syncTargetOnce(warehouse, config, source);
+      expect(run?.status, run?.error?.message).toBe('succeeded');
+      expect(run?.counters.recordsLoaded).toBe(ids.length);
+      const data = server.requests.filter((r) => !r.url.includes('/stats'));
+      expect(data.length).toBe(2);
+
+      // A body that always trickles fails with BODY_TOO_SLOW once the retries are spent, naming the settings.
+      answers = -Infinity;
+      const strict = { ...config, retries: 1, conditionalExports: false };
+      const [slow] = await syncTargetOnce(warehouse, strict, source);
+      expect(slow?.status).toBe('failed');
+      expect(slow?.error?.code).toBe('BODY_TOO_SLOW');
+      expect(slow?.error?.message).toContain('REPORTS_MIN_SPEED_BYTES');
+    },
+    30_000,
+  );
+});

@@ -16,7 +16,7 @@ describe('flattenStats', () => {
       { metric: 'byStatus.IN_PROGRESS', value: 2 },
       { metric: 'series.0.n', value: 3 },
       { metric: 'series.1.n', value: 4 },
-      { metric: 'odd.key', value: 1 },
+      { metric: '["odd.key"]', value: 1 },
     ]);
   });
 

@@ -114,7 +114,11 @@ describe('validateWireReport', () => {
     expect(r.ok).toBe(false);
     if (!r.ok)
       expect(r.issues).toEqual([
-        { path: 'id', message: expect.stringMatching(/at most 2\^53 − 1.*as a string/) },
+        {
+          path: 'id',
+          message: expect.stringMatching(/at most 2\^53 − 1.*as a string/),
+          code: 'invalid_union',
+        },
       ]);
   });
 

@@ -1,23 +1,33 @@
 import type { RouteHandlerMethod } from 'fastify';
+import { openIncidents } from '../../alerts/alert-store.js';
+import { withQueryTimeout } from '../query-timeout.js';
 import type { ReaderContext } from '../reader-context.js';
 import { ReadTransaction } from '../read-transaction.js';
 import { readStatusData, type StatusData } from '../status-data.js';
-import { renderStatusPage } from '../status-html.js';
+import { renderStatusPage, type ScheduledJob } from '../status-html.js';
 import { VersionCache } from '../version-cache.js';
 
 /** Seconds between reloads of the status page. */
 const REFRESH_SECONDS = 30;
 
+/** The Content-Security-Policy of the operators' pages: nothing from outside, no script. */
+export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
 /**
- * `GET /`: the status page for the people who run the mirror (status-html.ts): freshness per job (red past
- * its schedule period), the last 30 runs, reports over time by status, top reject reasons, the upstream
- * `/stats` drift and unknown values. The warehouse figures are read in one read transaction and kept until
- * the next run finishes (any job: the run log changes with every run), so reloads cost no query; ages are
- * computed at each render. `Content-Security-Policy` allows no external resource at all.
+ * `GET /`: the status page for the people who run the mirror (status-html.ts): open alerts, freshness and
+ * schedule per job, charts over the last runs, the last 30 runs (each linked to its page), reports over
+ * time by status, top reject reasons, the upstream `/stats` drift and unknown values. The warehouse
+ * figures are read in one read transaction and kept until the next run finishes (any job: the run log
+ * changes with every run), so reloads cost one small query (the open alerts, which the watchdog may raise
+ * between runs); ages and next runs are computed at each render. `Content-Security-Policy` allows no
+ * external resource at all.
  *
- * @param periods schedule period per job name (ms), known to the daemon; `serve` passes none
+ * @param schedule the jobs' schedule, known to the daemon; `serve` passes none
  */
-export function statusRoute(ctx: ReaderContext, periods: ReadonlyMap<string, number>): RouteHandlerMethod {
+export function statusRoute(
+  ctx: ReaderContext,
+  schedule: (() => { timezone: string; jobs: readonly ScheduledJob[] }) | undefined,
+): RouteHandlerMethod {
   const cache = new VersionCache();
   return async (request, reply) => {
     const runs = await ctx.validators.runs();
@@ -33,9 +43,13 @@ export function statusRoute(ctx: ReaderContext, periods: ReadonlyMap<string, num
         await tx.finish(ok);
       }
     });
+    const alerts = await ctx.pool.use((c) =>
+      withQueryTimeout(c, ctx.config.readerQueryTimeoutMs, 'The status page', () => openIncidents(c)),
+    );
     const html = renderStatusPage(data, {
       nowMs: Date.now(),
-      periods,
+      schedule: schedule?.(),
+      alerts: alerts.sort((a, b) => b.at.getTime() - a.at.getTime()),
       refreshSeconds: REFRESH_SECONDS,
       pool: ctx.pool.state,
     });
@@ -44,7 +58,7 @@ export function statusRoute(ctx: ReaderContext, periods: ReadonlyMap<string, num
       .headers({
         'Content-Type': 'text/html; charset=utf-8',
         'Cache-Control': 'no-cache',
-        'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+        'Content-Security-Policy': PAGE_CSP,
       })
       .send(html);
   };

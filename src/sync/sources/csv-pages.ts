@@ -4,7 +4,7 @@ import { charsetOf, toUtf8 } from '../../extract/charset.js';
 import type { DecodedCsvPage } from '../../normalize/csv-page-decode.js';
 import type { BlockDecoders } from '../../normalize/decoders.js';
 import { nextLink } from '../../upstream/link-header.js';
-import { bodyEndChecked, header, networkError, openStream } from '../../upstream/open-stream.js';
+import { bodyEndChecked, header, networkError, openStream, minSpeedOf } from '../../upstream/open-stream.js';
 import { safeUrl } from '../../upstream/safe-url.js';
 import { readBody } from '../../upstream/read-body.js';
 import { withRetry } from '../../upstream/with-retry.js';
@@ -147,6 +147,7 @@ async function fetchPage(
           dispatcher: ctx.dispatcher,
           apiKey: keyFor(config, url),
           maxRedirects: config.maxRedirects,
+          minSpeed: minSpeedOf(config),
           signal: ctx.signal,
           headers: { accept: ACCEPT, ...(page === 1 ? ctx.conditional : undefined) },
           deadline: pageDeadline(config),

@@ -1,4 +1,4 @@
-import { bodyEndChecked, header, networkError, openStream } from '../../upstream/open-stream.js';
+import { bodyEndChecked, header, networkError, openStream, minSpeedOf } from '../../upstream/open-stream.js';
 import { apiUrl, extraLimits } from '../../config/config.js';
 import { startDecoders } from '../../normalize/decoders.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
@@ -25,6 +25,7 @@ export const ndjsonSource: ExportSource = {
         dispatcher: ctx.dispatcher,
         apiKey: ctx.config.apiKey,
         maxRedirects: ctx.config.maxRedirects,
+        minSpeed: minSpeedOf(ctx.config),
         signal: ctx.signal,
         headers: { accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1', ...ctx.conditional },
         deadline: { ms: ctx.config.exportDeadlineMs, setting: 'REPORTS_EXPORT_DEADLINE_MS' },

@@ -9,7 +9,7 @@ import { recordIdOf } from '../../normalize/reject.js';
 import { isUtf8 } from 'node:buffer';
 import { arrayElementTexts } from '../../schema/json-text.js';
 import { validateWireReport } from '../../schema/report.js';
-import { header, networkError, openStream } from '../../upstream/open-stream.js';
+import { header, networkError, openStream, minSpeedOf } from '../../upstream/open-stream.js';
 import { SyncError } from '../../util/errors.js';
 import { currentHashes } from '../../warehouse/current-hashes.js';
 import type { ExportSource, ReadContext, ReadOutcome, SourceItem } from '../export-source.js';
@@ -155,6 +155,7 @@ async function fetchPage(
     dispatcher: ctx.dispatcher,
     apiKey: ctx.config.apiKey,
     maxRedirects: ctx.config.maxRedirects,
+    minSpeed: minSpeedOf(ctx.config),
     signal: ctx.signal,
     headers: { accept: 'application/json' },
   });
