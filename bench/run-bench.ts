@@ -7,21 +7,31 @@
 // conditionally: a 304), `recent` (after the simulator advanced a day: the list endpoint's new reports) and
 // `publish` (the snapshot after that small change).
 // Prints a table and the goals, and writes bench/results.json.
-import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
+import {
+  ROOT as root,
+  PUBLISH,
+  advanceDay,
+  duckdbVersion,
+  lastRun,
+  log,
+  measure as measureIn,
+  mib,
+  startSimulator,
+  syncArgs as syncArgsOf,
+  warmCsvPages,
+  warmNdjsonExport,
+} from './bench-lib.js';
+import { runScaleCycles } from './scale-cycle.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
-const root = join(here, '..', '..');
-const CLI = join(root, 'dist', 'src', 'cli', 'main.js');
-const PROBE = pathToFileURL(join(here, 'rss-probe.js')).href;
 const REFERENCE = join(here, 'reference-load.js');
-const PUBLISH = join(here, 'publish-once.js');
 
 const STEPS = ['reference', 'ndjson', 'resync', 'not-modified', 'recent', 'publish', 'csv'] as const;
 type Step = (typeof STEPS)[number];
@@ -42,20 +52,7 @@ interface StepResult {
 
 /** Duration (ms) of the latest run in a warehouse's run log. */
 async function lastRunMs(path: string): Promise<number | undefined> {
-  const { DuckDBInstance } = await import('@duckdb/node-api');
-  const db = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
-  const c = await db.connect();
-  try {
-    const rows = (
-      await c.runAndReadAll(
-        `SELECT (epoch_ms(finished_at) - epoch_ms(started_at))::DOUBLE AS ms FROM sync_runs ORDER BY started_at DESC LIMIT 1`,
-      )
-    ).getRowsJS();
-    return rows[0] ? Number(rows[0][0]) : undefined;
-  } finally {
-    c.closeSync();
-    db.closeSync();
-  }
+  return (await lastRun(path))?.runMs;
 }
 
 const { values } = parseArgs({
@@ -65,6 +62,9 @@ const { values } = parseArgs({
     steps: { type: 'string', default: STEPS.join(',') },
     'memory-check': { type: 'boolean', default: false },
     repeat: { type: 'string', default: '1' },
+    scale: { type: 'string' },
+    'scale-baseline': { type: 'string', default: '1000000' },
+    work: { type: 'string' },
     out: { type: 'string', default: join(root, 'bench', 'results.json') },
     help: { type: 'boolean', default: false },
   },
@@ -79,6 +79,12 @@ if (values.help) {
   --repeat R       run the steps R times and report medians (default 1)
   --memory-check   also run the NDJSON sync on 4 x N reports and report the peak RSS growth
   --out FILE       JSON results (default bench/results.json)
+  --scale N        the nightly cycle at N reports instead (docs/performance.md, "Scale"): first NDJSON
+                   sync, a day then the nightly NDJSON sync, a day then the CSV sync (--page-size), a
+                   no-change NDJSON run (conditional exports off), a day then a recent run, publish; each
+                   step's wall time, records/s and peak RSS, and their growth from --scale-baseline
+  --scale-baseline N  the size the growth is measured from (default 1000000; 0: none)
+  --work DIR       where the warehouses go (default the system's temp folder; 10M takes ~6 GB)
 
 The syncs run with the configuration of the environment (REPORTS_DUCKDB_MEMORY_LIMIT, REPORTS_BATCH_SIZE, …).
 `);
@@ -93,61 +99,22 @@ if (!Number.isInteger(repeat) || repeat < 1)
 const steps = values.steps.split(',').map((s) => s.trim()) as Step[];
 for (const s of steps) if (!STEPS.includes(s)) throw new Error(`unknown step ${s}; use ${STEPS.join(',')}`);
 
-const work = mkdtempSync(join(tmpdir(), 'reports-sync-bench-'));
-const log = (msg: string) =>
-  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-
-/** Starts `reports-sync simulate --generate n` and resolves with its base URL and a stop function. */
-async function startSimulator(n: number): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(
-    process.execPath,
-    [CLI, 'simulate', '--generate', String(n), '--cache-exports', '--log-level', 'warn'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    let buffered = '';
-    child.stdout.on('data', (d: Buffer) => {
-      buffered += d.toString();
-      const m = /listening on (\S+)/.exec(buffered);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`simulator exited with ${code}`)));
+const work = mkdtempSync(join(values.work ?? tmpdir(), 'reports-sync-bench-'));
+if (values.scale !== undefined) {
+  await runScaleCycles({
+    records: Number(values.scale),
+    baseline: Number(values['scale-baseline']),
+    pageSize: values['page-size'],
+    work,
+    out: values.out,
   });
-  return { url, stop: () => child.kill('SIGTERM') };
+  rmSync(work, { recursive: true, force: true });
+  process.exit(0);
 }
 
 /** Runs `node --import rss-probe args` and measures wall time and peak RSS. */
 async function measure(label: string, args: string[], env: Record<string, string> = {}) {
-  const rssFile = join(work, `${label}.rss`);
-  const started = process.hrtime.bigint();
-  const ticker = setInterval(
-    () => log(`${label}: ${Math.round(Number(process.hrtime.bigint() - started) / 1e9)} s …`),
-    15_000,
-  );
-  const code = await new Promise<number | null>((resolve) => {
-    const child = spawn(process.execPath, ['--import', PROBE, ...args], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: {
-        ...process.env,
-        BENCH_RSS_FILE: rssFile,
-        REPORTS_LOG_LEVEL: 'warn',
-        REPORTS_LOG_PRETTY: 'false',
-        ...env,
-      },
-    });
-    child.on('exit', (c) => resolve(c));
-  });
-  clearInterval(ticker);
-  const wallMs = Number(process.hrtime.bigint() - started) / 1e6;
-  let peakRssBytes = 0;
-  try {
-    peakRssBytes = Number(readFileSync(rssFile, 'utf8'));
-  } catch {
-    /* the child died before writing it */
-  }
-  return { wallMs, peakRssBytes, exitCode: code };
+  return measureIn(label, args, join(work, `${label}.rss`), env);
 }
 
 function result(step: StepResult['step'], n: number, m: Awaited<ReturnType<typeof measure>>): StepResult {
@@ -158,79 +125,13 @@ function result(step: StepResult['step'], n: number, m: Awaited<ReturnType<typeo
   return r;
 }
 
-const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
-
-/**
- * Fetches every page of the CSV export once, untimed, as the csv step will (`REPORTS_CSV_PATH`, default
- * `/api/v1/public/reports.csv`, with `?pageSize=N&page=1`, its 302, then `Link: <…>; rel="next"` to the end), so the
- * simulator (`--cache-exports`) has every page on disk and the timed step measures the sync, not the
- * simulator rendering pages. Bodies are read and discarded.
- */
-async function warmCsvPages(base: string, pageSize: string): Promise<void> {
-  log(`warming the CSV page cache (pageSize ${pageSize}) …`);
-  const started = process.hrtime.bigint();
-  // The path the csv step's sync reads (REPORTS_CSV_PATH of the environment, else the default).
-  const path = process.env.REPORTS_CSV_PATH ?? '/api/v1/public/reports.csv';
-  let url: string | undefined = `${base}${path}?pageSize=${pageSize}&page=1`;
-  let pages = 0;
-  let bytes = 0;
-  let redirects = 0;
-  while (url !== undefined) {
-    const current: string = url;
-    const res = await request(current);
-    const location = res.headers.location;
-    if (res.statusCode >= 300 && res.statusCode < 400 && typeof location === 'string') {
-      // The 302 of /reports.csv to the export location (undici's request does not follow redirects).
-      await res.body.dump();
-      if (++redirects > 5) throw new Error(`warming the CSV cache: too many redirects at ${current}`);
-      url = new URL(location, current).href;
-      continue;
-    }
-    if (res.statusCode !== 200) {
-      await res.body.dump();
-      throw new Error(`warming the CSV cache: ${current} answered ${res.statusCode}`);
-    }
-    for await (const chunk of res.body) bytes += (chunk as Buffer).length;
-    pages++;
-    redirects = 0;
-    const link = res.headers.link;
-    const next = typeof link === 'string' ? /<([^>]+)>\s*;\s*rel="next"/.exec(link)?.[1] : undefined;
-    url = next === undefined ? undefined : new URL(next, current).href;
-  }
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  log(`CSV page cache warm: ${pages} pages, ${mib(bytes)} MiB in ${seconds.toFixed(1)} s`);
-}
-
-/**
- * Reads the NDJSON export once, untimed, so the simulator (`--cache-exports`) serves the timed syncs from its
- * cache file; the reference step's own download does the same when it runs first.
- */
-async function warmNdjsonExport(base: string): Promise<void> {
-  log('warming the NDJSON export cache …');
-  const started = process.hrtime.bigint();
-  const res = await request(`${base}/api/v1/public/reports.ndjson`);
-  let bytes = 0;
-  for await (const chunk of res.body) bytes += (chunk as Buffer).length;
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  log(`NDJSON export cache warm: ${mib(bytes)} MiB in ${seconds.toFixed(1)} s`);
-}
-
 /** Runs `which` `reps` times against one simulator of `n` reports; fresh warehouses every repetition. */
 async function runSteps(n: number, which: Step[], reps: number): Promise<StepResult[]> {
   const sim = await startSimulator(n);
   const out: StepResult[] = [];
   try {
     log(`simulator with ${n} generated reports at ${sim.url}`);
-    const syncArgs = (warehouse: string, source: string) => [
-      CLI,
-      'sync',
-      '--source',
-      source,
-      '--base-url',
-      sim.url,
-      '--warehouse',
-      warehouse,
-    ];
+    const syncArgs = (warehouse: string, source: string) => syncArgsOf(sim.url, warehouse, source);
     let csvWarm = false;
     let ndjsonWarm = false;
     for (let rep = 1; rep <= reps; rep++) {
@@ -263,9 +164,7 @@ async function runSteps(n: number, which: Step[], reps: number): Promise<StepRes
           const r = result(step, n, await measure(step, syncArgs(join(dir, 'ndjson.duckdb'), 'ndjson')));
           out.push({ ...r, runMs: await lastRunMs(join(dir, 'ndjson.duckdb')) });
         } else if (step === 'recent') {
-          const res = await request(`${sim.url}/__admin/advance?days=1`, { method: 'POST' });
-          const day = (await res.body.json()) as { added: number; moved: number; unpublished: number };
-          log(`advanced a day: ${day.added} new reports, ${day.moved} moved, ${day.unpublished} unpublished`);
+          const day = await advanceDay(sim.url);
           const r = result(step, n, await measure(step, syncArgs(join(dir, 'ndjson.duckdb'), 'recent')));
           out.push({ ...r, added: day.added, runMs: await lastRunMs(join(dir, 'ndjson.duckdb')) });
           ndjsonWarm = false; // the exports changed
@@ -431,14 +330,3 @@ writeFileSync(
   ),
 );
 log(`results written to ${values.out}`);
-
-function duckdbVersion(): string | undefined {
-  try {
-    const pkg = JSON.parse(
-      readFileSync(join(root, 'node_modules', '@duckdb', 'node-api', 'package.json'), 'utf8'),
-    ) as { version?: string };
-    return pkg.version;
-  } catch {
-    return undefined;
-  }
-}

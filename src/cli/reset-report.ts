@@ -52,7 +52,7 @@ export async function resetWarehouse(
       }
       const result = await resetData(c);
       kept = await tableRows(c, KEPT_TABLES); // the run log now holds the reset too
-      const reports = result.emptied.find((t) => t.table === 'reports')?.rows ?? 0;
+      const reports = result.emptied.find((t) => t.table === 'report_rows')?.rows ?? 0;
       if (options.json) {
         return `${JSON.stringify({ warehouse: warehouse.path, runId: result.runId, emptied: result.emptied, kept, deleted: true }, null, 2)}\n`;
       }

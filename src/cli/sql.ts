@@ -63,7 +63,14 @@ export function registerSql(program: Command): void {
           results = await runStatements(connection, query, { json: flags.format === 'json' });
         } catch (err) {
           // Our own refusals (no statement, two columns of one name) keep their code and exit status.
-          throw err instanceof SyncError ? err : new SyncError('SQL_ERROR', errorMessage(err));
+          if (err instanceof SyncError) throw err;
+          const message = errorMessage(err);
+          // A write to a view (`reports`, migration 020) fails on binding, before the read-only check.
+          const view = /Can only (update|delete from|insert into) base table/i.test(message);
+          throw new SyncError(
+            'SQL_ERROR',
+            view ? `${message.trim()}: the warehouse is opened read-only, and reports is a view` : message,
+          );
         } finally {
           connection.closeSync();
         }

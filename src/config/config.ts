@@ -193,8 +193,8 @@ export function effectiveSettings(config: Config, env: NodeJS.ProcessEnv = proce
 /** Markdown table of every setting, for docs/configuration.md (`reports-sync config --markdown`). */
 export function settingsMarkdown(): string {
   const defaults = schema.parse({});
-  const rows = Object.entries(SETTINGS).map(([key, def]) => {
-    const value = defaults[key as SettingKey];
+  const rows = Object.entries(SETTINGS).map(([key, def]: [string, SettingDef]) => {
+    const value = def.shownDefault ?? defaults[key as SettingKey];
     const shown = value === undefined ? '(unset)' : `\`${String(value)}\``;
     return `| \`${def.env}\` | ${shown} | ${def.doc} |`;
   });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { autoMemoryLimit } from './machine-memory.js';
 
 /**
  * One configurable setting: its config key, environment variable, zod schema (which also coerces the
@@ -13,6 +14,8 @@ export interface SettingDef<S extends z.ZodType = z.ZodType> {
   allowed: string;
   /** The command-line flag that sets it, when not `--<kebab-case key>` (error messages name it). */
   flag?: string;
+  /** The default as the docs show it, when the value depends on the machine (`auto`). */
+  shownDefault?: string;
   /** A former name of the variable, still read (with a warning naming `env`) when `env` is not set. */
   formerEnv?: string;
   /** Its value is a secret: never printed (`reports-sync config`, error messages), see util/redact.ts. */
@@ -263,9 +266,13 @@ export const SETTINGS = {
   },
   duckdbMemoryLimit: {
     env: 'REPORTS_DUCKDB_MEMORY_LIMIT',
-    schema: duckdbSize.default('256MiB'),
-    allowed: 'a DuckDB size such as 256MiB or 1GB',
-    doc: "DuckDB `memory_limit` (bounds the warehouse side of a sync's merge and the reader; larger merges spill to disk). At 128MiB analysts' queries (read_csv of a large export) ran out of memory; a sync's reading has its own limit (`REPORTS_DUCKDB_READ_MEMORY_LIMIT`).",
+    schema: z
+      .union([z.literal('auto'), duckdbSize])
+      .default('auto')
+      .transform((v) => (v === 'auto' ? autoMemoryLimit() : v)),
+    shownDefault: 'auto',
+    allowed: 'auto, or a DuckDB size such as 256MiB or 1GB',
+    doc: "DuckDB `memory_limit` (bounds the warehouse side of a sync's merge and the reader; what does not fit spills to `<warehouse>.tmp` beside the warehouse). `auto`: a sixteenth of the machine's (or the container's) memory, from 128MiB to 256MiB. A 10M-report cycle runs at 256MiB (docs/performance.md); at 128MiB analysts' queries (read_csv of a large export) ran out of memory; a sync's reading has its own limit (`REPORTS_DUCKDB_READ_MEMORY_LIMIT`). A run that still runs out fails with `WAREHOUSE_OUT_OF_MEMORY`, naming the setting to raise.",
   },
   duckdbReadMemoryLimit: {
     env: 'REPORTS_DUCKDB_READ_MEMORY_LIMIT',
@@ -284,6 +291,12 @@ export const SETTINGS = {
     schema: int(0, 256).default(0),
     allowed: 'an integer from 0 to 256 (0: one per core)',
     doc: "DuckDB `threads` while a run merges (the decode workers are idle then), restored afterwards; never below `REPORTS_DUCKDB_THREADS`. 0 takes the machine's cores. On 2 cores the first merge of 1M reports took ~9 s with 1 thread, ~5 s with 2 (measured).",
+  },
+  mergeSliceRows: {
+    env: 'REPORTS_MERGE_SLICE_ROWS',
+    schema: int(0, 1_000_000_000).default(0),
+    allowed: 'an integer from 0 to 1000000000 (0: from the memory limit)',
+    doc: "Reports a merge handles per slice when a run staged many (a first load, a CSV run on a warehouse the NDJSON export filled): the staged ids are split by a hash into slices of about this many, each with joins that fit `REPORTS_DUCKDB_MEMORY_LIMIT`, all in the run's one transaction. 0: 6,250 per MiB of the limit, at most 1M (at 64MiB, 400,000 staged CSV rows merged in one slice, at 48MiB they needed slices of 100,000), so that a slice needs the same memory whatever the warehouse's size. Results do not depend on it.",
   },
   port: {
     env: 'REPORTS_PORT',

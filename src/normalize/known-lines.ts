@@ -25,9 +25,11 @@ const RULES_VERSION = 3; // 2: xxHash64 instead of SHA-1 cut to 64 bits; 3: loca
 export interface KnownLinesState {
   source: string;
   size: number;
-  hi: SharedArrayBuffer;
+  /** log2 of the number of buckets. */
+  bits: number;
+  start: SharedArrayBuffer;
   lo: SharedArrayBuffer;
-  used: SharedArrayBuffer;
+  mid: SharedArrayBuffer;
 }
 
 /** The outcome of {@link KnownLines.check}: the line's 64-bit hash, and whether a current report came from it. */
@@ -36,6 +38,9 @@ export interface LineCheck {
   hash: bigint;
   known: boolean;
 }
+
+/** Fewest bucket bits: the part of the high half a bucket does not fix must fit 16 bits. */
+const MIN_BITS = 16;
 
 /**
  * The raw-line hashes of the warehouse's current reports, loaded once per run, so a re-sync skips
@@ -47,14 +52,21 @@ export interface LineCheck {
  * changes what a row means) and {@link RULES_VERSION}. Two different lines share a hash with probability
  * ~2^-64 per pair (with 4M lines ~4e-7 for any pair): such a changed line would be taken as unchanged until
  * it changes again. It is no defence against lines crafted to collide, and neither was a 64-bit cut of
- * SHA-1 (2^32 work); the upstream is trusted for its own records' identity anyway. The set is an
- * open-addressing table of 9 bytes per slot, 2–4 slots per report (18–36 MiB for 1M reports).
+ * SHA-1 (2^32 work); the upstream is trusted for its own records' identity anyway.
+ *
+ * The set is the one part of a sync's memory that grows with the warehouse, so it is packed: the hashes
+ * are cut into 2^bits buckets by their top bits (about 8 hashes a bucket, at least 2^16 buckets); a bucket
+ * stores only the bits its number does not fix (the low 32 bits and up to 16 more), and one 32-bit offset
+ * per bucket says where it starts. About 6.8 bytes a report: 68 MiB for 10M reports (an open-addressing
+ * table of 2–4 slots of 9 bytes per report took 302 MiB), and every hash is still compared on all 64 bits.
  */
 export class KnownLines {
-  readonly #hi: Int32Array;
+  readonly #start: Uint32Array;
   readonly #lo: Int32Array;
-  readonly #used: Uint8Array;
-  readonly #mask: number;
+  readonly #mid: Uint16Array;
+  readonly #bits: number;
+  readonly #shift: number;
+  readonly #midMask: number;
   readonly #source: string;
   #seed = 0n;
   readonly #h64: XXHashAPI['h64'];
@@ -62,13 +74,15 @@ export class KnownLines {
   #size: number;
 
   private constructor(source: string, capacity: number, shared?: KnownLinesState) {
-    let slots = 16;
-    while (slots < capacity * 2) slots *= 2;
+    const bits = shared?.bits ?? bucketBits(capacity);
+    const buckets = 2 ** bits;
     // Shared memory, so the decode workers read the same table without a copy.
-    this.#hi = new Int32Array(shared?.hi ?? new SharedArrayBuffer(slots * 4));
-    this.#lo = new Int32Array(shared?.lo ?? new SharedArrayBuffer(slots * 4));
-    this.#used = new Uint8Array(shared?.used ?? new SharedArrayBuffer(slots));
-    this.#mask = this.#used.length - 1;
+    this.#start = new Uint32Array(shared?.start ?? new SharedArrayBuffer((buckets + 1) * 4));
+    this.#lo = new Int32Array(shared?.lo ?? new SharedArrayBuffer(capacity * 4));
+    this.#mid = new Uint16Array(shared?.mid ?? new SharedArrayBuffer(capacity * 2));
+    this.#bits = bits;
+    this.#shift = 32 - bits;
+    this.#midMask = 2 ** this.#shift - 1;
     this.#source = source;
     this.#size = shared?.size ?? 0;
     if (hasher === undefined) throw new Error('KnownLines: call loadLineHasher() first');
@@ -82,14 +96,20 @@ export class KnownLines {
     return this.#size;
   }
 
+  /** Bytes of the tables (shared memory): what the set costs a run. */
+  get bytes(): number {
+    return this.#start.byteLength + this.#lo.byteLength + this.#mid.byteLength;
+  }
+
   /** What a worker needs to rebuild this set with {@link fromState} (shared memory, not copied). */
   state(): KnownLinesState {
     return {
       source: this.#source,
       size: this.size,
-      hi: this.#hi.buffer as SharedArrayBuffer,
+      bits: this.#bits,
+      start: this.#start.buffer as SharedArrayBuffer,
       lo: this.#lo.buffer as SharedArrayBuffer,
-      used: this.#used.buffer as SharedArrayBuffer,
+      mid: this.#mid.buffer as SharedArrayBuffer,
     };
   }
 
@@ -109,22 +129,49 @@ export class KnownLines {
   }
 
   /**
-   * An empty set sized for `capacity` hashes, to be filled with {@link add} (the warehouse's current
-   * line hashes: warehouse/known-line-hashes.ts).
+   * The set of the hashes `scan` visits, given as their high and low signed 32-bit halves (the warehouse's
+   * current line hashes: warehouse/known-line-hashes.ts). `scan` is called twice and must visit the same
+   * `count` hashes, in any order: the first pass counts the hashes of each bucket, the second puts each in
+   * its place, so the set is built in its own memory and no sorted copy of the hashes exists anywhere.
+   *
+   * @throws Error when the passes visit another number of hashes than `count` (the hashes changed between them)
    */
-  static async withCapacity(source: string, capacity: number): Promise<KnownLines> {
+  static async build(
+    source: string,
+    count: number,
+    scan: (visit: (hi: number, lo: number) => void) => Promise<void>,
+  ): Promise<KnownLines> {
     await loadLineHasher();
-    return new KnownLines(source, capacity);
+    const set = new KnownLines(source, count);
+    await set.#fill(count, scan);
+    return set;
   }
 
-  /**
-   * Adds one hash, given as its high and low signed 32-bit halves; false when it was held already. Only
-   * before the set is shared with workers ({@link state} copies the size).
-   */
-  add(hi: number, lo: number): boolean {
-    if (!this.#insert(hi, lo)) return false;
-    this.#size++;
-    return true;
+  async #fill(
+    count: number,
+    scan: (visit: (hi: number, lo: number) => void) => Promise<void>,
+  ): Promise<void> {
+    const start = this.#start;
+    let counted = 0;
+    // start[b + 1] counts bucket b, then holds where b ends once summed: b begins at start[b].
+    await scan((hi) => {
+      start[this.#bucket(hi) + 1]!++;
+      counted++;
+    });
+    if (counted !== count) throw new Error(`KnownLines.build: counted ${counted} hashes, expected ${count}`);
+    for (let b = 1; b < start.length; b++) start[b]! += start[b - 1]!;
+    let placed = 0;
+    // Placing a hash moves its bucket's start on, so afterwards start[b] is where b ends (b + 1 begins).
+    await scan((hi, lo) => {
+      if (++placed > count) return;
+      const at = start[this.#bucket(hi)]!++;
+      this.#lo[at] = lo;
+      this.#mid[at] = hi & this.#midMask;
+    });
+    if (placed !== count) throw new Error(`KnownLines.build: placed ${placed} hashes, expected ${count}`);
+    start.copyWithin(1, 0, start.length - 1);
+    start[0] = 0;
+    this.#size = count;
   }
 
   /**
@@ -149,31 +196,34 @@ export class KnownLines {
       64,
       typeof text === 'string' ? this.#h64(text, this.#seed) : this.#h64Raw(text, this.#seed),
     );
-    if (this.size === 0) return { hash: h, known: false };
-    const hi = Number(h >> 32n);
-    const lo = Number(BigInt.asIntN(32, h));
-    return { hash: h, known: this.#has(hi, lo) };
+    return { hash: h, known: this.has(h) };
   }
 
-  #slot(hi: number, lo: number): number {
-    return (Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b) >>> 0) & this.#mask;
+  /** Whether the set holds `hash` (a signed 64-bit line hash, as {@link check} returns it). */
+  has(hash: bigint): boolean {
+    if (this.size === 0) return false;
+    return this.#has(Number(hash >> 32n), Number(BigInt.asIntN(32, hash)));
+  }
+
+  /** Bucket of a hash: its top bits, shifted so that buckets ascend with the signed hash. */
+  #bucket(hi: number): number {
+    return (hi >> this.#shift) + 2 ** (this.#bits - 1);
   }
 
   #has(hi: number, lo: number): boolean {
-    for (let s = this.#slot(hi, lo); this.#used[s] === 1; s = (s + 1) & this.#mask) {
-      if (this.#hi[s] === hi && this.#lo[s] === lo) return true;
+    const bucket = this.#bucket(hi);
+    const mid = hi & this.#midMask;
+    const end = this.#start[bucket + 1]!;
+    for (let i = this.#start[bucket]!; i < end; i++) {
+      if (this.#lo[i] === lo && this.#mid[i] === mid) return true;
     }
     return false;
   }
+}
 
-  #insert(hi: number, lo: number): boolean {
-    let s = this.#slot(hi, lo);
-    for (; this.#used[s] === 1; s = (s + 1) & this.#mask) {
-      if (this.#hi[s] === hi && this.#lo[s] === lo) return false;
-    }
-    this.#used[s] = 1;
-    this.#hi[s] = hi;
-    this.#lo[s] = lo;
-    return true;
-  }
+/** log2 of the bucket count for `capacity` hashes: about 8 a bucket, at least 2^16 buckets. */
+function bucketBits(capacity: number): number {
+  let bits = MIN_BITS;
+  while (bits < 31 && 2 ** bits * 8 < capacity) bits++;
+  return bits;
 }

@@ -4,13 +4,14 @@ import {
   createReadStream,
   existsSync,
   openSync,
+  readdirSync,
   renameSync,
   rmSync,
   statSync,
   writeSync,
 } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 
 // The simulator's `--cache-exports`: a fault-free body (the NDJSON export, a CSV page) is written
@@ -72,7 +73,23 @@ export function* teeToCache(pieces: Iterable<string>, path: string, suffix = '')
     complete = true;
   } finally {
     closeSync(fd);
-    if (complete) renameSync(partial, path);
-    else rmSync(partial, { force: true });
+    if (complete) {
+      renameSync(partial, path);
+      removeOtherStates(path);
+    } else rmSync(partial, { force: true });
+  }
+}
+
+/**
+ * Removes the cached bodies of other data states than the one `path` holds: a request only ever asks for
+ * the current state, so after a simulated day the previous exports are dead weight (4.7 GB an NDJSON export
+ * of 10M reports). A request still streaming one keeps reading it (POSIX: an open file outlives its name);
+ * files still being written (`.partial`) are left to their writers.
+ */
+function removeOtherStates(path: string): void {
+  const dir = dirname(path);
+  const state = basename(path).slice(0, basename(path).indexOf('-') + 1);
+  for (const name of readdirSync(dir)) {
+    if (!name.startsWith(state) && !name.endsWith('.partial')) rmSync(join(dir, name), { force: true });
   }
 }

@@ -5,8 +5,10 @@ import type { SyncError } from '../util/errors.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import type { ExportRead } from './read-export.js';
 import { asSyncError } from './run-errors.js';
+import { memoryByTag, readMemoryLimit } from '../warehouse/memory-limit.js';
 import type { Logger } from '../util/logger.js';
-import { clearStaging, mergeStaging } from '../warehouse/merge.js';
+import { clearStaging, dropMergeTables, mergeStaging, prepareMerge } from '../warehouse/merge.js';
+import { recordSeen } from '../warehouse/merge-seen.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { flagQuality } from '../warehouse/quality-flags.js';
 import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
@@ -28,12 +30,19 @@ export interface MergedRun {
   clock?: Clock | undefined;
   /** DuckDB threads for the merge (0: one per core; see warehouse/threads.ts). */
   mergeThreads: number;
+  /** The source reads a full export (`ExportSource.fullExport`): its end is recorded for every report it saw. */
+  fullExport: boolean;
+  /** Staged reports per slice of the merge (merge.ts, `mergeSliceRows`). */
+  sliceRows: number;
 }
 
 /**
- * The final transaction of a run read to its end: merges its staging (merge.ts) at the merge time of
- * `clock`, flags impossible values on the versions it wrote (quality-flags.ts), runs `afterMerge` (tombstones, stats snapshot), saves counters and facts, clears staging and
- * marks the run `succeeded`, all or nothing. The merge runs with `mergeThreads` DuckDB threads.
+ * The end of a run read to its end: {@link prepareMerge} (the batch, and the line hashes the run learnt),
+ * then one transaction that merges its staging (merge.ts) at the merge time of `clock`, flags impossible
+ * values on the versions it wrote (quality-flags.ts), runs `afterMerge` (tombstones, stats snapshot),
+ * records what a full export saw (merge-seen.ts), saves counters and facts and marks the run `succeeded`,
+ * all or nothing; then its staging is cleared (merge.ts, `clearStaging`). The merge runs with
+ * `mergeThreads` DuckDB threads.
  *
  * @throws SyncError `COUNT_MISMATCH` when staging does not hold the records counted as loaded; whatever
  *   `afterMerge` or DuckDB throws (the transaction is rolled back)
@@ -53,21 +62,33 @@ async function mergeInTransaction(
 ): Promise<void> {
   const { runId, state } = run;
   const counters = state.counters;
+  // Milliseconds of each phase, logged once committed: where a large warehouse's merge spends its time.
+  const phases: Record<string, number> = {};
+  const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {
+    const started = Date.now();
+    try {
+      return await fn();
+    } finally {
+      phases[phase] = Date.now() - started;
+    }
+  };
+  const started = Date.now();
+  let committing = 0;
+  const { source, fullExport, sliceRows } = run;
+  const prepared = await timed('prepareMs', () =>
+    prepareMerge(connection, { runId, source, fullExport, sliceRows }),
+  );
   await withTransaction(connection, async () => {
     const now = await mergeTime(connection, (run.clock ?? systemClock)(), run.logger);
-    const merged = await mergeStaging(connection, { runId, source: run.source, now });
+    const merged = await timed('mergeMs', () =>
+      mergeStaging(connection, { runId, source, now, fullExport, sliceRows }, prepared),
+    );
     checkStaged(merged.staged, counters);
-    Object.assign(counters, {
-      duplicates: merged.duplicates,
-      inserted: merged.inserted,
-      updated: merged.updated,
-      unchanged: merged.unchanged,
-      refined: merged.refined,
-      revived: merged.revived,
-    });
+    const { duplicates, inserted, updated, unchanged, refined, revived } = merged;
+    Object.assign(counters, { duplicates, inserted, updated, unchanged, refined, revived });
     // Impossible values are loaded, and flagged on the versions this run wrote.
-    if (merged.inserted + merged.updated + merged.revived > 0) {
-      counters.qualityFlags = await flagQuality(connection, { runId, now });
+    if (inserted + updated + revived > 0) {
+      counters.qualityFlags = await timed('qualityMs', () => flagQuality(connection, { runId, now }));
       if (counters.qualityFlags > 0) {
         run.logger.warn(
           { qualityFlags: counters.qualityFlags },
@@ -75,17 +96,16 @@ async function mergeInTransaction(
         );
       }
     }
-    await afterMerge?.({
-      connection,
-      runId,
-      now,
-      counters,
-      seen: merged.unique,
-      exportInfo: state.exportInfo,
-      complete: state.complete,
-      incompleteReason: state.incompleteReason,
-      tombstonesBlocked: state.tombstonesBlocked,
-    });
+    const context = { connection, runId, now, counters, seen: merged.unique, exportInfo: state.exportInfo };
+    const { complete, incompleteReason, tombstonesBlocked } = state;
+    await timed('afterMergeMs', async () =>
+      afterMerge?.({ ...context, complete, incompleteReason, tombstonesBlocked }),
+    );
+    if (run.fullExport) {
+      await timed('seenMs', () =>
+        recordSeen(connection, { runId, now: now.toISOString(), seen: merged.unique }),
+      );
+    }
     await saveCounters(connection, runId, counters);
     await saveFacts(connection, runId, {
       attempts: state.attempts,
@@ -94,10 +114,14 @@ async function mergeInTransaction(
       exportEtag: state.exportInfo?.etag ?? null,
       exportLastModified: state.exportInfo?.lastModified ?? null,
     });
-    await clearStaging(connection, runId);
+    await dropMergeTables(connection);
     await finishRun(connection, runId, 'succeeded', undefined, now);
     await failpoint('in-merge');
+    committing = Date.now();
   });
+  phases.commitMs = Date.now() - committing;
+  await timed('clearMs', () => clearStaging(connection, runId));
+  run.logger.info({ ...phases, totalMs: Date.now() - started }, 'merge committed');
 }
 
 /**
@@ -115,7 +139,17 @@ export async function failRun(
   err: unknown,
 ): Promise<{ status: 'failed' | 'aborted'; error: SyncError }> {
   const uncommitted = await run.staging.writer.close();
-  const error = asSyncError(err, run.warehousePath);
+  const { config } = run;
+  const error = asSyncError(err, {
+    warehousePath: run.warehousePath,
+    memoryLimit: config.duckdbMemoryLimit,
+    readMemoryLimit: readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes),
+    phase: run.state.phase,
+  });
+  if (error.code === 'WAREHOUSE_OUT_OF_MEMORY') {
+    // Before anything is freed: which of DuckDB's uses filled its limit (a bug report needs it).
+    run.logger.warn({ duckdbMemory: await memoryByTag(run.connection) }, 'DuckDB memory at the failure');
+  }
   try {
     await recordFailure(run.connection, status, error, run.state, { ...run.target, rejects: uncommitted });
   } catch (recordErr) {
@@ -164,7 +198,6 @@ async function writeFailure(
 ): Promise<void> {
   const runId = target.runId;
   await withTransaction(connection, async () => {
-    await dropRunStaging(connection, runId);
     await saveCounters(connection, runId, state.counters);
     await saveFacts(connection, runId, {
       attempts: state.attempts,
@@ -175,4 +208,8 @@ async function writeFailure(
     await finishRun(connection, runId, status, error.toJSON());
     await appendRejects(connection, target, rejects);
   });
+  // Apart from the run log (like a succeeded run's, merge.ts `clearStaging`): a large staging deleted in
+  // the same transaction could keep the failure from being recorded. What a crash leaves, the next start
+  // removes (runs.ts, `closeStaleRuns`).
+  await withTransaction(connection, () => dropRunStaging(connection, runId)).catch(() => undefined);
 }

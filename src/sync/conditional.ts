@@ -3,7 +3,9 @@ import { LAST_RESET_SQL } from '../warehouse/data-tables.js';
 import { isSyncError } from '../util/errors.js';
 import type { RunCounters } from '../warehouse/run-counters.js';
 import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
-import { clearStaging } from '../warehouse/merge.js';
+import { dropRunStaging } from '../warehouse/transaction.js';
+import { mergeTime } from '../warehouse/merge-time.js';
+import type { Logger } from '../util/logger.js';
 import type { ExportInfo, ExportValidator } from './export-source.js';
 
 /**
@@ -56,9 +58,11 @@ export function isNotModified(err: unknown): boolean {
 
 /**
  * Finishes a run whose export answered 304 in one transaction: nothing is merged and no tombstone is
- * inferred (the export is the one the last complete run read), every current report's `last_seen_at` is
- * touched in one statement (it was seen: the export that holds it is unchanged), and the run is recorded
- * as succeeded, complete, `not_modified`, outcome `unchanged`, with the validators it sent.
+ * inferred (the export is the one the last complete run read), the run is recorded as having seen every
+ * current report (`sync_runs.seen_all_at`, its merge time: the `reports` view lifts their `last_seen_at`
+ * and `run_id` to it, migration 020; no row is written) except those the last complete run did not see
+ * either (`unseen_since`), and as succeeded, complete, `not_modified`, outcome `unchanged`, with the
+ * validators it sent.
  */
 export async function finishNotModified(
   connection: DuckDBConnection,
@@ -68,12 +72,15 @@ export async function finishNotModified(
     counters: RunCounters;
     attempts: number;
     exportInfo: ExportInfo | undefined;
+    logger: Logger;
   },
 ): Promise<void> {
   await connection.run('BEGIN TRANSACTION');
   try {
-    await connection.run(`UPDATE reports SET last_seen_at = $now::TIMESTAMPTZ WHERE removed_at IS NULL`, {
-      now: run.now.toISOString(),
+    const at = await mergeTime(connection, run.now, run.logger);
+    await connection.run(`UPDATE sync_runs SET seen_all_at = $at::TIMESTAMPTZ WHERE run_id = $run`, {
+      at: at.toISOString(),
+      run: run.runId,
     });
     await saveCounters(connection, run.runId, run.counters);
     await saveFacts(connection, run.runId, {
@@ -84,8 +91,9 @@ export async function finishNotModified(
       exportEtag: run.exportInfo?.etag ?? null,
       exportLastModified: run.exportInfo?.lastModified ?? null,
     });
-    await clearStaging(connection, run.runId);
-    await finishRun(connection, run.runId, 'succeeded');
+    // Nothing was staged but a checkpoint row perhaps (the 304 ends the read at once).
+    await dropRunStaging(connection, run.runId);
+    await finishRun(connection, run.runId, 'succeeded', undefined, at);
     await connection.run('COMMIT');
   } catch (err) {
     await connection.run('ROLLBACK').catch(() => undefined);

@@ -1,5 +1,6 @@
 import { errorMessage, SyncError } from '../util/errors.js';
 import type { RunCounters } from '../warehouse/run-counters.js';
+import { outOfMemoryError, type MemoryLimits } from '../warehouse/out-of-memory-error.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 
 /**
@@ -51,12 +52,17 @@ export function checkRejectRatio(c: RunCounters, max: number): void {
   }
 }
 
-/** Any failure of a run as a SyncError: an abort as `RUN_ABORTED`, a full disk as `WAREHOUSE_WRITE`. */
-export function asSyncError(err: unknown, warehousePath: string): SyncError {
+/**
+ * Any failure of a run as a SyncError: an abort as `RUN_ABORTED`, a full disk as `WAREHOUSE_WRITE`, DuckDB
+ * out of memory as `WAREHOUSE_OUT_OF_MEMORY` (naming the setting to raise).
+ */
+export function asSyncError(err: unknown, limits: MemoryLimits): SyncError {
   if (err instanceof SyncError) return err;
   if (err instanceof Error && err.name === 'AbortError') return abortError();
   return (
-    warehouseWriteError(err, warehousePath) ?? new SyncError('RUN_FAILED', errorMessage(err), { cause: err })
+    warehouseWriteError(err, limits.warehousePath) ??
+    outOfMemoryError(err, limits) ??
+    new SyncError('RUN_FAILED', errorMessage(err), { cause: err })
   );
 }
 

@@ -21,6 +21,8 @@ export class RunState {
   page: number | undefined;
   /** The last page end seen: where the next batch's checkpoint says a resumed run goes on. */
   lastMark: (CheckpointInfo & { page: number }) | undefined;
+  /** What the run is doing: reading (and staging) its export, or merging it (the failure message says it). */
+  phase: 'reading' | 'merging' = 'reading';
 
   /** Starts attempt `attempt`; from the second on, everything read before is forgotten (DESIGN.md §4). */
   startAttempt(attempt: number): void {

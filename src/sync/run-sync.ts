@@ -6,6 +6,7 @@ import { withRetry } from '../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
+import { mergeSliceRows } from '../warehouse/merge.js';
 import { readMemoryLimit, withMemoryLimit } from '../warehouse/memory-limit.js';
 import { newRunId, saveFacts, startRun } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
@@ -64,6 +65,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
         counters,
         attempts,
         exportInfo,
+        logger,
       });
       logger.info(
         { durationMs: summary().durationMs, outcome: 'succeeded' },
@@ -82,11 +84,15 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       tombstonesBlocked: state.tombstonesBlocked,
     });
     pointOfNoReturn(options, run.runId, state.counters.recordsLoaded);
+    await failpoint('before-merge');
+    state.phase = 'merging';
     const mergeRunOf = {
       ...run,
       source: source.name,
       clock: options.clock,
       mergeThreads: config.duckdbMergeThreads,
+      fullExport: source.fullExport,
+      sliceRows: mergeSliceRows(config.mergeSliceRows, config.duckdbMemoryLimit),
     };
     await mergeRun(run.connection, mergeRunOf, options.afterMerge);
     await failpoint('after-commit');
@@ -152,8 +158,16 @@ async function openRun(options: RunSyncOptions): Promise<ExportRead & { started:
     warehousePath,
     target,
     state,
-    // Lines a current report came from are skipped before parsing; loaded once per run.
-    knownLines: source.lineHashes === false ? undefined : await loadKnownLines(connection, source.name),
+    // Lines a current report came from are skipped before parsing; loaded once per run, within the reading
+    // limit (DuckDB keeps the blocks it scanned cached up to its limit).
+    knownLines:
+      source.lineHashes === false
+        ? undefined
+        : await withMemoryLimit(
+            connection,
+            readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes),
+            () => loadKnownLines(connection, source.name),
+          ),
     validators,
     staging: { writer: new StagingWriter(connection, target) },
     progress: () =>

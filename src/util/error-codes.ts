@@ -131,6 +131,11 @@ export const ERROR_CODES = {
   WAREHOUSE_LOCKED: { meaning: 'Another process holds the warehouse file.', retry: 'none' },
   WAREHOUSE_MISSING: { meaning: 'The warehouse file does not exist.', retry: 'none' },
   WAREHOUSE_OPEN: { meaning: 'The warehouse file cannot be opened.', retry: 'none' },
+  WAREHOUSE_OUT_OF_MEMORY: {
+    meaning:
+      'DuckDB ran out of memory: the message names the setting to raise (REPORTS_DUCKDB_MEMORY_LIMIT or REPORTS_DUCKDB_READ_MEMORY_LIMIT).',
+    retry: 'none',
+  },
   WAREHOUSE_WRITE: {
     meaning: 'The warehouse cannot be written (disk full, read-only folder).',
     retry: 'none',

@@ -1,13 +1,15 @@
 /** The named points where a test can stop a sync to kill it (see {@link failpoint}). */
-export type FailpointName = 'after-batch' | 'in-merge' | 'after-commit';
+export type FailpointName = 'after-batch' | 'before-merge' | 'merge-slice' | 'in-merge' | 'after-commit';
 
 /**
  * A crash-test hook, off unless the environment variable `REPORTS_FAILPOINT` names this point. When it
  * does, the process writes `failpoint <name> reached` on stderr and then waits forever at that point (the
  * event loop kept alive), so a test can SIGKILL it there and check that the warehouse file holds only
  * committed work; `<name>@<ms>` waits that long instead and goes on (a test sends a signal meanwhile).
- * Points: `after-batch` (a staging batch and its checkpoint committed), `in-merge` (the final transaction
- * has merged but not committed), `after-commit` (the run is committed, nothing after it has run yet).
+ * Points: `after-batch` (a staging batch and its checkpoint committed), `before-merge` (every batch
+ * committed, the merge not begun), `merge-slice` (the first of several slices of the merge done, inside its
+ * transaction), `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is
+ * committed, nothing after it has run yet).
  *
  * Deliberately not a setting of config/settings.ts: it is no user option and never appears in the README's
  * configuration table. A no-op costing one environment lookup when unset. `prepare` runs first, only when

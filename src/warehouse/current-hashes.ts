@@ -13,7 +13,7 @@ export async function currentHashes(
   if (ids.length === 0) return out;
   const rows = (
     await connection.runAndReadAll(
-      `SELECT id, content_hash FROM reports
+      `SELECT id, content_hash FROM report_rows
        WHERE removed_at IS NULL AND id IN (SELECT unnest(from_json($ids, '["VARCHAR"]')))`,
       { ids: JSON.stringify(ids) },
     )

@@ -9,7 +9,7 @@ import { withTransaction } from './transaction.js';
  * added (a base table under a view, a serving index of the reader). Views over them need no entry.
  */
 export const DATA_TABLES = [
-  'reports',
+  'report_rows',
   'report_versions_closed',
   'data_quality_flags',
   'staging_reports',

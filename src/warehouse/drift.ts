@@ -179,7 +179,7 @@ async function goneFields(connection: DuckDBConnection, now: string): Promise<Dr
   const candidates = (
     await connection.runAndReadAll(
       `SELECT j.key AS field, count(*)::INTEGER AS n
-       FROM report_versions v, json_each(v.extra) j
+       FROM report_versions_closed v, json_each(v.extra) j
        WHERE v.valid_to = $now::TIMESTAMPTZ AND v.extra IS NOT NULL
          AND j.key IN (SELECT field FROM drift_catalog WHERE kind = 'field')
        GROUP BY ALL`,

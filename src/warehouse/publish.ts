@@ -18,7 +18,8 @@ const isStaging = (table: string) => table.startsWith('staging_');
  * Parquet set, so analysts see business columns and bookkeeping only.
  */
 const INTERNAL_COLUMNS: Record<string, string[]> = {
-  reports: ['content_hash', 'line_hash'],
+  reports: ['content_hash', 'line_hash', 'csv_line_hash'],
+  report_rows: ['content_hash', 'line_hash', 'csv_line_hash'],
   report_versions_closed: ['content_hash'],
   report_versions: ['content_hash'],
 };
@@ -27,7 +28,11 @@ const INTERNAL_COLUMNS: Record<string, string[]> = {
  * Tables whose rows analysts read through a view (migration 011): the view is written as Parquet in their
  * place, so `report_versions.parquet` holds every version, the current ones included.
  */
-const PARQUET_AS_VIEW: Record<string, string> = { report_versions_closed: 'report_versions' };
+const PARQUET_AS_VIEW: Record<string, string> = {
+  report_versions_closed: 'report_versions',
+  // The stored rows of reports (migration 020): the view lifts last_seen_at and run_id.
+  report_rows: 'reports',
+};
 
 /** Tables written as Hive-partitioned Parquet, with their partition column. */
 const PARTITIONED: Record<string, string> = { reports: 'destination' };

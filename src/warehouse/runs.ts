@@ -113,8 +113,9 @@ export async function saveFacts(connection: DuckDBConnection, runId: string, fac
 
 /**
  * Marks a run finished with its outcome and, for failures, the error as JSON (no secrets). `finished_at` is
- * not before `notBefore` (a merged run's merge time: its versions' `valid_from`), as DuckDB's `now()` is
- * the start of the transaction, which began before the merge time was read.
+ * the clock's time when this is called (the end of the run's work; DuckDB's `now()` would be the start of
+ * the transaction, before the merge), and not before `notBefore` (a merged run's merge time: its versions'
+ * `valid_from`), which is also recorded as `merged_at` (merge-time.ts).
  */
 export async function finishRun(
   connection: DuckDBConnection,
@@ -124,13 +125,16 @@ export async function finishRun(
   notBefore?: Date,
 ): Promise<void> {
   await connection.run(
-    `UPDATE sync_runs SET status = $status, finished_at = greatest(now(), $notBefore::TIMESTAMPTZ),
+    `UPDATE sync_runs SET status = $status, finished_at = greatest($now::TIMESTAMPTZ, $notBefore::TIMESTAMPTZ),
+       merged_at = $merged::TIMESTAMPTZ,
        error = $error::JSON WHERE run_id = $run`,
     {
       run: runId,
       status,
       error: error ? redactSecrets(JSON.stringify(error)) : null,
+      now: new Date().toISOString(),
       notBefore: (notBefore ?? new Date(0)).toISOString(),
+      merged: notBefore === undefined ? null : notBefore.toISOString(),
     },
   );
 }
@@ -166,5 +170,20 @@ export async function closeStaleRuns(
       if (!keep) await dropRunStaging(c, runId);
     });
   }
+  await dropFinishedStaging(connection);
   return stale.map((s) => s.runId);
+}
+
+/**
+ * Removes the staging rows and checkpoints of runs that succeeded or failed: a run clears them after its
+ * outcome is committed, in a transaction of its own (merge.ts, `clearStaging`), so a process killed in
+ * between leaves them behind. No run reads them (only an aborted paged run's are resumed).
+ */
+async function dropFinishedStaging(connection: DuckDBConnection): Promise<void> {
+  const finished = `SELECT run_id FROM sync_runs WHERE status IN ('succeeded', 'failed')`;
+  await withTransaction(connection, async (c) => {
+    for (const table of ['staging_reports', 'staging_seen', 'sync_checkpoints']) {
+      await c.run(`DELETE FROM ${table} WHERE run_id IN (${finished})`);
+    }
+  });
 }

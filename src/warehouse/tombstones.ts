@@ -1,4 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { LATEST_SEEN_ALL, LIFTED_SEEN_AT } from './merge-seen.js';
+import { replaceRows } from './row-rewrite.js';
 import { closeCurrentVersions } from './versions.js';
 
 /** What {@link applyTombstones} needs to know about the run. */
@@ -34,9 +36,9 @@ export interface TombstoneResult {
 }
 
 /**
- * Tombstones the reports a complete, clean full export no longer holds (DESIGN.md §6). Call inside
- * the run's finishing transaction right after `mergeStaging` (when reports are missing it reads the TEMP
- * table `merge_batch`: the run's deduplicated reports).
+ * Tombstones the reports a complete, clean full export no longer holds (docs/how-a-sync-works.md). Call
+ * inside the run's finishing transaction right after `mergeStaging` of a full export (when reports are
+ * missing it reads the TEMP table `merge_unseen`: the current reports the run did not see, merge-seen.ts).
  *
  * Guards, checked in this order; when one holds nothing is removed and the note says why:
  * 1. the export is incomplete (stopped early, e.g. the server ignored `page`, or a short page before the
@@ -61,7 +63,7 @@ export async function applyTombstones(
 ): Promise<TombstoneResult> {
   const c = connection;
   const counts = (
-    await c.runAndReadAll(`SELECT count(*) AS current FROM reports WHERE removed_at IS NULL`)
+    await c.runAndReadAll(`SELECT count(*) AS current FROM report_rows WHERE removed_at IS NULL`)
   ).getRowObjectsJS()[0];
   const seen = input.seen;
   const current = Number(counts?.current ?? 0);
@@ -102,44 +104,47 @@ export async function applyTombstones(
 }
 
 /**
- * Tombstones the current reports that neither `merge_batch` nor the run's quarantine holds; returns how
- * many. Skipped by {@link applyTombstones} when the counts already prove none is missing: after the merge
- * every id of `merge_batch` (distinct ids) is a current report, so equal counts mean the same set (the
- * anti-join cost ~0.5 s per 1M reports, on every run).
+ * Tombstones the current reports the run did not see (`merge_unseen`) and did not quarantine; returns how
+ * many. Skipped by {@link applyTombstones} when the counts already prove none is missing. The removed rows
+ * keep the `last_seen_at` the `reports` view showed for them (merge-seen.ts: they are no longer lifted).
  */
 async function tombstoneMissing(c: DuckDBConnection, run: { runId: string; now: Date }): Promise<number> {
   const params = { run: run.runId, now: run.now.toISOString() };
   await c.run(
-    `CREATE OR REPLACE TEMP TABLE tombstone_ids AS
-     SELECT r.id FROM reports r
-     WHERE r.removed_at IS NULL
-       AND NOT EXISTS (SELECT 1 FROM merge_batch b WHERE b.id = r.id)
-       AND NOT EXISTS (SELECT 1 FROM rejected_records j WHERE j.run_id = $run AND j.record_id = r.id)`,
+    `CREATE OR REPLACE TEMP TABLE merge_removed AS
+     SELECT u.id FROM merge_unseen u
+     WHERE NOT EXISTS (SELECT 1 FROM rejected_records j WHERE j.run_id = $run AND j.record_id = u.id)`,
     { run: run.runId },
   );
   const removed = Number(
-    (await c.runAndReadAll('SELECT count(*) AS n FROM tombstone_ids')).getRowObjectsJS()[0]?.n ?? 0,
+    (await c.runAndReadAll('SELECT count(*) AS n FROM merge_removed')).getRowObjectsJS()[0]?.n ?? 0,
   );
   if (removed > 0) {
     // The removal is a version of its own (change 'remove', same fields): the row's current version.
-    await closeCurrentVersions(c, 'SELECT id FROM tombstone_ids', params.now);
-    await c.run(
-      `UPDATE reports SET removed_at = $now::TIMESTAMPTZ, last_changed_at = $now::TIMESTAMPTZ,
-         version_change = 'remove', version_run_id = $run, run_id = $run
-       WHERE id IN (SELECT id FROM tombstone_ids)`,
+    await closeCurrentVersions(c, 'SELECT id FROM merge_removed', params.now);
+    await replaceRows(
+      c,
+      `SELECT r.* REPLACE (${LIFTED_SEEN_AT} AS last_seen_at, $now::TIMESTAMPTZ AS removed_at,
+         $now::TIMESTAMPTZ AS last_changed_at, 'remove' AS version_change, $run AS version_run_id, $run AS run_id,
+         NULL::TIMESTAMPTZ AS unseen_since)
+       FROM merge_old r, ${LATEST_SEEN_ALL} s
+       WHERE r.id IN (SELECT id FROM merge_removed)`,
       params,
     );
   }
-  await c.run('DROP TABLE tombstone_ids');
   return removed;
 }
 
-/** Distinct ids the run quarantined that are no report it saw (all of those carry its `run_id`). */
+/**
+ * Distinct ids the run quarantined that are no report it saw: not a current report, or one in
+ * `merge_unseen` (after the merge every current report not in it was seen).
+ */
 async function quarantinedOnly(c: DuckDBConnection, runId: string): Promise<number> {
   const reader = await c.runAndReadAll(
     `SELECT count(DISTINCT j.record_id) AS n FROM rejected_records j
      WHERE j.run_id = $run AND j.record_id IS NOT NULL
-       AND NOT EXISTS (SELECT 1 FROM reports r WHERE r.id = j.record_id AND r.run_id = $run)`,
+       AND (j.record_id IN (SELECT id FROM merge_unseen)
+            OR NOT EXISTS (SELECT 1 FROM report_rows r WHERE r.id = j.record_id AND r.removed_at IS NULL))`,
     { run: runId },
   );
   return Number(reader.getRowObjectsJS()[0]?.n ?? 0);

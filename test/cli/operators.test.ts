@@ -90,7 +90,7 @@ describe('reports-sync runs, runs show and reset', { timeout: 180_000 }, () => {
       emptied: { table: string; rows: number }[];
       kept: { table: string; rows: number }[];
     };
-    expect(result.emptied.find((t) => t.table === 'reports')?.rows).toBe(10);
+    expect(result.emptied.find((t) => t.table === 'report_rows')?.rows).toBe(10);
     expect(result.kept.find((t) => t.table === 'sync_runs')?.rows).toBe(3); // the two runs and the reset
     const counts = await runCli(
       [

@@ -5,7 +5,8 @@ import { startSimulator } from '../../src/simulator/server.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import { sampleDatasetPath } from '../../src/util/package-root.js';
 import type { Warehouse } from '../../src/warehouse/database.js';
-import { mergeStaging } from '../../src/warehouse/merge.js';
+import { mergeStaging, prepareMerge } from '../../src/warehouse/merge.js';
+import { recordSeen } from '../../src/warehouse/merge-seen.js';
 import { startRawServer, type RawServer } from '../helpers/raw-server.js';
 import { openTestWarehouse, query, syncOnce, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
@@ -60,7 +61,7 @@ describe('re-sync with known lines', () => {
     // be "updated" by the full path, but a skipped line leaves the row alone.
     await query(
       warehouse,
-      `UPDATE reports SET content_hash = 'tampered', csv_hash = 'tampered' WHERE id = 'A'`,
+      `UPDATE report_rows SET content_hash = 'tampered', csv_hash = 'tampered' WHERE id = 'A'`,
     );
     const second = await sync();
     expect(second.status).toBe('succeeded');
@@ -121,11 +122,17 @@ describe('re-sync with known lines', () => {
     const connection = await warehouse.connect();
     try {
       await connection.run(
-        `INSERT INTO staging_seen SELECT 'resumed', row_number() OVER (ORDER BY id), line_hash FROM reports`,
+        `INSERT INTO staging_seen SELECT 'resumed', row_number() OVER (ORDER BY id), line_hash FROM report_rows`,
       );
-      await connection.run(`UPDATE reports SET line_hash = 42 WHERE id = 'B'`);
+      await connection.run(`UPDATE report_rows SET line_hash = 42 WHERE id = 'B'`);
+      await connection.run(
+        `INSERT INTO sync_runs (run_id, job, source, status, started_at) VALUES ('resumed', 'sync-ndjson', 'ndjson', 'running', now())`,
+      );
       await connection.run('BEGIN TRANSACTION');
-      const merged = await mergeStaging(connection, { runId: 'resumed', source: 'ndjson', now: new Date() });
+      const now = new Date();
+      const run = { runId: 'resumed', source: 'ndjson', now, fullExport: true, sliceRows: 1_000_000 };
+      const merged = await mergeStaging(connection, run, await prepareMerge(connection, run));
+      await recordSeen(connection, { runId: 'resumed', now: now.toISOString(), seen: merged.unique });
       await connection.run('COMMIT');
       expect(merged).toMatchObject({ staged: 2, unique: 1, duplicates: 1, unchanged: 1 });
     } finally {
@@ -141,7 +148,7 @@ describe('re-sync with known lines', () => {
   it('updates a changed line, and revives a tombstoned report whose line comes back', async () => {
     body = `${line('A', 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n${line('B', 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n`;
     await sync();
-    await query(warehouse, `UPDATE reports SET removed_at = now() WHERE id = 'B'`);
+    await query(warehouse, `UPDATE report_rows SET removed_at = now() WHERE id = 'B'`);
     body = `${line('A', 'RESOLVED', '2024-01-03T00:00:00.000Z')}\n${line('B', 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n`;
     const run = await sync();
     expect(run.counters).toMatchObject({ updated: 1, revived: 1, unchanged: 0 });
@@ -195,14 +202,14 @@ describe('re-sync with known CSV rows', () => {
         // After an NDJSON run, CSV rows are not "known" (other source, other key): all parsed, all unchanged.
         await query(
           w,
-          `UPDATE reports SET content_hash = 'tampered', csv_hash = 'tampered' WHERE id = (SELECT min(id) FROM reports)`,
+          `UPDATE report_rows SET content_hash = 'tampered', csv_hash = 'tampered' WHERE id = (SELECT min(id) FROM report_rows)`,
         );
         const [first] = await syncTargetOnce(w, config, 'csv');
         expect(first?.counters).toMatchObject({ updated: 1, inserted: 0 });
         // Now every row is known from its CSV text: a tampered hash is no longer looked at.
         await query(
           w,
-          `UPDATE reports SET content_hash = 'tampered', csv_hash = 'tampered' WHERE id = (SELECT min(id) FROM reports)`,
+          `UPDATE report_rows SET content_hash = 'tampered', csv_hash = 'tampered' WHERE id = (SELECT min(id) FROM report_rows)`,
         );
         const [second] = await syncTargetOnce(w, config, 'csv');
         expect(second?.status).toBe('succeeded');

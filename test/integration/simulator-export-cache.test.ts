@@ -88,4 +88,22 @@ describe('simulator export cache (exportCacheDir)', () => {
     expect(second.headers.get('content-length')).toBe(String(firstBody.length));
     expect(second.headers.get('etag')).toBe(first.headers.get('etag'));
   });
+
+  it("keeps only the current data state: a simulated day later, the previous state's files are gone", async () => {
+    const url = `${sim.url}${PUBLIC_PREFIX}/reports.ndjson`;
+    await (await fetch(url)).arrayBuffer();
+    await (await fetch(page2())).arrayBuffer();
+    const before = readdirSync(dir);
+    expect(before).toHaveLength(2);
+    sim.advanceDays(1);
+    const next = await fetch(url);
+    const body = Buffer.from(await next.arrayBuffer());
+    const after = readdirSync(dir);
+    // The new export alone: the old export and the old page were of a state no request can ask for.
+    expect(after).toHaveLength(1);
+    expect(before).not.toContain(after[0]);
+    const again = await fetch(url);
+    expect(Buffer.from(await again.arrayBuffer()).equals(body)).toBe(true);
+    expect(again.headers.get('content-length')).toBe(String(body.length));
+  });
 });

@@ -21,7 +21,7 @@ describe('reader over a warehouse holding one report with 50,000 unknown fields'
     try {
       await c.run('BEGIN TRANSACTION');
       await c.run(
-        `INSERT INTO reports (id, status, destination, category, description, lat, lng, address, created_at,
+        `INSERT INTO report_rows (id, status, destination, category, description, lat, lng, address, created_at,
            updated_at, extra, content_hash, first_seen_at, last_seen_at, last_changed_at, source, run_id)
          VALUES ($id, 'SUBMITTED', 'ROAD_CONTROL', 'x', 'wide', 50.1, 14.4, 'somewhere',
            now() + INTERVAL 1 DAY, now() + INTERVAL 1 DAY, $extra::JSON, 'h', now(), now(), now(), 'ndjson', 'wide-run')`,

@@ -139,7 +139,10 @@ describe('reader over a synced warehouse (fixture small.ndjson)', () => {
     try {
       // What a run that infers tombstones commits: removed_at on the reports, and its succeeded run row.
       await c.run('BEGIN TRANSACTION');
-      await c.run(`UPDATE reports SET removed_at = now() WHERE id IN ($a, $b)`, { a: gone[0]!, b: gone[1]! });
+      await c.run(`UPDATE report_rows SET removed_at = now() WHERE id IN ($a, $b)`, {
+        a: gone[0]!,
+        b: gone[1]!,
+      });
       await c.run(
         `INSERT INTO sync_runs (run_id, job, source, status, started_at, finished_at, removed)
          VALUES ('test-tombstones', 'sync-ndjson', 'ndjson', 'succeeded', now(), now() + INTERVAL 1 SECOND, 2)`,
@@ -235,7 +238,7 @@ describe('reader on an empty warehouse', () => {
     try {
       // The reader keeps connections open, which keep the database alive even after the instance is closed:
       // break it instead (its tables gone).
-      await query(warehouse, 'DROP TABLE reports');
+      await query(warehouse, 'DROP TABLE report_rows');
       await query(warehouse, 'DROP TABLE sync_runs');
       const res = await fetch(reader.api('/reports?status=SUBMITTED'));
       expect(res.status).toBe(500);

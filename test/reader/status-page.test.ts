@@ -32,7 +32,7 @@ describe.skipIf(!run)('the status page at / in a real browser (Chromium)', () =>
     // A status outside the known lifecycle, as an upstream that grew a new one would leave it.
     await query(
       s.warehouse,
-      `INSERT INTO reports (id, status, destination, created_at, updated_at, content_hash, first_seen_at,
+      `INSERT INTO report_rows (id, status, destination, created_at, updated_at, content_hash, first_seen_at,
          last_seen_at, last_changed_at, source, run_id)
        VALUES ('escalated-1', 'ESCALATED', 'ROAD_CONTROL', now(), now(), 'h', now(), now(), now(), 'ndjson', 'x')`,
     );

@@ -195,6 +195,25 @@ describe('SIGKILL of a sync (case 1)', () => {
     expect(next.runs.map((r) => r.status)).toEqual(['succeeded', 'aborted', 'succeeded']);
   });
 
+  it('between two slices of the merge: nothing of the merge is in the file, and the next run finishes it', async () => {
+    const w = await world();
+    // Slices of 5 staged reports: the day's changes take several, all in the merge's one transaction.
+    const env = { ...w.env, REPORTS_FAILPOINT: 'merge-slice', REPORTS_MERGE_SLICE_ROWS: '5' };
+    const proc = spawnCli(['sync'], env);
+    await proc.waitFor(/failpoint merge-slice reached/);
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+
+    const killed = await inspect(w.path);
+    expect(killed.fingerprint).toEqual(w.before);
+    expect(killed.runs.map((r) => r.status)).toEqual(['succeeded', 'running']);
+    expect(killed.staged).toBeGreaterThan(5);
+
+    const next = await rerun(w);
+    expect(next.fingerprint).toEqual(w.after);
+    expect(next.runs.map((r) => r.status)).toEqual(['succeeded', 'aborted', 'succeeded']);
+  });
+
   it('after the commit, before anything else: the run is complete; the next run changes nothing', async () => {
     const w = await world();
     const proc = spawnCli(['sync'], { ...w.env, REPORTS_FAILPOINT: 'after-commit' });

@@ -27,7 +27,7 @@ describe('publishSnapshot', () => {
   it('writes a DuckDB copy that another instance opens read-only while the live file stays open', async () => {
     const result = await publishSnapshot(warehouse);
     expect(result.databasePath).toBe(join(tmp.dir, 'published', 'warehouse.duckdb'));
-    const reportsRows = result.tables.find((t) => t.name === 'reports')?.rows;
+    const reportsRows = result.tables.find((t) => t.name === 'report_rows')?.rows;
     expect(reportsRows).toBe(500);
 
     const copy = await DuckDBInstance.create(result.databasePath, { access_mode: 'READ_ONLY' });
@@ -57,7 +57,7 @@ describe('publishSnapshot', () => {
       expect(tables.map((t) => String(t.table_name)).filter((t) => t.startsWith('staging_'))).toEqual([]);
       const runs = (await c.runAndReadAll(`SELECT status FROM sync_runs`)).getRowObjectsJS();
       expect(runs).toEqual([{ status: 'succeeded' }]);
-      await expect(c.run('DELETE FROM reports')).rejects.toThrow(/read-only/i);
+      await expect(c.run('DELETE FROM report_rows')).rejects.toThrow(/read-only/i);
       c.closeSync();
     } finally {
       copy.closeSync();

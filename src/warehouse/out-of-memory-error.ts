@@ -1,0 +1,66 @@
+import { totalmem } from 'node:os';
+import { errorMessage, SyncError } from '../util/errors.js';
+import { sizeBytes } from './memory-limit.js';
+
+// DuckDB's out-of-memory errors: "Out of Memory Error: failed to allocate data of size 16.0 MiB (240.9 MiB/
+// 256.0 MiB used)", "… could not allocate block of size 256.0 KiB (…)", "failed to pin block" (measured).
+const OUT_OF_MEMORY =
+  /Out of Memory Error|could not allocate block|failed to allocate data|failed to pin block/i;
+const LIMIT_IN_MESSAGE = /\(([\d.]+ [KMGT]?i?B)\/([\d.]+ [KMGT]?i?B) used\)/;
+
+/** The memory limits a run works with, as configured (DuckDB sizes), to name the one that was reached. */
+export interface MemoryLimits {
+  /** `REPORTS_DUCKDB_MEMORY_LIMIT`: the merge's (and the reader's) limit. */
+  memoryLimit: string;
+  /** The limit a sync reads with (`REPORTS_DUCKDB_READ_MEMORY_LIMIT`, at least 16 × the longest record). */
+  readMemoryLimit: string;
+  /** The warehouse file: DuckDB spills beside it (`<file>.tmp`). */
+  warehousePath: string;
+  /** What the run was doing when it failed, when known. */
+  phase?: 'reading' | 'merging';
+}
+
+/**
+ * Turns DuckDB's out-of-memory error into a `WAREHOUSE_OUT_OF_MEMORY` {@link SyncError} whose message says
+ * which limit was reached and what to set: the setting whose value DuckDB names in its message
+ * (`REPORTS_DUCKDB_READ_MEMORY_LIMIT` when it is the reading limit, else `REPORTS_DUCKDB_MEMORY_LIMIT`), a
+ * value to try (twice the limit, at most a quarter of the machine's memory), and the spill folder, which
+ * needs free disk. Returns `undefined` for any other error. Nothing is retried: the same run would need the
+ * same memory.
+ */
+export function outOfMemoryError(err: unknown, limits: MemoryLimits): SyncError | undefined {
+  if (err instanceof SyncError) return undefined;
+  const message = errorMessage(err);
+  if (!OUT_OF_MEMORY.test(message)) return undefined;
+  const first = message.split('\n')[0]?.trim() ?? message;
+  const reached = LIMIT_IN_MESSAGE.exec(message)?.[2];
+  const reachedBytes = reached === undefined ? undefined : sizeBytes(reached.replace(' ', ''));
+  const readBytes = sizeBytes(limits.readMemoryLimit);
+  const reading =
+    reachedBytes !== undefined && readBytes !== undefined && Math.abs(reachedBytes - readBytes) < 1024 * 1024;
+  const setting = reading ? 'REPORTS_DUCKDB_READ_MEMORY_LIMIT' : 'REPORTS_DUCKDB_MEMORY_LIMIT';
+  const current = reachedBytes ?? sizeBytes(reading ? limits.readMemoryLimit : limits.memoryLimit);
+  const suggestion = current === undefined ? '1GB' : suggest(current);
+  return new SyncError(
+    'WAREHOUSE_OUT_OF_MEMORY',
+    `DuckDB ran out of memory${reached ? ` at its limit of ${reached}` : ''}${limits.phase ? ` while ${limits.phase === 'reading' ? 'staging the export' : 'merging the run'}` : ''} (${first}). Set ${setting} ` +
+      `higher (e.g. ${setting}=${suggestion}), and keep free disk beside the warehouse for what DuckDB ` +
+      `spills (${limits.warehousePath}.tmp). Nothing was merged; the next run starts from the beginning.`,
+    {
+      context: {
+        setting,
+        limit: reached ?? null,
+        suggested: suggestion,
+        phase: limits.phase ?? null,
+        cause: first,
+      },
+      cause: err,
+    },
+  );
+}
+
+/** Twice `bytes`, at most a quarter of this machine's memory (and never below `bytes`), as a DuckDB size. */
+function suggest(bytes: number): string {
+  const wanted = Math.max(bytes, Math.min(2 * bytes, totalmem() / 4));
+  return `${Math.ceil(wanted / 2 ** 20)}MiB`;
+}
