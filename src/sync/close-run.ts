@@ -11,6 +11,7 @@ import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
 import { changedAny } from '../warehouse/run-counters.js';
 import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
+import { updateServingIndex } from '../warehouse/serving-index.js';
 import { withThreads } from '../warehouse/threads.js';
 import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
 import type { AfterMergeContext } from './run-types.js';
@@ -31,8 +32,9 @@ export interface MergedRun {
 
 /**
  * The final transaction of a run read to its end: merges its staging (merge.ts) at the merge time of
- * `clock`, runs `afterMerge` (tombstones, stats snapshot), saves counters and facts, clears staging and
- * marks the run `succeeded`, all or nothing. The merge runs with `mergeThreads` DuckDB threads.
+ * `clock`, runs `afterMerge` (tombstones, stats snapshot), applies what changed to the reader's serving
+ * index (serving-index.ts), saves counters and facts, clears staging and marks the run `succeeded`, all or
+ * nothing. The merge runs with `mergeThreads` DuckDB threads.
  *
  * @throws SyncError `COUNT_MISMATCH` when staging does not hold the records counted as loaded; whatever
  *   `afterMerge` or DuckDB throws (the transaction is rolled back)
@@ -75,6 +77,7 @@ async function mergeInTransaction(
       incompleteReason: state.incompleteReason,
       tombstonesBlocked: state.tombstonesBlocked,
     });
+    if (changedAny(counters)) await updateServingIndex(connection, { now, refined: counters.refined > 0 });
     await saveCounters(connection, runId, counters);
     await saveFacts(connection, runId, {
       attempts: state.attempts,
