@@ -23,7 +23,6 @@ export interface VersionedCounts {
 export class PageIndex {
   readonly #maxFilters: number;
   #version = -1n;
-  #etag: string | undefined;
   #filters = new Map<string, Promise<VersionedCounts>>();
 
   constructor(maxFilters = 256) {
@@ -78,17 +77,6 @@ export class PageIndex {
   noteVersion(version: bigint): void {
     if (version <= this.#version) return;
     this.#version = version;
-    this.#filters = new Map();
-  }
-
-  /**
-   * The reader serves data state `etag` (its validators): counts read before may be of an older state, so
-   * they are read again. Then a page answered from counts alone (one past the end) is never older than
-   * the tag it is cached under.
-   */
-  noteEtag(etag: string): void {
-    if (etag === this.#etag) return;
-    this.#etag = etag;
     this.#filters = new Map();
   }
 }

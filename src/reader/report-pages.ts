@@ -42,8 +42,10 @@ export interface PageQuery {
 
 /**
  * Rows (`REPORT_COLUMNS_SQL`) of list page `page` (1-based) of `pageSize` reports, newest first. Runs
- * without a transaction: the row query reads the serving index's version in the same statement and, when
- * the counts used were of another version (a run committed meanwhile), the counts are read again.
+ * without a transaction: the row query reads the serving index's version in the same statement (a page
+ * past the end reads only the version) and, when the counts used were of another version (a run
+ * committed meanwhile), the counts are read again. Rows that disagree with the counts (there should be
+ * none) are read again with OFFSET, so an answer is never wrong, at worst slow.
  *
  * @throws SyncError `READER_QUERY_TIMEOUT` past the timeout; DuckDB errors as they are
  */
@@ -61,7 +63,16 @@ export async function listPageRows(
     );
     if (counts === null) break;
     const window = pageWindow(counts, 'newest', offset, pageSize);
-    if (window === null) return [];
+    if (window === null) {
+      // Past the end by these counts: so it is if they are still current.
+      const current = await withQueryTimeout(connection, q.timeoutMs, q.what, () =>
+        runPrepared(connection, 'SELECT version FROM reader_serving', {}),
+      );
+      const seen = current.getRows()[0]?.[0] as bigint | undefined;
+      if (seen === version) return [];
+      q.index.noteVersion(seen ?? version);
+      continue;
+    }
     const sql = windowSql(conditions.sql, 'newest', { paged: true, version: true });
     const rows = (
       await withQueryTimeout(connection, q.timeoutMs, q.what, () =>

@@ -30,7 +30,6 @@ export function listRoute(ctx: ReaderContext): RouteHandlerMethod {
     if (notModified(request.headers, validators)) {
       return reply.code(304).headers(validatorHeaders(validators)).send();
     }
-    ctx.pageIndex.noteEtag(validators.etag);
     const filter = { destination: query.destination, status: query.status };
     const pageQuery = { index: ctx.pageIndex, filter, timeoutMs: ctx.config.readerQueryTimeoutMs, what };
     const key = JSON.stringify([query.destination, query.status, query.pageSize, query.page]);
