@@ -10,7 +10,7 @@ import { rebuildExtraKeys, updateExtraKeys } from './serving-extra-keys.js';
  */
 
 /** Reports per bucket the width is chosen for (on average over the span of `created_at`). */
-export const BUCKET_REPORTS = 1024;
+export const BUCKET_REPORTS = 256;
 const MIN_WIDTH_US = 2n ** 10n; // ~1 ms: bucket numbers stay exact in a JS number
 const MAX_WIDTH_US = 2n ** 50n; // ~36 years
 const EMPTY_WIDTH_US = 2n ** 32n; // ~72 min, until there are reports to size it from
