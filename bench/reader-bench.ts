@@ -140,6 +140,8 @@ try {
   ]);
   const sync = await syncDone;
   for (const s of slow) s.close();
+  // The slow readers' exports are still being written (at the warehouse's pace): measure after them.
+  await exportsWritten(base);
   const deep = await deepPages(base);
   const firstBytes = await firstBytesOfExports();
   const compression: Record<string, Record<string, number>> = {};
@@ -262,6 +264,15 @@ try {
   warehouse.close();
   await simulator.close();
   rmSync(work, { recursive: true, force: true });
+}
+
+/** Waits until no export body is being written (`/healthz` → `exportPool.inUse` is 0). */
+async function exportsWritten(base: string): Promise<void> {
+  for (;;) {
+    const health = (await (await fetch(`${base}/healthz`)).json()) as { exportPool?: { inUse: number } };
+    if ((health.exportPool?.inUse ?? 0) === 0) return;
+    await sleep(500);
+  }
 }
 
 function deepLine(r: WrkResult): string {
