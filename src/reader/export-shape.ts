@@ -1,5 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { withQueryTimeout } from './query-timeout.js';
+import { readExtraKeys } from '../warehouse/serving-extra-keys.js';
 import { reportWhere } from './report-rows.js';
 
 /** Facts of the current export that the CSV endpoint needs before its first byte. */
@@ -44,4 +45,16 @@ export async function readExportShape(connection: DuckDBConnection, timeoutMs: n
     count: Number(count.getRows()[0]?.[0] ?? 0),
     extraColumns: keys.getRows().map((row) => String(row[0])),
   };
+}
+
+/**
+ * {@link ExportShape.extraColumns} from the serving index (warehouse/serving-extra-keys.ts), which every
+ * run keeps current: one read of a small table instead of a scan of every report's `extra`.
+ *
+ * @throws SyncError `READER_QUERY_TIMEOUT` past `timeoutMs`
+ */
+export async function servedExtraKeys(connection: DuckDBConnection, timeoutMs: number): Promise<string[]> {
+  return withQueryTimeout(connection, timeoutMs, 'Reading the CSV export columns', () =>
+    readExtraKeys(connection),
+  );
 }
