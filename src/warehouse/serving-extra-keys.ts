@@ -6,14 +6,14 @@ import type { DuckDBConnection } from '@duckdb/node-api';
  * report), so the CSV endpoint's header needs no scan of every `extra` (docs/reader.md).
  */
 
-/** Keys of `extra` with their place, for the reports `where` selects (a clause on `reports`). */
+/** Keys of `extra` with their place, for the reports `where` selects (a clause on `report_rows`). */
 function keyPlacesSql(where: string): string {
   // Unnested in the select list, never by a lateral join (which repeats the whole row, its `extra`
   // included, once per key); no window or sort over the rows: memory follows the distinct keys.
   return `SELECT key, min({'c': created_at, 'i': id, 'p': pos}) AS first
     FROM (SELECT created_at, id, unnest(json_keys(extra)) AS key,
                  generate_subscripts(json_keys(extra), 1)::BIGINT AS pos
-          FROM reports WHERE removed_at IS NULL AND extra IS NOT NULL AND (${where}))
+          FROM report_rows WHERE removed_at IS NULL AND extra IS NOT NULL AND (${where}))
     GROUP BY key`;
 }
 
@@ -41,7 +41,7 @@ export async function updateExtraKeys(c: DuckDBConnection, now: string): Promise
   await c.run(
     `CREATE OR REPLACE TEMP TABLE serving_key_suspects AS
      SELECT k.key FROM reader_extra_keys k LEFT JOIN serving_key_firsts f ON f.key = k.key
-     WHERE k.first_id IN (SELECT id FROM reports WHERE ${changed})
+     WHERE k.first_id IN (SELECT id FROM report_rows WHERE ${changed})
        AND (f.first IS NULL OR f.first > ${STORED})`,
     params,
   );

@@ -27,7 +27,10 @@ export function bucketSql(column: string, widthUs: bigint): string {
   return `((${us} - ((${us} % ${w}) + ${w}) % ${w}) // ${w})`;
 }
 
-/** The serving index's state: its bucket width (null: never built) and version. */
+/**
+ * The serving index's state: its bucket width (null: never built, or emptied by a reset, which deletes
+ * `reader_serving`'s row: warehouse/data-tables.ts) and version.
+ */
 export async function readServingMeta(
   c: DuckDBConnection,
 ): Promise<{ bucketUs: bigint | null; version: bigint }> {
@@ -35,7 +38,10 @@ export async function readServingMeta(
   return { bucketUs: (row?.[0] as bigint | null) ?? null, version: (row?.[1] as bigint | undefined) ?? 0n };
 }
 
-/** Builds the index when it never was (a warehouse created or upgraded by this version). One transaction. */
+/**
+ * Builds the index when it never was (a warehouse created or upgraded by this version) or a reset emptied
+ * it. One transaction.
+ */
 export async function ensureServingIndex(c: DuckDBConnection): Promise<void> {
   if ((await readServingMeta(c)).bucketUs !== null) return;
   await c.run('BEGIN TRANSACTION');
@@ -49,8 +55,10 @@ export async function ensureServingIndex(c: DuckDBConnection): Promise<void> {
 }
 
 /**
- * Rebuilds the whole index from `reports` (reads every current report: on a first build, or when the data
- * outgrew its bucket width). Call inside the caller's transaction.
+ * Rebuilds the whole index from `report_rows` (reads every current report: on a first build, after a reset,
+ * or when the data outgrew its bucket width). Call inside the caller's transaction. The version goes up
+ * by one; when a reset deleted it, it starts again from the clock (µs since the epoch), past any version
+ * a reader may have seen before the reset.
  *
  * @param bucketReports reports per bucket to size the width for (tests pass a small one to get many buckets)
  */
@@ -62,32 +70,38 @@ export async function rebuildServingIndex(
   await c.run('DELETE FROM reader_page_counts');
   await c.run(
     `INSERT INTO reader_page_counts
-     SELECT status, destination, ${bucketSql('created_at', width)} AS bucket, count(*) FROM reports
+     SELECT status, destination, ${bucketSql('created_at', width)} AS bucket, count(*) FROM report_rows
      WHERE removed_at IS NULL GROUP BY ALL`,
   );
   await rebuildExtraKeys(c);
   const shape = await bucketShape(c);
   await c.run(
-    `UPDATE reader_serving SET bucket_us = $bucket_us, version = version + 1,
-       densest_limit = $densest, buckets_limit = $buckets`,
-    {
-      bucket_us: width,
-      densest: BigInt(Math.max(4 * shape.densest, 16 * bucketReports)),
-      buckets: BigInt(4 * shape.buckets + 1024),
-    },
+    `CREATE OR REPLACE TEMP TABLE serving_next AS
+     SELECT coalesce((SELECT max(version) + 1 FROM reader_serving), epoch_us(now())) AS version`,
   );
+  await c.run('DELETE FROM reader_serving');
+  await c.run(`INSERT INTO reader_serving SELECT $bucket_us, version, $densest, $buckets FROM serving_next`, {
+    bucket_us: width,
+    densest: BigInt(Math.max(4 * shape.densest, 16 * bucketReports)),
+    buckets: BigInt(4 * shape.buckets + 1024),
+  });
+  await c.run('DROP TABLE serving_next');
 }
 
 /**
- * Applies one run's changes to the index, inside the run's final transaction (after the merge and the
- * tombstones, so readers see the counts with the reports they count). The run's changes are the reports
- * whose `last_changed_at` is the merge time `now` (an insert, update, revive or removal: warehouse/merge.ts,
- * tombstones.ts) and the versions it closed (`valid_to = now`, their state before the run): each moves one
- * report out of its old (status, destination, bucket) and into its new one. Costs what changed plus one
- * scan of `last_changed_at`; a first load, or data that outgrew the bucket width, rebuilds instead.
+ * Applies one run's changes to the index, inside the run's final transaction (after the merge, the
+ * tombstones and the marks of what a full export saw, so readers see the counts with the reports they
+ * count). The run's changes are the rows of `report_rows` whose `last_changed_at` is the merge time `now`
+ * (an insert, update, revive or removal: warehouse/merge.ts, tombstones.ts; one merge time per run, however
+ * many slices its merge took) and the versions it closed (`valid_to = now`, their state before the run):
+ * each moves one report out of its old (status, destination, bucket) and into its new one. Rows a run only
+ * rewrites without a change (seen, marked or unmarked unseen, a line hash) keep their `last_changed_at`,
+ * and nothing the index counts. Costs what changed plus one scan of `last_changed_at`; a first load, an
+ * index never built or emptied by a reset, or data that outgrew the bucket width, rebuilds instead.
  *
- * @param run.refined the run rewrote reports in place without a version (merge-refine.ts): their `extra`
- *   may name other keys, and the old ones are not kept, so the extra columns are read again in full
+ * @param run.refined the run rewrote reports in place without a version (merge.ts, a refine): their known
+ *   fields and `extra` take the typed values, `last_changed_at` stays and no version is closed, so neither
+ *   the counts nor the extra columns can be told from the change: the index is rebuilt
  */
 export async function updateServingIndex(
   c: DuckDBConnection,
@@ -95,17 +109,23 @@ export async function updateServingIndex(
 ): Promise<void> {
   const meta = await readServingMeta(c);
   const now = run.now.toISOString();
-  const changed = await count(c, 'SELECT count(*) FROM reports WHERE last_changed_at = $now::TIMESTAMPTZ', {
-    now,
-  });
-  const current = await count(c, 'SELECT count(*) FROM reports WHERE removed_at IS NULL', {});
-  // Most of a large warehouse changed (a first load): reading it all once is cheaper than applying it.
-  if (meta.bucketUs === null || (changed * 2 > current && current >= 100_000)) {
+  const changed = await count(
+    c,
+    'SELECT count(*) FROM report_rows WHERE last_changed_at = $now::TIMESTAMPTZ',
+    {
+      now,
+    },
+  );
+  const current = await count(c, 'SELECT count(*) FROM report_rows WHERE removed_at IS NULL', {});
+  // Most of a large warehouse changed (a first load): reading it all once is cheaper than applying it. A
+  // refine rewrote rows the change cannot name (see above).
+  if (meta.bucketUs === null || run.refined || (changed * 2 > current && current >= 100_000)) {
     return rebuildServingIndex(c);
   }
-  if (changed > 0) await applyCountChanges(c, now, meta.bucketUs);
-  if (run.refined) await rebuildExtraKeys(c);
-  else if (changed > 0) await updateExtraKeys(c, now);
+  if (changed > 0) {
+    await applyCountChanges(c, now, meta.bucketUs);
+    await updateExtraKeys(c, now);
+  }
   await c.run('UPDATE reader_serving SET version = version + 1');
   if (await outgrown(c)) await rebuildServingIndex(c);
 }
@@ -119,7 +139,7 @@ async function applyCountChanges(c: DuckDBConnection, now: string, bucketUs: big
        FROM report_versions_closed WHERE valid_to = $now::TIMESTAMPTZ AND change <> 'remove'
        UNION ALL
        SELECT status, destination, ${bucketSql('created_at', bucketUs)}, 1
-       FROM reports WHERE last_changed_at = $now::TIMESTAMPTZ AND removed_at IS NULL)
+       FROM report_rows WHERE last_changed_at = $now::TIMESTAMPTZ AND removed_at IS NULL)
      GROUP BY ALL HAVING sum(d) <> 0`,
     params,
   );
@@ -159,7 +179,7 @@ async function chooseWidth(c: DuckDBConnection, bucketReports: number): Promise<
   const row = (
     await c.runAndReadAll(
       `SELECT count(*)::DOUBLE, (epoch_us(max(created_at)) - epoch_us(min(created_at)) + 1)::DOUBLE
-       FROM reports WHERE removed_at IS NULL`,
+       FROM report_rows WHERE removed_at IS NULL`,
     )
   ).getRows()[0];
   const reports = Number(row?.[0] ?? 0);
@@ -179,7 +199,7 @@ async function chooseWidth(c: DuckDBConnection, bucketReports: number): Promise<
 async function densestAt(c: DuckDBConnection, width: bigint): Promise<number> {
   return count(
     c,
-    `SELECT max(n) FROM (SELECT count(*) AS n FROM reports WHERE removed_at IS NULL
+    `SELECT max(n) FROM (SELECT count(*) AS n FROM report_rows WHERE removed_at IS NULL
      GROUP BY ${bucketSql('created_at', width)})`,
     {},
   );
