@@ -25,7 +25,7 @@ export async function readExportShape(connection: DuckDBConnection, timeoutMs: n
   const where = reportWhere();
   const what = 'Reading the CSV export columns';
   const count = await withQueryTimeout(connection, timeoutMs, what, () =>
-    connection.runAndReadAll(`SELECT count(*)::DOUBLE FROM reports ${where.sql}`, where.params),
+    connection.runAndReadAll(`SELECT count(*)::DOUBLE FROM report_rows ${where.sql}`, where.params),
   );
   const keys = await withQueryTimeout(connection, timeoutMs, what, () =>
     connection.runAndReadAll(
@@ -35,7 +35,7 @@ export async function readExportShape(connection: DuckDBConnection, timeoutMs: n
       `SELECT key
        FROM (SELECT created_at, id, unnest(json_keys(extra)) AS key,
                     generate_subscripts(json_keys(extra), 1) AS pos
-             FROM reports ${where.sql} AND extra IS NOT NULL)
+             FROM report_rows ${where.sql} AND extra IS NOT NULL)
        GROUP BY key
        ORDER BY min({'c': created_at, 'i': id, 'p': pos})`,
       where.params,

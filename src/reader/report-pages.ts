@@ -25,7 +25,9 @@ import { streamReports } from './stream-reports.js';
  * The reader's queries for pages and exports at any depth (docs/reader.md "Paging at any depth"): a page
  * is read from the few time buckets that hold it (page-windows.ts), an export bucket range by bucket
  * range in order, so no query sorts or skips the reports before the ones it returns. When the warehouse
- * has no serving index the same answers come from plain `ORDER BY … LIMIT … OFFSET` queries.
+ * has no serving index the same answers come from plain `ORDER BY … LIMIT … OFFSET` queries. All read the
+ * stored rows (`report_rows`, current ones `removed_at IS NULL`): the `reports` view adds a join for the
+ * columns it lifts (migration 020), none of which the reader serves.
  */
 
 /** Rows per query while an export walks its windows: a sort of that many rows at a time. */
@@ -85,7 +87,7 @@ export async function listPageRows(
     // Counts of another version than the rows (a run committed): read them again.
     q.index.noteVersion(seen ?? (await servingVersion(connection)) ?? version);
   }
-  const sql = `SELECT ${REPORT_COLUMNS_SQL} FROM reports WHERE ${conditions.sql}
+  const sql = `SELECT ${REPORT_COLUMNS_SQL} FROM report_rows WHERE ${conditions.sql}
     ORDER BY ${NEWEST_FIRST_SQL} LIMIT $limit OFFSET $offset`;
   const params = { ...conditions.params, limit: BigInt(pageSize), offset: BigInt(offset) };
   return (
@@ -115,7 +117,7 @@ export async function countsInTransaction(
 }
 
 /**
- * Streams reports of `filter` (and `extraWhere`, a clause on `reports`) in `order`, chunk by chunk: one
+ * Streams reports of `filter` (and `extraWhere`, a clause on `report_rows`) in `order`, chunk by chunk: one
  * page (`offset`, `limit`) or, with `limit` undefined, all of them. Run it inside a read transaction
  * whose `counts` these are (see {@link countsInTransaction}); `counts` null reads with one plain query.
  */
@@ -135,7 +137,7 @@ export async function* streamPage(
       range.limit === undefined
         ? where.params
         : { ...where.params, limit: BigInt(range.limit), offset: BigInt(range.offset) };
-    const sql = `SELECT ${REPORT_COLUMNS_SQL} FROM reports WHERE ${conditions} ORDER BY ${orderSql} ${paging}`;
+    const sql = `SELECT ${REPORT_COLUMNS_SQL} FROM report_rows WHERE ${conditions} ORDER BY ${orderSql} ${paging}`;
     yield* streamReports(connection, sql, params, q.timeoutMs, q.what);
     return;
   }
@@ -166,7 +168,7 @@ export async function* streamPage(
 function windowSql(conditions: string, order: PageOrder, o: { paged: boolean; version: boolean }): string {
   const orderSql = order === 'newest' ? NEWEST_FIRST_SQL : EXPORT_ORDER_SQL;
   const version = o.version ? ', (SELECT version FROM reader_serving) AS serving_version' : '';
-  return `SELECT ${REPORT_COLUMNS_SQL}${version} FROM reports
+  return `SELECT ${REPORT_COLUMNS_SQL}${version} FROM report_rows
     WHERE created_at >= make_timestamptz($from_us::BIGINT) AND created_at < make_timestamptz($to_us::BIGINT)
       AND (${conditions}) IS TRUE
     ORDER BY ${orderSql}${o.paged ? ' LIMIT $limit OFFSET $skip' : ''}`;

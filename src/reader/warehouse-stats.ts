@@ -17,7 +17,7 @@ export async function warehouseStats(connection: DuckDBConnection, timeoutMs: nu
   const reader = await withQueryTimeout(connection, timeoutMs, 'The stats query', async () =>
     (await servingVersion(connection)) === null
       ? connection.runAndReadAll(
-          `SELECT status, destination, count(*)::DOUBLE AS n FROM reports ${where.sql} GROUP BY ALL`,
+          `SELECT status, destination, count(*)::DOUBLE AS n FROM report_rows ${where.sql} GROUP BY ALL`,
           where.params,
         )
       : connection.runAndReadAll(
