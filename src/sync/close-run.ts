@@ -5,7 +5,7 @@ import type { SyncError } from '../util/errors.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import type { ExportRead } from './read-export.js';
 import { asSyncError } from './run-errors.js';
-import { readMemoryLimit } from '../warehouse/memory-limit.js';
+import { memoryByTag, readMemoryLimit } from '../warehouse/memory-limit.js';
 import type { Logger } from '../util/logger.js';
 import { clearStaging, dropMergeTables, mergeStaging, prepareMerge } from '../warehouse/merge.js';
 import { recordSeen } from '../warehouse/merge-seen.js';
@@ -151,6 +151,10 @@ export async function failRun(
     readMemoryLimit: readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes),
     phase: run.state.phase,
   });
+  if (error.code === 'WAREHOUSE_OUT_OF_MEMORY') {
+    // Before anything is freed: which of DuckDB's uses filled its limit (a bug report needs it).
+    run.logger.warn({ duckdbMemory: await memoryByTag(run.connection) }, 'DuckDB memory at the failure');
+  }
   try {
     await recordFailure(run.connection, status, error, run.state, { ...run.target, rejects: uncommitted });
   } catch (recordErr) {

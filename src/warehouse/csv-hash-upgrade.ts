@@ -20,8 +20,9 @@ const COLUMNS = `status, destination, category, description, lat, lng, address,
   epoch_ms(created_at)::DOUBLE, epoch_ms(updated_at)::DOUBLE, extra::VARCHAR, content_hash, csv_hash`;
 
 /**
- * Computes `csv_hash` again under the current CSV projection (schema/csv-projection.ts) for `reports` and
- * for the staged rows of interrupted runs (`staging_reports`, which a resumed run merges), so hashes stored
+ * Computes `csv_hash` again under the current CSV projection (schema/csv-projection.ts) for the stored
+ * reports (the `reports` table, or `report_rows` once migration 020 made `reports` a view over it) and for
+ * the staged rows of interrupted runs (`staging_reports`, which a resumed run merges), so hashes stored
  * under an earlier projection rule compare with new ones. Each report is rebuilt from its row and must give
  * back its stored `content_hash` (a row that does not is left as it is and counted in `skipped`). Call in
  * the migration's transaction. Reads the table in DuckDB chunks (2,048 rows); writes the changed hashes
@@ -29,8 +30,14 @@ const COLUMNS = `status, destination, category, description, lat, lng, address,
  */
 export async function recomputeCsvHashes(connection: DuckDBConnection): Promise<CsvHashUpgrade> {
   const total: CsvHashUpgrade = { checked: 0, changed: 0, skipped: 0 };
+  const rows = (
+    await connection.runAndReadAll(
+      `SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = 'report_rows' AND NOT temporary`,
+    )
+  ).getRowObjectsJS()[0]!;
+  const stored = Number(rows.n) > 0 ? 'report_rows' : 'reports';
   for (const [table, key] of [
-    ['reports', 'id'],
+    [stored, 'id'],
     ['staging_reports', `run_id || chr(0) || seq::VARCHAR`],
   ] as const) {
     const done = await recompute(
@@ -49,7 +56,7 @@ export async function recomputeCsvHashes(connection: DuckDBConnection): Promise<
 /** Recomputes one table's hashes; `key` identifies a row as text, `match` ties a row to `u.k`. */
 async function recompute(
   c: DuckDBConnection,
-  table: 'reports' | 'staging_reports',
+  table: 'reports' | 'report_rows' | 'staging_reports',
   key: string,
   match: string,
 ): Promise<CsvHashUpgrade> {

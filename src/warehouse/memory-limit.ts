@@ -63,3 +63,28 @@ export async function withMemoryLimit<T>(
     await connection.run(`SET memory_limit = '${Math.round(current)}B'`).catch(() => undefined);
   }
 }
+
+/**
+ * DuckDB's memory in use by what holds it (`duckdb_memory()`: tags such as BASE_TABLE, HASH_TABLE,
+ * IN_MEMORY_TABLE), in MiB, and what it spilled to its temp folder, in MiB; tags holding less than 1 MiB
+ * are left out. For the log of a run that ran out of memory: it says what filled the limit. Never throws
+ * (an empty result when DuckDB cannot answer).
+ */
+export async function memoryByTag(
+  connection: DuckDBConnection,
+): Promise<Record<string, { mib: number; spilledMib: number }>> {
+  try {
+    const rows = (
+      await connection.runAndReadAll(
+        `SELECT tag, round(memory_usage_bytes / 1048576, 1)::DOUBLE AS mib,
+           round(temporary_storage_bytes / 1048576, 1)::DOUBLE AS spilled
+         FROM duckdb_memory() WHERE memory_usage_bytes >= 1048576 OR temporary_storage_bytes >= 1048576`,
+      )
+    ).getRowObjectsJS();
+    return Object.fromEntries(
+      rows.map((r) => [String(r.tag), { mib: Number(r.mib), spilledMib: Number(r.spilled) }]),
+    );
+  } catch {
+    return {};
+  }
+}

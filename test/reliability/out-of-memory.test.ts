@@ -2,9 +2,15 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import { runSync } from '../../src/sync/run-sync.js';
 import { createHttpAgent } from '../../src/upstream/http-agent.js';
-import { silentLogger } from '../../src/util/logger.js';
 import { startTestSimulator } from '../helpers/simulator.js';
-import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
+import {
+  capturingLogger,
+  openTestWarehouse,
+  query,
+  syncTargetOnce,
+  tempDir,
+  testConfig,
+} from '../helpers/sync.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
@@ -71,7 +77,8 @@ describe('DuckDB out of memory', () => {
     } finally {
       warehouse.close();
     }
-  });
+    // Two syncs of 30,000 reports: over a minute on 2 busy shared cores.
+  }, 180_000);
 
   it('while merging: the run is recorded failed with the code and advice, nothing of it merged', async () => {
     const sim = await startTestSimulator({ generate: { n: 30_000, seed: 4 } });
@@ -79,12 +86,13 @@ describe('DuckDB out of memory', () => {
     const warehouse = await openTestWarehouse(config);
     const connection = await warehouse.connect();
     const dispatcher = createHttpAgent(config);
+    const { logger, lines } = await capturingLogger();
     try {
       const run = await runSync({
         connection,
         config,
         dispatcher,
-        logger: silentLogger(),
+        logger,
         source: ndjsonSource,
         // Read with the default limit, then merge with one far too small for 30,000 inserts.
         beforeMerge: async () => {
@@ -102,6 +110,9 @@ describe('DuckDB out of memory', () => {
         { status: 'failed', error: { code: 'WAREHOUSE_OUT_OF_MEMORY', context: { phase: 'merging' } } },
       ]);
       expect(log.left).toEqual({ staged: 0, reports: 0 });
+      // The log says what held DuckDB's memory when it ran out (the merge's staged rows and temp tables).
+      const memory = lines.find((l) => l.msg === 'DuckDB memory at the failure')?.duckdbMemory;
+      expect(Object.keys(memory as object).length).toBeGreaterThan(0);
     } finally {
       connection.closeSync();
       await dispatcher.close();

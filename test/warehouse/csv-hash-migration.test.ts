@@ -78,7 +78,7 @@ describe('the CSV projection by value (migration 014)', () => {
             lat, lng, address, created_at, updated_at, extra, content_hash, csv_hash)
           SELECT 'interrupted', 7, id, status, destination, category, description, lat, lng, address,
             created_at, updated_at, extra, content_hash, 'stale' FROM reports WHERE id = 'b';
-          UPDATE reports SET csv_hash = CASE id WHEN 'a' THEN 'stale' WHEN 'c' THEN 'stale' END;
+          UPDATE report_rows SET csv_hash = CASE id WHEN 'a' THEN 'stale' WHEN 'c' THEN 'stale' END;
           DELETE FROM schema_migrations WHERE version = 14`);
         expect(await migrate(c)).toEqual([14]);
       } finally {
