@@ -1,13 +1,16 @@
 // `npm run bench:reader`: the reader under load (a script, not a test). Builds a warehouse of N generated
 // reports by a sync from the simulator, serves it with the reader on the same DuckDB instance (as the daemon
-// does), connects four slow export readers (64 KiB every 5 s), then runs for --seconds:
-//   wrk -t2 -c64 --latency  on filtered list pages (status × destination × page, chosen at random),
-//   wrk -t1 -c1  --latency  on /healthz (the probe an orchestrator would send),
-// while a sync of a changed upstream (the simulator advanced one day) commits in the same process.
-// Prints req/s, p99, the /healthz p99 and the failed answers against the goals, and writes bench/results-reader.json.
-import { spawn } from 'node:child_process';
+// does), then measures in turn:
+// 1. shallow pages: four slow export readers (64 KiB every 5 s) connected, then for --seconds
+//      wrk -t2 -c64 --latency  on filtered list pages (status × destination × pages 1–5, at random),
+//      wrk -t1 -c1  --latency  on /healthz (the probe an orchestrator would send),
+//    while a sync of a changed upstream (the simulator advanced one day) commits in the same process;
+// 2. deep pages: wrk -t2 -c64 on every status × destination of the data, pages 1–2000 at random (most
+//    beyond what any cache holds), with the page cache as configured and with it off;
+// 3. first bytes: the time to the first byte of random CSV pages over the whole export and of the full
+//    NDJSON and GeoJSON exports, each the first request for its body in this data state.
+// Prints the figures against the goals and writes bench/results-reader.json.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +23,17 @@ import { syncTarget } from '../src/sync/sync-sources.js';
 import { createHttpAgent } from '../src/upstream/http-agent.js';
 import { silentLogger } from '../src/util/logger.js';
 import { openMigratedWarehouse } from '../src/warehouse/open-migrated.js';
+import {
+  bodyBytes,
+  firstByte,
+  quantile,
+  randomPagesScript,
+  SEED_PER_THREAD,
+  slowReader,
+  wrk,
+  wrkWithCpu,
+  type WrkResult,
+} from './reader-bench-tools.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const root = join(here, '..', '..');
@@ -30,6 +44,7 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '20' },
     connections: { type: 'string', default: '64' },
     'no-sync': { type: 'boolean', default: false },
+    'max-page': { type: 'string', default: '2000' },
     out: { type: 'string', default: join(root, 'bench', 'results-reader.json') },
     help: { type: 'boolean', default: false },
   },
@@ -42,9 +57,11 @@ if (values.help) {
   --seconds S       length of the wrk run (default 20)
   --connections C   wrk connections on the list (default 64)
   --no-sync         no sync during the run (isolates the cost of a sync committing meanwhile)
+  --max-page P      deep pages are asked from 1 to P (default 2000)
   --out FILE        JSON results (default bench/results-reader.json)
 
-Needs wrk (apt-get install wrk). Goals on 2 cores: >= 2000 req/s, p99 <= 50 ms, /healthz p99 <= 10 ms, no 5xx.
+Needs wrk (apt-get install wrk). Goals on 2 cores: shallow pages >= 2000 req/s, p99 <= 50 ms, /healthz
+p99 <= 10 ms; deep pages >= 1000 req/s, p99 <= 100 ms; first byte of any CSV page <= 200 ms; no 5xx.
 `);
   process.exit(0);
 }
@@ -59,7 +76,7 @@ const log = (msg: string) =>
 const LIST_SCRIPT = `
 local statuses = {"SUBMITTED", "IN_PROGRESS", "RESOLVED", "REJECTED"}
 local destinations = {"ROAD_CONTROL", "WASTE_MANAGEMENT", "STREET_LIGHTING", "PARKS_AND_GREENERY"}
-function init(args) math.randomseed(os.time() + math.random(1000)) end
+${SEED_PER_THREAD}
 function request()
   local s = statuses[math.random(#statuses)]
   local d = destinations[math.random(#destinations)]
@@ -123,6 +140,10 @@ try {
   ]);
   const sync = await syncDone;
   for (const s of slow) s.close();
+  // The slow readers' exports are still being written (at the warehouse's pace): measure after them.
+  await exportsWritten(base);
+  const deep = await deepPages(base);
+  const firstBytes = await firstBytesOfExports();
   const compression: Record<string, Record<string, number>> = {};
   for (const path of ['/reports.ndjson', '/reports.geojson', '/reports?pageSize=1000']) {
     compression[path] = {};
@@ -131,6 +152,62 @@ try {
     }
   }
   await app.close();
+
+  /** Phase 2: random pages over the whole range of every filter, with the page cache as set and without. */
+  async function deepPages(cachedBase: string) {
+    const distinct = async (column: string) => {
+      const c = await warehouse.connect();
+      try {
+        const sql = `SELECT DISTINCT ${column} FROM reports WHERE removed_at IS NULL ORDER BY 1`;
+        return (await c.runAndReadAll(sql)).getRows().map((row) => String(row[0]));
+      } finally {
+        c.closeSync();
+      }
+    };
+    const deepLua = join(work, 'deep.lua');
+    const [statuses, destinations] = [await distinct('status'), await distinct('destination')];
+    writeFileSync(deepLua, randomPagesScript(statuses, destinations, Number(values['max-page'])));
+    const args = ['-t2', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', deepLua];
+    log(
+      `deep pages: ${statuses.length} statuses × ${destinations.length} destinations × pages 1–${values['max-page']}`,
+    );
+    const cached = await wrkWithCpu([...args, `${cachedBase}/`]);
+    const uncachedApp = await buildReader({ warehouse, config: { ...config, readerCacheBytes: 0 }, logger });
+    const uncachedBase = await uncachedApp.listen({ port: 0, host: '127.0.0.1' });
+    const uncached = await wrkWithCpu([...args, `${uncachedBase}/`]);
+    await uncachedApp.close();
+    return { statuses, destinations, cached, uncached };
+  }
+
+  /** Phase 3: first bytes of random CSV pages and of the full exports, each the first of its body. */
+  async function firstBytesOfExports() {
+    const reader = await buildReader({ warehouse, config, logger });
+    const at = `${await reader.listen({ port: 0, host: '127.0.0.1' })}/api/v1/public`;
+    try {
+      const stats = (await (await fetch(`${at}/reports/stats`)).json()) as { total: number };
+      const lastPage = Math.max(1, Math.ceil(stats.total / 1000));
+      const csvPages = [];
+      for (let i = 0; i < 12; i++) {
+        const page = 1 + Math.floor(Math.random() * lastPage);
+        csvPages.push({ page, ...(await firstByte(`${at}/reports.csv?pageSize=1000&page=${page}`)) });
+      }
+      const csvLast = await firstByte(
+        `${at}/reports.csv?pageSize=10000&page=${Math.ceil(stats.total / 10_000)}`,
+      );
+      log('first bytes of the full exports (each is read to its end) …');
+      const ndjson = await firstByte(`${at}/reports.ndjson`);
+      const geojson = await firstByte(`${at}/reports.geojson?status=${deep.statuses[0] ?? ''}`);
+      const firsts = csvPages.map((p) => p.firstByteMs);
+      return {
+        csvPages: { p50Ms: quantile(firsts, 0.5), maxMs: Math.max(...firsts), samples: csvPages },
+        csvLastPage10000: csvLast,
+        ndjson,
+        geojson,
+      };
+    } finally {
+      await reader.close();
+    }
+  }
 
   const results = {
     records,
@@ -141,6 +218,8 @@ try {
     loadAverageAtStart: loadAverage,
     compressionBytes: compression,
     slowReaders: slow.map((s) => ({ bytesRead: s.bytes() })),
+    deepPages: deep,
+    firstBytes,
     syncDuringRun: {
       seconds: sync.ms / 1000,
       status: sync.status,
@@ -151,6 +230,10 @@ try {
       p99: list.p99Ms <= 50,
       healthzP99: health.p99Ms <= 10,
       noFailedAnswers: list.failed === 0 && health.failed === 0,
+      deepRequestsPerSecond: deep.cached.requestsPerSecond >= 1000,
+      deepP99: deep.cached.p99Ms <= 100,
+      deepNoFailedAnswers: deep.cached.failed === 0 && deep.uncached.failed === 0,
+      csvFirstByte: firstBytes.csvPages.maxMs <= 200,
     },
   };
   writeFileSync(values.out, `${JSON.stringify(results, null, 2)}\n`);
@@ -159,6 +242,11 @@ try {
       `reader bench: ${records} reports, wrk ${seconds} s, ${connections} connections, 4 slow export readers, ${values['no-sync'] ? 'no sync' : 'one sync'}`,
       `  list      ${list.requestsPerSecond.toFixed(0)} req/s, p50 ${list.p50Ms} ms, p99 ${list.p99Ms} ms, not 2xx/3xx ${list.failed}, socket errors ${list.socketErrors}`,
       `  /healthz  ${health.requestsPerSecond.toFixed(0)} req/s, p50 ${health.p50Ms} ms, p99 ${health.p99Ms} ms, not 2xx/3xx ${health.failed}`,
+      `  deep pages (1–${values['max-page']}, ${deep.statuses.length}×${deep.destinations.length} filters, no sync):`,
+      `    page cache on   ${deepLine(deep.cached)}`,
+      `    page cache off  ${deepLine(deep.uncached)}`,
+      `  first byte: CSV pages (pageSize 1000, ${firstBytes.csvPages.samples.length} at random) p50 ${firstBytes.csvPages.p50Ms} ms, max ${firstBytes.csvPages.maxMs} ms; last page of 10000 ${firstBytes.csvLastPage10000.firstByteMs} ms`,
+      `  first byte: NDJSON export ${firstBytes.ndjson.firstByteMs} ms (all ${mb(firstBytes.ndjson.bytes)} MB in ${(firstBytes.ndjson.totalMs / 1000).toFixed(1)} s), GeoJSON ${firstBytes.geojson.firstByteMs} ms (all in ${(firstBytes.geojson.totalMs / 1000).toFixed(1)} s)`,
       ...Object.entries(compression).map(
         ([path, b]) => `  ${path}: ${mb(b.identity!)} MB, gzip ${mb(b.gzip!)} MB, br ${mb(b.br!)} MB`,
       ),
@@ -178,89 +266,17 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 
-/** wrk's summary: req/s, latency percentiles (ms), answers that were not 2xx/3xx, socket errors. */
-interface WrkResult {
-  requestsPerSecond: number;
-  p50Ms: number;
-  p99Ms: number;
-  /** Non-2xx/3xx answers: every request of the bench is valid, so any is a failure (a 503 or a 500). */
-  failed: number;
-  socketErrors: number;
+/** Waits until no export body is being written (`/healthz` → `exportPool.inUse` is 0). */
+async function exportsWritten(base: string): Promise<void> {
+  for (;;) {
+    const health = (await (await fetch(`${base}/healthz`)).json()) as { exportPool?: { inUse: number } };
+    if ((health.exportPool?.inUse ?? 0) === 0) return;
+    await sleep(500);
+  }
 }
 
-function wrk(args: string[]): Promise<WrkResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('error', (err) =>
-      reject(new Error(`wrk could not start (apt-get install wrk): ${err.message}`)),
-    );
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`wrk exited ${code}: ${out}`));
-      const pct = (p: string) => ms(new RegExp(`^\\s+${p}%\\s+(\\S+)`, 'm').exec(out)?.[1] ?? 'NaN');
-      const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-      resolve({
-        requestsPerSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN),
-        p50Ms: pct('50'),
-        p99Ms: pct('99'),
-        failed: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
-        socketErrors: errors ? errors.slice(1).reduce((a, n) => a + Number(n), 0) : 0,
-      });
-    });
-  });
-}
-
-/** `1.23ms`, `850.00us`, `1.20s` → milliseconds. */
-function ms(text: string): number {
-  const m = /^([\d.]+)(us|ms|s)$/.exec(text);
-  if (!m) return NaN;
-  const v = Number(m[1]);
-  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
-}
-
-function slowReader(url: string) {
-  let bytes = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let started!: () => void;
-  const startedP = new Promise<void>((r) => (started = r));
-  const req = httpRequest(url, (res) => {
-    let budget = 64 * 1024;
-    res.on('data', (d: Buffer) => {
-      bytes += d.length;
-      budget -= d.length;
-      if (budget <= 0) res.pause();
-    });
-    started();
-    timer = setInterval(() => {
-      budget = 64 * 1024;
-      res.resume();
-    }, 5000);
-  });
-  req.on('error', () => undefined);
-  req.end();
-  return {
-    started: startedP,
-    bytes: () => bytes,
-    close: () => {
-      clearInterval(timer);
-      req.destroy();
-    },
-  };
-}
-
-/** Bytes on the wire of one answer asked with `Accept-Encoding: encoding` (not decoded). */
-function bodyBytes(url: string, encoding: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { headers: { 'Accept-Encoding': encoding } }, (res) => {
-      let n = 0;
-      res.on('data', (d: Buffer) => (n += d.length));
-      res.on('end', () => resolve(n));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+function deepLine(r: WrkResult): string {
+  return `${r.requestsPerSecond.toFixed(0)} req/s, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms, not 2xx/3xx ${r.failed}, socket errors ${r.socketErrors}, reader CPU ${r.cpuMsPerRequest} ms/request`;
 }
 
 function mb(bytes: number): string {

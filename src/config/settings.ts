@@ -365,7 +365,13 @@ export const SETTINGS = {
     env: 'REPORTS_READER_CONNECTIONS',
     schema: int(1, 64).default(4),
     allowed: 'an integer from 1 to 64',
-    doc: 'DuckDB connections the reader uses at once; further requests wait for one.',
+    doc: 'DuckDB connections the reader uses at once for lists, stats and `/healthz` reads; further requests wait for one.',
+  },
+  readerExportConnections: {
+    env: 'REPORTS_READER_EXPORT_CONNECTIONS',
+    schema: int(1, 64).default(2),
+    allowed: 'an integer from 1 to 64',
+    doc: 'DuckDB connections the reader uses at once to write export bodies (NDJSON, GeoJSON, CSV pages), apart from the list’s, so long exports never hold up lists; further exports wait for one.',
   },
   readerAcquireTimeoutMs: {
     env: 'REPORTS_READER_ACQUIRE_TIMEOUT_MS',

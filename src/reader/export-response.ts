@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ConnectionPool } from './connection-pool.js';
 import type { ReaderContext } from './reader-context.js';
 import { readRunState } from './last-success.js';
 import { withQueryTimeout } from './query-timeout.js';
@@ -18,6 +19,8 @@ export interface OpenExport {
  * answers `304 Not Modified` itself (RFC 9110 §15.4.5: the validators, no body) and returns `null`.
  *
  * @param what names the endpoint in timeout messages (`GET /api/v1/public/reports.csv`)
+ * @param pool where the transaction's connection comes from: the export pool for bodies written to a
+ *   spool file (held until the body is written), the query pool for short answers (stats)
  * @throws SyncError `READER_BUSY` / `READER_QUERY_TIMEOUT` / `READER_CLOSED`, answered 503 by the error handler
  */
 export async function openExport(
@@ -25,9 +28,10 @@ export async function openExport(
   request: FastifyRequest,
   reply: FastifyReply,
   what: string,
+  pool: ConnectionPool = ctx.pool,
 ): Promise<OpenExport | null> {
   const timeoutMs = ctx.config.readerQueryTimeoutMs;
-  const tx = await ReadTransaction.begin(ctx.pool, timeoutMs);
+  const tx = await ReadTransaction.begin(pool, timeoutMs);
   let validators: Validators;
   try {
     const runs = await withQueryTimeout(tx.connection, timeoutMs, `The validators of ${what}`, () =>
@@ -48,15 +52,18 @@ export async function openExport(
 
 /**
  * Sends an export body. `pieces` (text, e.g. one string per DuckDB chunk) are written to a spool file
- * (spool-cache.ts) at the warehouse's pace inside the read transaction, which then ends: the connection
- * goes back to the pool before the first byte is sent, so a client that reads slowly holds a file
- * descriptor, never a warehouse connection. The file streams out with backpressure (memory stays at
- * about one piece while spooling and one read buffer while sending) and with its `Content-Length`. Later
- * requests for the same body of the same data state (`key`) reuse the file. `HEAD` gets the headers only,
+ * (spool-cache.ts) at the warehouse's pace inside the read transaction, which then ends; the response
+ * sends the file as it grows, so the first bytes leave as soon as the first piece is written and the
+ * connection goes back to the pool when the body is complete, whatever the client's pace: a client that
+ * reads slowly holds a file descriptor, never a warehouse connection. Memory stays at about one piece
+ * while spooling and one read buffer while sending. Later requests for the same body of the same data
+ * state (`key`) reuse the file (with its `Content-Length` once complete). `HEAD` gets the headers only,
  * and no query runs for it.
  *
- * A failure while spooling happens before any header went out, so it is answered as any other error
- * (503 for a timeout or a busy warehouse, 500 otherwise) and the client never sees a cut body.
+ * A failure before the first piece is answered as any other error (503 for a timeout or a busy warehouse,
+ * 500 otherwise). A failure after it (a later chunk past the query timeout) cuts the response off: the
+ * body was sent without a length (chunked), so the client sees an incomplete transfer, never a short
+ * body that looks whole.
  *
  * @param key identifies the body among the exports of one data state (endpoint and parameters)
  */
@@ -95,9 +102,7 @@ export async function sendExport(
     await tx.finish(false);
     throw err;
   }
-  const stream = body.handle.createReadStream({ highWaterMark: 64 * 1024 });
-  reply
-    .code(200)
-    .headers({ ...headers, ...validatorHeaders(open.validators), 'Content-Length': String(body.bytes) });
-  return reply.send(stream);
+  const length = body.bytes === undefined ? {} : { 'Content-Length': String(body.bytes) };
+  reply.code(200).headers({ ...headers, ...validatorHeaders(open.validators), ...length });
+  return reply.send(Readable.from(body.read(), { objectMode: false }));
 }

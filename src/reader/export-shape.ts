@@ -1,5 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { withQueryTimeout } from './query-timeout.js';
+import { readExtraKeys } from '../warehouse/serving-extra-keys.js';
 import { reportWhere } from './report-rows.js';
 
 /** Facts of the current export that the CSV endpoint needs before its first byte. */
@@ -24,7 +25,7 @@ export async function readExportShape(connection: DuckDBConnection, timeoutMs: n
   const where = reportWhere();
   const what = 'Reading the CSV export columns';
   const count = await withQueryTimeout(connection, timeoutMs, what, () =>
-    connection.runAndReadAll(`SELECT count(*)::DOUBLE FROM reports ${where.sql}`, where.params),
+    connection.runAndReadAll(`SELECT count(*)::DOUBLE FROM report_rows ${where.sql}`, where.params),
   );
   const keys = await withQueryTimeout(connection, timeoutMs, what, () =>
     connection.runAndReadAll(
@@ -34,7 +35,7 @@ export async function readExportShape(connection: DuckDBConnection, timeoutMs: n
       `SELECT key
        FROM (SELECT created_at, id, unnest(json_keys(extra)) AS key,
                     generate_subscripts(json_keys(extra), 1) AS pos
-             FROM reports ${where.sql} AND extra IS NOT NULL)
+             FROM report_rows ${where.sql} AND extra IS NOT NULL)
        GROUP BY key
        ORDER BY min({'c': created_at, 'i': id, 'p': pos})`,
       where.params,
@@ -44,4 +45,16 @@ export async function readExportShape(connection: DuckDBConnection, timeoutMs: n
     count: Number(count.getRows()[0]?.[0] ?? 0),
     extraColumns: keys.getRows().map((row) => String(row[0])),
   };
+}
+
+/**
+ * {@link ExportShape.extraColumns} from the serving index (warehouse/serving-extra-keys.ts), which every
+ * run keeps current: one read of a small table instead of a scan of every report's `extra`.
+ *
+ * @throws SyncError `READER_QUERY_TIMEOUT` past `timeoutMs`
+ */
+export async function servedExtraKeys(connection: DuckDBConnection, timeoutMs: number): Promise<string[]> {
+  return withQueryTimeout(connection, timeoutMs, 'Reading the CSV export columns', () =>
+    readExtraKeys(connection),
+  );
 }

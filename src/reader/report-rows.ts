@@ -10,6 +10,8 @@ import { extraFromJson } from '../schema/json-text.js';
  */
 export const REPORT_COLUMNS_SQL = `id, status, destination, category, description, lat, lng, address,
   epoch_ms(created_at)::DOUBLE AS created_ms, epoch_ms(updated_at)::DOUBLE AS updated_ms, extra::VARCHAR AS extra`;
+/** Columns {@link REPORT_COLUMNS_SQL} selects. */
+export const REPORT_COLUMN_COUNT = 11;
 
 /** A filter of the list and GeoJSON endpoints: both given = AND (seed rule 1). */
 export interface ReportFilter {
@@ -30,6 +32,15 @@ export const NEWEST_FIRST_SQL = 'created_at DESC, id ASC';
  * @returns SQL text starting with `WHERE` and its named parameters (`$destination`, `$status`)
  */
 export function reportWhere(filter: ReportFilter = {}): { sql: string; params: Record<string, string> } {
+  const conditions = reportConditions(filter);
+  return { sql: `WHERE ${conditions.sql}`, params: conditions.params };
+}
+
+/** The conditions of {@link reportWhere} without the `WHERE` (`removed_at IS NULL AND …`). */
+export function reportConditions(filter: ReportFilter = {}): {
+  sql: string;
+  params: Record<string, string>;
+} {
   const clauses = ['removed_at IS NULL'];
   const params: Record<string, string> = {};
   if (filter.destination !== undefined) {
@@ -40,7 +51,7 @@ export function reportWhere(filter: ReportFilter = {}): { sql: string; params: R
     clauses.push('status = $status');
     params.status = filter.status;
   }
-  return { sql: `WHERE ${clauses.join(' AND ')}`, params };
+  return { sql: clauses.join(' AND '), params };
 }
 
 /**

@@ -16,6 +16,7 @@ import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import { ConnectionPool } from './connection-pool.js';
 import { CurrentValidators } from './current-validators.js';
+import { PageIndex } from './page-index.js';
 import { pathOf } from './public-query.js';
 import type { ReaderContext } from './reader-context.js';
 import { ReaderMetrics } from './reader-metrics.js';
@@ -38,7 +39,10 @@ import { VersionCache } from './version-cache.js';
 export interface ReaderOptions {
   /** The process's one warehouse (DESIGN.md §6); the reader takes connections from it and never closes it. */
   warehouse: Warehouse;
-  /** Reader settings: `readerConnections`, `readerQueryTimeoutMs`, `readerIdleTimeoutMs`, page-size maxima. */
+  /**
+   * Reader settings: `readerConnections`, `readerExportConnections`, `readerQueryTimeoutMs`,
+   * `readerIdleTimeoutMs`, page-size maxima.
+   */
   config: Config;
   /** The process logger; request logs and errors go to a `component: "reader"` child. */
   logger: Logger;
@@ -94,13 +98,20 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
   const { config } = options;
   const logger = options.logger.child({ component: 'reader' });
   const pool = new ConnectionPool(options.warehouse, config.readerConnections, config.readerAcquireTimeoutMs);
+  const exportPool = new ConnectionPool(
+    options.warehouse,
+    config.readerExportConnections,
+    config.readerAcquireTimeoutMs,
+  );
   const metrics = new ReaderMetrics(options.registry);
   const ctx: ReaderContext = {
     pool,
+    exportPool,
     config,
     logger,
     cache: new VersionCache(),
     validators: new CurrentValidators(pool, config.readerValidatorsTtlMs, config.readerQueryTimeoutMs),
+    pageIndex: new PageIndex(),
     pages: new ResponseCache(config.readerCacheBytes),
     spools: new SpoolCache(config.readerSpoolBytes),
     metrics,
@@ -150,6 +161,7 @@ export async function buildReader(options: ReaderOptions): Promise<FastifyInstan
     ctx.validators.stop();
     ctx.spools.close();
     pool.close();
+    exportPool.close();
   });
   // Every public answer may be stored but must be revalidated (or is fresh for REPORTS_READER_MAX_AGE_S);
   // errors are not stored at all.

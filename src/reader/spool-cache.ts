@@ -4,31 +4,46 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 
-/** A spooled body, opened for one response: read it from `handle` (its own file position), then close it. */
+/**
+ * A spooled body opened for one response, readable while it is still being written: {@link read} yields
+ * what is on disk and waits for more until the body is complete. `bytes` is its length when it was already
+ * complete at opening (a `Content-Length`), else undefined.
+ */
 export interface SpooledBody {
-  handle: FileHandle;
-  bytes: number;
+  bytes: number | undefined;
+  /**
+   * The body from its first byte, in pieces of at most 64 KiB, closing the file at the end.
+   * @throws the producer's error when the body cannot be completed (the response must then be cut off)
+   */
+  read(): AsyncGenerator<Buffer>;
 }
 
 interface Entry {
   etag: string;
   path: string;
+  /** Settles when the body is complete (its length) or failed. */
   ready: Promise<number>;
-  bytes: number;
+  /** Bytes written to the file so far (readable by others). */
+  flushed: number;
+  complete: boolean;
+  error: unknown;
+  /** Resolved (and replaced) at every write, at completion and at failure. */
+  progress: { promise: Promise<void>; resolve: () => void };
   users: number;
   stale: boolean;
 }
 
 /**
- * Export bodies written to temporary files at the warehouse's pace, then sent at the client's. A DuckDB
- * connection is held only while a body is produced (milliseconds to seconds), never while a slow client
- * drains it, so slow export readers cannot starve `/healthz`, stats or lists of connections.
+ * Export bodies written to temporary files at the warehouse's pace and sent at the client's, while they are
+ * written: a response starts as soon as the first piece is on disk, not when the whole body is. A DuckDB
+ * connection is held only while a body is produced, never while a slow client drains it, so slow export
+ * readers cannot starve `/healthz`, stats or lists of connections.
  *
  * Bodies are keyed by data state (`ETag`) and request (`key`): later requests for the same export of the
- * same state share the file, and concurrent ones share its production. A new state makes every older file
- * stale: it is removed as soon as no response is opening it (responses already sending keep their open
- * descriptor, POSIX unlink). Files of the current state are kept up to `keepBytes`, least recently used
- * removed first; the folder is removed by {@link close}.
+ * same state share the file (and follow its production when it is not complete yet). A new state makes every
+ * older file stale: it is removed as soon as no response is opening it (responses already sending keep
+ * their open descriptor, POSIX unlink). Complete files of the current state are kept up to `keepBytes`,
+ * least recently used removed first; the folder is removed by {@link close}.
  */
 export class SpoolCache {
   readonly #keepBytes: number;
@@ -43,9 +58,10 @@ export class SpoolCache {
   }
 
   /**
-   * The body of `key` in state `etag`, opened for reading. When missing, `produce` writes it through
-   * `write` (which resolves once the piece is buffered to disk); its failure fails this call and every
-   * call sharing it, and nothing is kept.
+   * The body of `key` in state `etag`, opened for reading once its first piece is written (or it is
+   * complete). When missing, `produce` writes it through `write` (which resolves once the piece is
+   * buffered); a failure before the first piece fails this call and every call sharing it, a later one
+   * fails their {@link SpooledBody.read}, and nothing is kept.
    *
    * @param onShared called instead of `produce` when the body exists or is being produced by another
    *   request (the caller then gives its warehouse connection back at once)
@@ -67,19 +83,25 @@ export class SpoolCache {
       entry = this.#create(etag, produce);
       this.#entries.set(id, entry);
       const created = entry;
-      created.ready.catch(() => {
-        if (this.#entries.get(id) === created) this.#entries.delete(id);
-        this.#remove(created);
-      });
+      created.ready.then(
+        () => this.#trim(),
+        () => {
+          if (this.#entries.get(id) === created) this.#entries.delete(id);
+          this.#remove(created);
+        },
+      );
     }
     // Counted before the first await: a request of another state (or a trim) running meanwhile must not
     // unlink the file between finding it here and opening it below.
     entry.users++;
     try {
       if (shared) await onShared();
-      const bytes = await entry.ready;
+      while (entry.flushed === 0 && !entry.complete) {
+        if (entry.error !== undefined) throw entry.error;
+        await entry.progress.promise;
+      }
       const handle = await open(entry.path, 'r');
-      return { handle, bytes };
+      return { bytes: entry.complete ? entry.flushed : undefined, read: () => follow(entry, handle) };
     } finally {
       entry.users--;
       if (entry.stale) this.#remove(entry);
@@ -98,24 +120,49 @@ export class SpoolCache {
   #create(etag: string, produce: (write: (text: string) => Promise<void>) => Promise<void>): Entry {
     this.#dir ??= mkdtempSync(join(tmpdir(), 'reports-sync-spool-'));
     const path = join(this.#dir, `${++this.#seq}.body`);
-    const entry: Entry = { etag, path, ready: Promise.resolve(0), bytes: 0, users: 0, stale: false };
+    const entry: Entry = {
+      etag,
+      path,
+      ready: Promise.resolve(0),
+      flushed: 0,
+      complete: false,
+      error: undefined,
+      progress: pulse(),
+      users: 0,
+      stale: false,
+    };
+    const signal = () => {
+      const { resolve } = entry.progress;
+      entry.progress = pulse();
+      resolve();
+    };
     entry.ready = (async () => {
       const out = createWriteStream(path);
       const failed = new Promise<never>((_, reject) => out.once('error', reject));
       failed.catch(() => undefined);
       try {
         await produce(async (text) => {
-          entry.bytes += Buffer.byteLength(text);
-          if (!out.write(text)) await Promise.race([once(out, 'drain'), failed]);
+          const piece = Buffer.from(text);
+          const written = (err?: Error | null) => {
+            if (err) return; // the stream's 'error' event fails the production
+            entry.flushed += piece.length;
+            signal();
+          };
+          if (!out.write(piece, written)) await Promise.race([once(out, 'drain'), failed]);
         });
         out.end();
         await Promise.race([once(out, 'finish'), failed]);
       } catch (err) {
         out.destroy();
+        entry.error = err;
+        signal();
         throw err;
       }
-      return entry.bytes;
+      entry.complete = true;
+      signal();
+      return entry.flushed;
     })();
+    entry.ready.catch(() => undefined);
     return entry;
   }
 
@@ -130,18 +177,18 @@ export class SpoolCache {
 
   #trim(): void {
     let total = 0;
-    for (const entry of this.#entries.values()) total += entry.bytes;
+    for (const entry of this.#entries.values()) total += entry.flushed;
     for (const [id, entry] of this.#entries) {
       if (total <= this.#keepBytes) break;
-      if (entry.users > 0) continue;
+      if (entry.users > 0 || !entry.complete) continue;
       this.#entries.delete(id);
-      total -= entry.bytes;
+      total -= entry.flushed;
       entry.stale = true;
       this.#remove(entry);
     }
   }
 
-  /** Unlinks a finished file nobody is opening; a file still being written is unlinked once written. */
+  /** Unlinks a file nobody is opening once it is written (or failed) and no longer kept. */
   #remove(entry: Entry): void {
     if (entry.users > 0) return;
     entry.ready.then(
@@ -156,4 +203,34 @@ export class SpoolCache {
     for (const kept of this.#entries.values()) if (kept === entry) return true;
     return false;
   }
+}
+
+/** Reads `entry`'s file from the start, following its production until it is complete or failed. */
+async function* follow(entry: Entry, handle: FileHandle): AsyncGenerator<Buffer> {
+  let position = 0;
+  try {
+    for (;;) {
+      if (position < entry.flushed) {
+        const piece = Buffer.allocUnsafe(Math.min(64 * 1024, entry.flushed - position));
+        const { bytesRead } = await handle.read(piece, 0, piece.length, position);
+        if (bytesRead === 0) throw new Error(`spool file ${entry.path} ended before its written length`);
+        position += bytesRead;
+        yield bytesRead === piece.length ? piece : piece.subarray(0, bytesRead);
+      } else if (entry.complete) {
+        return;
+      } else if (entry.error !== undefined) {
+        throw entry.error;
+      } else {
+        await entry.progress.promise;
+      }
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+function pulse(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }

@@ -14,6 +14,7 @@ import { flagQuality } from '../warehouse/quality-flags.js';
 import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
 import { changedAny } from '../warehouse/run-counters.js';
 import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
+import { updateServingIndex } from '../warehouse/serving-index.js';
 import { withThreads } from '../warehouse/threads.js';
 import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
 import type { AfterMergeContext } from './run-types.js';
@@ -40,7 +41,8 @@ export interface MergedRun {
  * The end of a run read to its end: {@link prepareMerge} (the batch, and the line hashes the run learnt),
  * then one transaction that merges its staging (merge.ts) at the merge time of `clock`, flags impossible
  * values on the versions it wrote (quality-flags.ts), runs `afterMerge` (tombstones, stats snapshot),
- * records what a full export saw (merge-seen.ts), saves counters and facts and marks the run `succeeded`,
+ * records what a full export saw (merge-seen.ts), applies what changed to the reader's serving index
+ * (serving-index.ts), saves counters and facts and marks the run `succeeded`,
  * all or nothing; then its staging is cleared (merge.ts, `clearStaging`). The merge runs with
  * `mergeThreads` DuckDB threads.
  *
@@ -105,6 +107,9 @@ async function mergeInTransaction(
       await timed('seenMs', () =>
         recordSeen(connection, { runId, now: now.toISOString(), seen: merged.unique }),
       );
+    }
+    if (changedAny(counters)) {
+      await timed('servingMs', () => updateServingIndex(connection, { now, refined: counters.refined > 0 }));
     }
     await saveCounters(connection, runId, counters);
     await saveFacts(connection, runId, {

@@ -4,14 +4,19 @@ import { withTransaction } from './transaction.js';
 
 /**
  * The warehouse's data tables: what the upstream's records became (current reports, their closed SCD2
- * versions, the data-quality flags of those versions) and the working tables of runs under way (staging,
- * checkpoints). `reports-sync reset` empties exactly these; the one list to extend when a table of data is
+ * versions, the data-quality flags of those versions), the reader's serving index derived from them
+ * (warehouse/serving-index.ts: emptied, it is rebuilt when the warehouse is next opened or by the next run
+ * that changes reports; meanwhile the reader pages with OFFSET) and the working tables of runs under way
+ * (staging, checkpoints). `reports-sync reset` empties exactly these; the one list to extend when a table of data is
  * added (a base table under a view, a serving index of the reader). Views over them need no entry.
  */
 export const DATA_TABLES = [
   'report_rows',
   'report_versions_closed',
   'data_quality_flags',
+  'reader_page_counts',
+  'reader_extra_keys',
+  'reader_serving',
   'staging_reports',
   'staging_seen',
   'sync_checkpoints',

@@ -2,6 +2,7 @@ import type { Config } from '../config/config.js';
 import { openWarehouse, type Warehouse } from './database.js';
 import { migrate } from './migrate.js';
 import { closeStaleRuns } from './runs.js';
+import { ensureServingIndex } from './serving-index.js';
 import { warehouseWriteError } from './warehouse-write-error.js';
 import { join, dirname } from 'node:path';
 
@@ -12,7 +13,7 @@ export function publishedPathFor(warehousePath: string): string {
 
 /**
  * Opens the configured warehouse read-write with the configured DuckDB limits and brings its schema to
- * the current migration, and closes runs left `running` by a dead process. The caller owns the returned handle (one per process).
+ * the current migration (building the reader's serving index once when it is new), and closes runs left `running` by a dead process. The caller owns the returned handle (one per process).
  *
  * @throws SyncError `WAREHOUSE_LOCKED` or `WAREHOUSE_OPEN`, see {@link openWarehouse};
  *   `WAREHOUSE_WRITE` when migrating or closing stale runs cannot write (disk full, read-only)
@@ -27,6 +28,7 @@ export async function openMigratedWarehouse(config: Config): Promise<Warehouse> 
     const connection = await warehouse.connect();
     try {
       await migrate(connection);
+      await ensureServingIndex(connection);
       // We hold the file exclusively now, so any run still marked running died with its process.
       await closeStaleRuns(connection);
     } finally {

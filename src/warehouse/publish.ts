@@ -7,8 +7,18 @@ import { publishedPathFor } from './open-migrated.js';
 import { removeLeftovers, removeOldVersions, removeQuietly, swapSymlink } from './publish-files.js';
 import { reportVersionsSql } from './versions.js';
 
-/** Working tables that are empty between runs and of no use to analysts: not written as Parquet. */
-const WORKING_TABLES = new Set(['staging_reports', 'sync_checkpoints', 'schema_migrations']);
+/**
+ * Working tables of no use to analysts (empty between runs, or the reader's serving index, derived from
+ * `reports`): not written as Parquet.
+ */
+const WORKING_TABLES = new Set([
+  'staging_reports',
+  'sync_checkpoints',
+  'schema_migrations',
+  'reader_serving',
+  'reader_page_counts',
+  'reader_extra_keys',
+]);
 
 /** Run-scoped staging (`staging_*`): left out of the published copy and the Parquet set. */
 const isStaging = (table: string) => table.startsWith('staging_');

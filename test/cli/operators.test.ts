@@ -80,7 +80,7 @@ describe('reports-sync runs, runs show and reset', { timeout: 180_000 }, () => {
   it('reset refuses without --yes, then empties the data tables, keeps the run log, and the next sync reloads all', async () => {
     const refused = await runCli(['reset'], env);
     expect(refused.code).toBe(2);
-    expect(refused.stdout).toMatch(/empties these data tables[\s\S]*reports\s+10\b/);
+    expect(refused.stdout).toMatch(/empties these data tables[\s\S]*report_rows\s+10\b/);
     expect(refused.stderr).toContain('Nothing was deleted: run `reports-sync reset --yes`');
 
     const done = await runCli(['reset', '--yes', '--json'], env);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSyncedReader, type SyncedReader } from '../helpers/reader.js';
+import { updateServingIndex } from '../../src/warehouse/serving-index.js';
 import { query } from '../helpers/sync.js';
 
 const KEYS = 50_000;
@@ -18,15 +19,18 @@ describe('reader over a warehouse holding one report with 50,000 unknown fields'
     );
     const extra = JSON.stringify(Object.fromEntries(Array.from({ length: KEYS }, (_, i) => [`x_${i}`, i])));
     const c = await s.warehouse.connect();
+    const now = new Date();
     try {
       await c.run('BEGIN TRANSACTION');
       await c.run(
         `INSERT INTO report_rows (id, status, destination, category, description, lat, lng, address, created_at,
            updated_at, extra, content_hash, first_seen_at, last_seen_at, last_changed_at, source, run_id)
          VALUES ($id, 'SUBMITTED', 'ROAD_CONTROL', 'x', 'wide', 50.1, 14.4, 'somewhere',
-           now() + INTERVAL 1 DAY, now() + INTERVAL 1 DAY, $extra::JSON, 'h', now(), now(), now(), 'ndjson', 'wide-run')`,
-        { id, extra },
+           now() + INTERVAL 1 DAY, now() + INTERVAL 1 DAY, $extra::JSON, 'h', $now::TIMESTAMPTZ,
+           $now::TIMESTAMPTZ, $now::TIMESTAMPTZ, 'ndjson', 'wide-run')`,
+        { id, extra, now: now.toISOString() },
       );
+      await updateServingIndex(c, { now, refined: false });
       await c.run(
         `INSERT INTO sync_runs (run_id, job, source, status, started_at, finished_at, inserted)
          VALUES ('wide-run', 'sync-ndjson', 'ndjson', 'succeeded', now(), now() + INTERVAL 1 SECOND, 1)`,

@@ -147,17 +147,17 @@ describe('disk full and unwritable warehouse (case 7)', () => {
   });
 
   it.skipIf(!canUnshare)(
-    'disk full (a 3 MiB tmpfs): exit 1, a clear error, the committed data intact',
+    'disk full (a 4 MiB tmpfs): exit 1, a clear error, the committed data intact',
     async () => {
       const { dir, path, before } = await syncedWarehouse();
       const mount = join(dir, 'small-disk');
       const out_ = join(dir, 'after');
       mkdirSync(mount);
       mkdirSync(out_);
-      // In a private mount namespace: a 3 MiB file system holding a copy of the warehouse; after the sync the
+      // In a private mount namespace: a 4 MiB file system holding a copy of the warehouse; after the sync the
       // files are copied out (the mount vanishes with the namespace).
       const out = await runShell(
-        `mount -t tmpfs -o size=3m tmpfs "$MNT" && cp "$SRC" "$MNT/w.duckdb" &&
+        `mount -t tmpfs -o size=4m tmpfs "$MNT" && cp "$SRC" "$MNT/w.duckdb" &&
        "$NODE" "$CLI" sync; rc=$?; cp "$MNT"/w.duckdb* "$OUT"/; exit $rc`,
         {
           MNT: mount,

@@ -2,9 +2,9 @@ import type { RouteHandlerMethod } from 'fastify';
 import { PUBLIC_PATHS } from '../../schema/public-query.js';
 import { canonicalJson } from '../../schema/report.js';
 import { publicQuery } from '../public-query.js';
-import { withQueryTimeout } from '../query-timeout.js';
 import type { ReaderContext } from '../reader-context.js';
-import { NEWEST_FIRST_SQL, REPORT_COLUMNS_SQL, reportWhere, rowToReport } from '../report-rows.js';
+import { listPageRows } from '../report-pages.js';
+import { rowToReport } from '../report-rows.js';
 import { notModified, validatorHeaders } from '../validators.js';
 
 /**
@@ -16,7 +16,8 @@ import { notModified, validatorHeaders } from '../validators.js';
  *
  * The busiest endpoint takes the cheap path: validators from {@link ReaderContext.validators} (re-read at
  * most every REPORTS_READER_VALIDATORS_TTL_MS), pages from {@link ReaderContext.pages} (kept per data
- * state), and a warehouse query only for a page not cached yet. The validators are read before the page,
+ * state), and a warehouse query only for a page not cached yet: a seek on the few time buckets that hold
+ * the page, at any depth (report-pages.ts). The validators are read before the page,
  * never after: a run committing in between labels a new page with the old tag, which only costs the client
  * one more full answer later, while the reverse order could pin a stale page under a new tag.
  */
@@ -29,24 +30,13 @@ export function listRoute(ctx: ReaderContext): RouteHandlerMethod {
     if (notModified(request.headers, validators)) {
       return reply.code(304).headers(validatorHeaders(validators)).send();
     }
-    const where = reportWhere(query);
-    const sql = `SELECT ${REPORT_COLUMNS_SQL} FROM reports ${where.sql}
-      ORDER BY ${NEWEST_FIRST_SQL} LIMIT $limit OFFSET $offset`;
-    const params = {
-      ...where.params,
-      limit: BigInt(query.pageSize),
-      offset: BigInt((query.page - 1) * query.pageSize),
-    };
+    const filter = { destination: query.destination, status: query.status };
+    const pageQuery = { index: ctx.pageIndex, filter, timeoutMs: ctx.config.readerQueryTimeoutMs, what };
     const key = JSON.stringify([query.destination, query.status, query.pageSize, query.page]);
     const body = await ctx.pages.get(validators.etag, key, () =>
       ctx.pool.use(async (c) => {
-        const rows = await withQueryTimeout(c, ctx.config.readerQueryTimeoutMs, what, () =>
-          c.runAndReadAll(sql, params),
-        );
-        return `[${rows
-          .getRows()
-          .map((row) => canonicalJson(rowToReport(row)))
-          .join(',')}]`;
+        const rows = await listPageRows(c, pageQuery, query.page, query.pageSize);
+        return `[${rows.map((row) => canonicalJson(rowToReport(row))).join(',')}]`;
       }),
     );
     return reply

@@ -4,24 +4,29 @@ import { canonicalJson } from '../../schema/report.js';
 import { openExport, sendExport } from '../export-response.js';
 import { publicQuery } from '../public-query.js';
 import type { ReaderContext } from '../reader-context.js';
-import { EXPORT_ORDER_SQL, REPORT_COLUMNS_SQL, reportWhere } from '../report-rows.js';
-import { streamReports } from '../stream-reports.js';
+import { countsInTransaction, streamPage } from '../report-pages.js';
 
 /**
  * `GET /api/v1/public/reports.ndjson` (our default NDJSON path, DESIGN.md §2): the whole current table, one
  * wire report (`toWire`) per line, each line ending in `\n`, in export order (`createdAt` ascending, then
- * `id`: creation order, as the upstream's export is). Takes no parameters. Streamed one DuckDB chunk at a
- * time through a spool file (export-response.ts). `application/x-ndjson`, validators, 304.
+ * `id`: creation order, as the upstream's export is). Takes no parameters. Read time bucket range by range
+ * in order (report-pages.ts: no sort of the whole table before the first line) and sent while it is
+ * written to a spool file (export-response.ts). `application/x-ndjson`, validators, 304.
  */
 export function ndjsonRoute(ctx: ReaderContext): RouteHandlerMethod {
   const what = `GET ${PUBLIC_PATHS.ndjson}`;
   return async (request, reply) => {
     if (publicQuery('ndjson', request, reply) === null) return reply;
-    const open = await openExport(ctx, request, reply, what);
+    const open = await openExport(ctx, request, reply, what, ctx.exportPool);
     if (open === null) return reply;
-    const where = reportWhere();
-    const sql = `SELECT ${REPORT_COLUMNS_SQL} FROM reports ${where.sql} ORDER BY ${EXPORT_ORDER_SQL}`;
-    const timeoutMs = ctx.config.readerQueryTimeoutMs;
+    const pages = { index: ctx.pageIndex, filter: {}, timeoutMs: ctx.config.readerQueryTimeoutMs, what };
+    let counts;
+    try {
+      counts = await countsInTransaction(open.tx.connection, pages);
+    } catch (err) {
+      await open.tx.finish(false);
+      throw err;
+    }
     return sendExport(
       ctx,
       request,
@@ -30,7 +35,7 @@ export function ndjsonRoute(ctx: ReaderContext): RouteHandlerMethod {
       { 'Content-Type': 'application/x-ndjson' },
       'ndjson',
       async function* () {
-        for await (const reports of streamReports(open.tx.connection, sql, where.params, timeoutMs, what)) {
+        for await (const reports of streamPage(open.tx.connection, pages, counts, 'oldest', { offset: 0 })) {
           let text = '';
           for (const report of reports) text += `${canonicalJson(report)}\n`;
           yield text;
