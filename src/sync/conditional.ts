@@ -54,8 +54,8 @@ export function isNotModified(err: unknown): boolean {
 
 /**
  * Finishes a run whose export answered 304 in one transaction: nothing is merged and no tombstone is
- * inferred (the export is the one the last complete run read), every current report's `last_seen_at` is
- * touched in one statement (it was seen: the export that holds it is unchanged), and the run is recorded
+ * inferred (the export is the one the last complete run read), every current report's `last_seen_at` and
+ * `run_id` are touched in one statement (it was seen: the export that holds it is unchanged), and the run is recorded
  * as succeeded, complete, `not_modified`, outcome `unchanged`, with the validators it sent.
  */
 export async function finishNotModified(
@@ -70,9 +70,11 @@ export async function finishNotModified(
 ): Promise<void> {
   await connection.run('BEGIN TRANSACTION');
   try {
-    await connection.run(`UPDATE reports SET last_seen_at = $now::TIMESTAMPTZ WHERE removed_at IS NULL`, {
-      now: run.now.toISOString(),
-    });
+    // run_id too, as every write of a report does: a publish finds the reports a run changed by it.
+    await connection.run(
+      `UPDATE reports SET last_seen_at = $now::TIMESTAMPTZ, run_id = $run WHERE removed_at IS NULL`,
+      { now: run.now.toISOString(), run: run.runId },
+    );
     await saveCounters(connection, run.runId, run.counters);
     await saveFacts(connection, run.runId, {
       attempts: run.attempts,

@@ -1,40 +1,40 @@
-import { mkdirSync, renameSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { constants, copyFileSync, existsSync, mkdirSync, renameSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SyncError, errorMessage } from '../util/errors.js';
+import { planChangeSet, type ChangeSet } from './change-set.js';
 import type { Warehouse } from './database.js';
 import { publishedPathFor } from './open-migrated.js';
-import { removeLeftovers, removeOldVersions, removeQuietly, swapSymlink } from './publish-files.js';
-import { reportVersionsSql } from './versions.js';
-
-/** Working tables that are empty between runs and of no use to analysts: not written as Parquet. */
-const WORKING_TABLES = new Set(['staging_reports', 'sync_checkpoints', 'schema_migrations']);
-
-/** Run-scoped staging (`staging_*`): left out of the published copy and the Parquet set. */
-const isStaging = (table: string) => table.startsWith('staging_');
-
-/**
- * Columns the sync keeps for itself (change detection hashes): left out of the published copy and the
- * Parquet set, so analysts see business columns and bookkeeping only.
- */
-const INTERNAL_COLUMNS: Record<string, string[]> = {
-  reports: ['content_hash', 'line_hash'],
-  report_versions_closed: ['content_hash'],
-  report_versions: ['content_hash'],
-};
-
-/**
- * Tables whose rows analysts read through a view (migration 011): the view is written as Parquet in their
- * place, so `report_versions.parquet` holds every version, the current ones included.
- */
-const PARQUET_AS_VIEW: Record<string, string> = { report_versions_closed: 'report_versions' };
-
-/** Tables written as Hive-partitioned Parquet, with their partition column. */
-const PARTITIONED: Record<string, string> = { reports: 'destination' };
+import { addChangedKeys } from './parquet-changes.js';
+import { parquetParts } from './parquet-layout.js';
+import { applyChangeSet, copyDifference, copyTableCounts, writeFullCopy } from './publish-copy.js';
+import {
+  currentVersion,
+  removeLeftovers,
+  removeOldVersions,
+  removeQuietly,
+  swapSymlink,
+} from './publish-files.js';
+import {
+  parquetDifference,
+  readManifest,
+  writeParquetSet,
+  type ChangedKeys,
+  type PreviousParquet,
+} from './publish-parquet.js';
+import { currentDatabase, ident, literal, qualified, tableNames } from './published-tables.js';
+import { liveWatermark, readWatermark, writeWatermark, type Watermark } from './watermark.js';
 
 /** The published folder of a warehouse (`data/warehouse.duckdb` → `data/published`). */
 export function publishedDirFor(warehousePath: string): string {
   return dirname(publishedPathFor(warehousePath));
+}
+
+/** Options of {@link publishSnapshot}. */
+export interface PublishOptions {
+  /** Rewrite the copy and every Parquet file, whatever the previous publish holds. */
+  full?: boolean;
 }
 
 /** What {@link publishSnapshot} wrote. Durations are milliseconds. */
@@ -43,39 +43,44 @@ export interface PublishResult {
   databasePath: string;
   /** `<published>/parquet`: a symlink to the current `parquet-<stamp>` folder. */
   parquetPath: string;
-  /**
-   * Tables of the copy with their row counts. Parquet holds the same minus working tables, with
-   * `report_versions_closed` written as the `report_versions` view (every version).
-   */
+  /** Tables of the copy with their row counts (its `publish_watermark` included). */
   tables: { name: string; rows: number }[];
+  /** `incremental`: the previous copy with the change set applied; `full`: written whole. */
+  mode: 'full' | 'incremental';
+  /** Why the publish was full (no previous copy, a migration, `--full`, …). */
+  reason?: string;
+  /** What the change set of an incremental publish held. */
+  changes?: Pick<ChangeSet, 'replacedReports' | 'touchedReports' | 'appendedVersions'> & { runs: number };
+  /** Parquet files written by this publish, and files linked unchanged from the previous version. */
+  parquetFiles: { written: number; linked: number };
   databaseMs: number;
   parquetMs: number;
   publishedAt: Date;
 }
 
 /**
- * Publishes a read-only snapshot of the warehouse for analysts and dashboards (DESIGN.md §7), so that
- * `duckdb -readonly`, BI tools and Spark/Trino read it while the daemon holds the live file:
+ * Publishes a read-only snapshot of the warehouse for analysts and dashboards (docs/deployment.md,
+ * "Published snapshot"), so that `duckdb -readonly`, BI tools and Spark/Trino read it while the daemon
+ * holds the live file:
  *
- * 1. `<published>/warehouse.duckdb`: `ATTACH` a temp file in the same folder, `COPY FROM DATABASE` the
- *    live one into it, `DETACH` (which checkpoints and closes it), then `rename` over the old copy. A
- *    reader never sees a half-written file; one that has the old copy open keeps reading it (POSIX rename).
- * 2. `<published>/parquet/<table>.parquet`, with `reports` Hive-partitioned by `destination`
- *    (`parquet/reports/destination=ROAD_CONTROL/data_0.parquet`): written to a temp folder, renamed to
- *    `parquet-<stamp>`, and the `parquet` symlink swapped to it with one `rename`. The previous version is
- *    kept until the next publish (readers mid-scan), older ones are removed.
+ * 1. `<published>/warehouse.duckdb`: the previous copy is copied to a temp file in the same folder, the
+ *    change set since its watermark applied (change-set.ts), then renamed over the old copy. Without a
+ *    usable previous copy (none, no watermark, a migration since, another warehouse) or with `full`, the
+ *    temp file is written whole with `COPY FROM DATABASE`. Either way a reader never sees a half-written
+ *    file, and one that has the old copy open keeps reading it (POSIX rename).
+ * 2. `<published>/parquet/<table>/*.parquet`: files by period (parquet-layout.ts), written into a new
+ *    folder `parquet-<stamp>`; files the change set did not touch are hard links to the previous version's.
+ *    The `parquet` symlink is swapped to it with one `rename`; the previous version is kept until the next
+ *    publish (readers mid-scan), older ones are removed.
  *
- * The copy and the Parquet set hold what analysts query: no staging tables (`staging_*`) and no internal
- * columns (`content_hash`, `line_hash`); the copy keeps the views `current_reports`, `report_history` and
- * `report_versions` (written as `report_versions.parquet`, every version, the current ones included).
+ * Both hold what analysts query: no staging tables and no internal hashes; the copy keeps the views
+ * `current_reports`, `report_history` and `report_versions`, and records its {@link Watermark} in
+ * `publish_watermark`; the Parquet folder in `_publish.json`. A copy and a Parquet set brought forward
+ * hold what a full publish writes (test/warehouse/publish-incremental.test.ts); a change set whose result
+ * does not count the warehouse's rows is dropped for a full publish.
  *
  * Call it between runs: the caller's job queue makes sure no run writes meanwhile, so the copy is one
  * consistent state. Left-over temp files of a publish that died are removed first.
- *
- * Measured (bench/measure-publish.ts, 2 shared cores): the sample in 0.2–0.6 s, 1M reports in 19–40 s.
- * A `CHECKPOINT` plus a plain copy of the file took 1–6 s for 1M, but copying a file DuckDB holds open is
- * only sound while nothing can checkpoint into it, and it carries free blocks (408 vs 280 MiB): DuckDB's
- * own `COPY FROM DATABASE` is the safe choice.
  *
  * @param dir the published folder (default {@link publishedDirFor} the warehouse)
  * @throws SyncError `PUBLISH_FAILED` naming the folder and the cause (the previous snapshot stays as it was)
@@ -83,60 +88,25 @@ export interface PublishResult {
 export async function publishSnapshot(
   warehouse: Warehouse,
   dir = publishedDirFor(warehouse.path),
+  options: PublishOptions = {},
 ): Promise<PublishResult> {
   const stamp = new Date().toISOString().replace(/[-:.]/g, '');
-  const tmpDb = join(dir, `.warehouse.duckdb.tmp-${process.pid}-${stamp}`);
-  const tmpParquet = join(dir, `.parquet.tmp-${process.pid}-${stamp}`);
+  const paths = {
+    dir,
+    database: join(dir, 'warehouse.duckdb'),
+    tmpDatabase: join(dir, `.warehouse.duckdb.tmp-${process.pid}-${stamp}`),
+    tmpParquet: join(dir, `.parquet.tmp-${process.pid}-${stamp}`),
+    version: `parquet-${stamp}`,
+  };
   const connection = await warehouse.connect();
   try {
     mkdirSync(dir, { recursive: true });
     removeLeftovers(dir);
-
-    const started = Date.now();
-    const live = String(
-      (await connection.runAndReadAll('SELECT current_database() AS db')).getRowObjectsJS()[0]?.db,
-    );
-    const alias = `publish_${process.pid}`;
-    await connection.run(`ATTACH ${literal(tmpDb)} AS ${ident(alias)}`);
-    let tables: { name: string; rows: number }[];
-    try {
-      await connection.run(`COPY FROM DATABASE ${ident(live)} TO ${ident(alias)}`);
-      await stripInternals(connection, alias);
-      tables = await tableCounts(connection, alias);
-    } finally {
-      await connection.run(`DETACH ${ident(alias)}`);
-    }
-    const databasePath = join(dir, 'warehouse.duckdb');
-    renameSync(tmpDb, databasePath);
-    const databaseMs = Date.now() - started;
-
-    const parquetStarted = Date.now();
-    mkdirSync(tmpParquet);
-    for (const { name: table } of tables) {
-      if (WORKING_TABLES.has(table)) continue;
-      const name = PARQUET_AS_VIEW[table] ?? table;
-      const partition = PARTITIONED[name];
-      const target = partition ? join(tmpParquet, name) : join(tmpParquet, `${name}.parquet`);
-      const options = partition ? `FORMAT parquet, PARTITION_BY (${ident(partition)})` : 'FORMAT parquet';
-      const internal = await presentColumns(connection, live, name, INTERNAL_COLUMNS[name] ?? []);
-      const columns = internal.length === 0 ? '*' : `* EXCLUDE (${internal.map(ident).join(', ')})`;
-      await connection.run(`COPY (SELECT ${columns} FROM ${ident(name)}) TO ${literal(target)} (${options})`);
-    }
-    const version = `parquet-${stamp}`;
-    renameSync(tmpParquet, join(dir, version));
-    const parquetPath = join(dir, 'parquet');
-    swapSymlink(parquetPath, version);
-    removeOldVersions(dir, version);
-    return {
-      databasePath,
-      parquetPath,
-      tables,
-      databaseMs,
-      parquetMs: Date.now() - parquetStarted,
-      publishedAt: new Date(),
-    };
+    // Row order means nothing in a copy or a Parquet file, and keeping it costs memory (DuckDB's tuning guide).
+    await connection.run('SET SESSION preserve_insertion_order = false');
+    return await publish(connection, paths, `${stamp}-${randomBytes(3).toString('hex')}`, options);
   } catch (err) {
-    for (const path of [tmpDb, `${tmpDb}.wal`, tmpParquet]) removeQuietly(path);
+    for (const path of [paths.tmpDatabase, `${paths.tmpDatabase}.wal`, paths.tmpParquet]) removeQuietly(path);
     throw new SyncError(
       'PUBLISH_FAILED',
       `Publishing the snapshot to ${dir} failed: ${errorMessage(err)}. The previous snapshot is unchanged; ` +
@@ -148,71 +118,179 @@ export async function publishSnapshot(
   }
 }
 
-/** Drops the staging tables and the internal columns from the copy `database` (see INTERNAL_COLUMNS). */
-async function stripInternals(connection: DuckDBConnection, database: string): Promise<void> {
-  for (const name of await tableNames(connection, database)) {
-    if (isStaging(name)) {
-      await connection.run(`DROP TABLE ${ident(database)}.main.${ident(name)}`);
-      continue;
-    }
-    for (const column of await presentColumns(connection, database, name, INTERNAL_COLUMNS[name] ?? [])) {
-      await connection.run(`ALTER TABLE ${ident(database)}.main.${ident(name)} DROP COLUMN ${ident(column)}`);
-    }
-  }
-  // The view read the columns just dropped: defined again over what the copy holds.
-  if ((await tableNames(connection, database)).includes('report_versions_closed')) {
-    await connection.run(
-      `CREATE OR REPLACE VIEW ${ident(database)}.main.report_versions AS ${reportVersionsSql({ hashes: false })}`,
-    );
-  }
+interface PublishPaths {
+  dir: string;
+  database: string;
+  tmpDatabase: string;
+  tmpParquet: string;
+  version: string;
 }
 
-/** Which of `wanted` the table has (a warehouse not yet migrated to the newest schema may lack some). */
-async function presentColumns(
+const COPY = `publish_${process.pid}`;
+
+async function publish(
   connection: DuckDBConnection,
-  database: string,
-  table: string,
-  wanted: string[],
-): Promise<string[]> {
-  if (wanted.length === 0) return [];
-  const rows = await connection.runAndReadAll(
-    `SELECT column_name FROM duckdb_columns() WHERE database_name = $db AND schema_name = 'main' AND table_name = $t`,
-    { db: database, t: table },
+  paths: PublishPaths,
+  publishId: string,
+  options: PublishOptions,
+): Promise<PublishResult> {
+  const started = Date.now();
+  const live = await liveWatermark(connection, publishId);
+  const previousParquet = readPreviousParquet(paths.dir);
+  const copy = await bringCopyForward(connection, paths, live, previousParquet, options);
+  await writeWatermark(connection, COPY, live, { mode: copy.mode, reason: copy.reason ?? null });
+  const tables = await copyTableCounts(connection, COPY);
+  const databaseMs = Date.now() - started;
+
+  const parquetStarted = Date.now();
+  const parquetFiles = await publishParquet(connection, paths, live, copy);
+  await connection.run(`DETACH ${ident(COPY)}`);
+  renameSync(paths.tmpDatabase, paths.database);
+  renameSync(paths.tmpParquet, join(paths.dir, paths.version));
+  const parquetPath = join(paths.dir, 'parquet');
+  swapSymlink(parquetPath, paths.version);
+  removeOldVersions(paths.dir, paths.version);
+  const changes = copy.changes;
+  return {
+    databasePath: paths.database,
+    parquetPath,
+    tables,
+    mode: copy.mode,
+    ...(copy.reason === undefined ? {} : { reason: copy.reason }),
+    ...(changes === undefined
+      ? {}
+      : {
+          changes: {
+            runs: changes.runIds.length,
+            replacedReports: changes.replacedReports,
+            touchedReports: changes.touchedReports,
+            appendedVersions: changes.appendedVersions,
+          },
+        }),
+    parquetFiles,
+    databaseMs,
+    parquetMs: Date.now() - parquetStarted,
+    publishedAt: new Date(),
+  };
+}
+
+/** How the temp copy (attached as {@link COPY}) was made, and for the Parquet set what it builds on. */
+interface CopyOutcome {
+  mode: 'full' | 'incremental';
+  reason?: string;
+  changes?: ChangeSet;
+  /** The previous Parquet version and the keys the change set touched, when it holds the same publish. */
+  parquet?: { previous: PreviousParquet; changed: ChangedKeys };
+}
+
+/**
+ * Brings the temp copy to the live warehouse's state: the previous copy plus the change set since its
+ * watermark, or, when there is none or it cannot be used, a full copy. Leaves it attached as {@link COPY}.
+ */
+async function bringCopyForward(
+  connection: DuckDBConnection,
+  paths: PublishPaths,
+  live: Watermark,
+  previousParquet: PreviousParquet | undefined,
+  options: PublishOptions,
+): Promise<CopyOutcome> {
+  let reason = options.full ? 'a full publish was asked for' : 'no published copy yet';
+  if (!options.full && existsSync(paths.database)) {
+    try {
+      const forward = await applyToPreviousCopy(connection, paths, live, previousParquet);
+      if (forward.kind === 'incremental') return forward.outcome;
+      reason = forward.reason;
+    } catch (err) {
+      // E.g. a copy that is no DuckDB file any more, or one written by another DuckDB version.
+      reason = `the previous copy could not be brought forward (${errorMessage(err)})`;
+    }
+  }
+  await writeWholeCopy(connection, paths);
+  return { mode: 'full', reason };
+}
+
+/**
+ * Copies the previous copy to the temp file, attaches it as {@link COPY} and applies the change set since
+ * its watermark. Returns the outcome, or why a full copy is needed instead (the temp copy then attached as
+ * it is: {@link writeWholeCopy} drops it).
+ */
+async function applyToPreviousCopy(
+  connection: DuckDBConnection,
+  paths: PublishPaths,
+  live: Watermark,
+  previousParquet: PreviousParquet | undefined,
+): Promise<{ kind: 'incremental'; outcome: CopyOutcome } | { kind: 'full'; reason: string }> {
+  // A reflink where the file system has them, else a kernel copy: no bytes pass through this process.
+  copyFileSync(paths.database, paths.tmpDatabase, constants.COPYFILE_FICLONE);
+  await connection.run(`ATTACH ${literal(paths.tmpDatabase)} AS ${ident(COPY)}`);
+  const previous = await readWatermark(connection, COPY);
+  const plan = await planChangeSet(
+    connection,
+    { watermark: previous, runs: qualified(COPY, 'sync_runs') },
+    live,
   );
-  const present = new Set(rows.getRowObjectsJS().map((r) => String(r.column_name)));
-  return wanted.filter((c) => present.has(c));
-}
-
-async function tableNames(connection: DuckDBConnection, database: string): Promise<string[]> {
-  return (
-    await connection.runAndReadAll(
-      `SELECT table_name FROM duckdb_tables() WHERE database_name = $db AND schema_name = 'main' ORDER BY table_name`,
-      { db: database },
-    )
-  )
-    .getRowObjectsJS()
-    .map((r) => String(r.table_name));
-}
-
-async function tableCounts(
-  connection: DuckDBConnection,
-  database: string,
-): Promise<{ name: string; rows: number }[]> {
-  const names = await tableNames(connection, database);
-  const tables: { name: string; rows: number }[] = [];
-  for (const name of names) {
-    const rows = (
-      await connection.runAndReadAll(`SELECT count(*) AS n FROM ${ident(database)}.main.${ident(name)}`)
-    ).getRowObjectsJS()[0]?.n;
-    tables.push({ name, rows: Number(rows) });
+  if (plan.kind === 'full') return plan;
+  const changes = plan.changes;
+  const same = previousParquet?.manifest.watermark.publishId === previous?.publishId;
+  const parquet =
+    previousParquet && same ? { previous: previousParquet, changed: new Map() as ChangedKeys } : undefined;
+  const parts = parquetParts(await tableNames(connection, COPY));
+  const keys = async (database: string, phase: 'before' | 'after') => {
+    if (!parquet) return;
+    const manifest = parquet.previous.manifest;
+    await addChangedKeys(connection, parquet.changed, { database, phase, parts, manifest, changes });
+  };
+  await keys(COPY, 'before');
+  await applyChangeSet(connection, COPY, changes);
+  const difference = await copyDifference(connection, COPY);
+  if (difference !== undefined) {
+    return { kind: 'full', reason: `the change set did not bring the copy to the warehouse: ${difference}` };
   }
-  return tables;
+  await keys(await currentDatabase(connection), 'after');
+  return { kind: 'incremental', outcome: { mode: 'incremental', changes, ...(parquet ? { parquet } : {}) } };
 }
 
-function literal(text: string): string {
-  return `'${text.replace(/'/g, "''")}'`;
+/** Writes the temp copy whole (dropping an attached, half-applied one first). */
+async function writeWholeCopy(connection: DuckDBConnection, paths: PublishPaths): Promise<void> {
+  const attached = await connection.runAndReadAll(
+    `SELECT count(*) AS n FROM duckdb_databases() WHERE database_name = $db`,
+    { db: COPY },
+  );
+  if (Number(attached.getRowObjectsJS()[0]?.n) > 0) await connection.run(`DETACH ${ident(COPY)}`);
+  for (const path of [paths.tmpDatabase, `${paths.tmpDatabase}.wal`]) removeQuietly(path);
+  await connection.run(`ATTACH ${literal(paths.tmpDatabase)} AS ${ident(COPY)}`);
+  await writeFullCopy(connection, await currentDatabase(connection), COPY);
 }
 
-function ident(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
+/**
+ * Writes the new Parquet version folder from the temp copy: from the previous version and the touched
+ * keys when the copy was brought forward from the same publish, else whole. A set brought forward whose
+ * files do not count the copy's rows is written again whole. Returns the files written and linked.
+ */
+async function publishParquet(
+  connection: DuckDBConnection,
+  paths: PublishPaths,
+  watermark: Watermark,
+  copy: CopyOutcome,
+): Promise<{ written: number; linked: number }> {
+  const parts = parquetParts(await tableNames(connection, COPY));
+  const set = await writeParquetSet(connection, COPY, paths.tmpParquet, {
+    parts,
+    watermark,
+    ...copy.parquet,
+  });
+  if (!copy.parquet || (await parquetDifference(connection, COPY, parts, set.manifest)) === undefined) {
+    return { written: set.written, linked: set.linked };
+  }
+  removeQuietly(paths.tmpParquet);
+  const whole = await writeParquetSet(connection, COPY, paths.tmpParquet, { parts, watermark });
+  return { written: whole.written, linked: whole.linked };
+}
+
+/** The Parquet version the `parquet` link points at, with its manifest, if it has one this version reads. */
+function readPreviousParquet(dir: string): PreviousParquet | undefined {
+  const version = currentVersion(join(dir, 'parquet'));
+  if (version === undefined) return undefined;
+  const manifest = readManifest(join(dir, version));
+  return manifest ? { dir: join(dir, version), manifest } : undefined;
 }

@@ -1,0 +1,192 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { columnList, currentDatabase, ident, publishedColumns } from './published-tables.js';
+import type { Watermark } from './watermark.js';
+
+/**
+ * The change set of a publish: what the live warehouse changed since the state a published target holds
+ * (its {@link Watermark}), per table, so a publish applies that instead of rewriting every row
+ * (docs/deployment.md, "How a publish applies a run's changes"). Targets: the DuckDB copy and the Parquet
+ * set (publish.ts); any other target (e.g. a PostgreSQL database) can apply the same statements.
+ *
+ * What makes a change set complete, per table:
+ * - `sync_runs` and the run-scoped tables ({@link RUN_SCOPED_TABLES}): a run's rows are written by that
+ *   run only (quarantine, stats, drift events), except a resumed run, which adopts the rows of the run it
+ *   resumes (`resumed_from_run`). The runs of the change set are those whose `sync_runs` row the target
+ *   does not hold as it is now, plus the runs they resumed; their rows are replaced.
+ * - `reports`: every statement that writes a report sets its `run_id` to the writing run (merge.ts,
+ *   merge-refine.ts, tombstones.ts, sync/conditional.ts), and every new version sets `version_run_id`. So
+ *   the changed reports are those whose `run_id` is a run of the change set. Those whose version is older
+ *   were only seen: `last_seen_at` and `run_id` changed (and `extra` and `source` when the run refined
+ *   reports, see merge-refine.ts), updated in place; the others are replaced whole.
+ * - `report_versions_closed`: only ever appended, each closed version's `valid_to` later than every
+ *   earlier one (merge-time.ts): the new ones are those after the watermark's `closedUntil`.
+ * - any other table: small, replaced whole.
+ * A migration, a target with runs the warehouse does not have (a reset or another warehouse), or closed
+ * versions that are not the target's plus new ones: no change set, a full publish.
+ */
+
+/** TEMP table (of the publishing connection) with the run ids of the change set. */
+export const CHANGE_RUNS = 'publish_change_runs';
+
+/** Tables whose rows each belong to one run through `run_id`. */
+export const RUN_SCOPED_TABLES: readonly string[] = [
+  'sync_runs',
+  'rejected_records',
+  'stats_snapshots',
+  'stats_values',
+  'drift_events',
+];
+
+/** How a change set carries a table: see the module comment. */
+export type TablePolicy = 'reports' | 'appended' | 'by-run' | 'whole';
+
+/** The policy of a live table. */
+export function tablePolicy(table: string): TablePolicy {
+  if (table === 'reports') return 'reports';
+  if (table === 'report_versions_closed') return 'appended';
+  return RUN_SCOPED_TABLES.includes(table) ? 'by-run' : 'whole';
+}
+
+/** What a target holds, as {@link planChangeSet} needs it. */
+export interface PublishedState {
+  /** Its watermark, or undefined when it records none. */
+  watermark: Watermark | undefined;
+  /** A SQL relation, readable on the publishing connection, holding the target's `sync_runs` rows. */
+  runs: string;
+}
+
+/** The change set since a target's watermark; its run ids are in the TEMP table {@link CHANGE_RUNS}. */
+export interface ChangeSet {
+  runIds: string[];
+  /** Reports with a new version since the watermark: replaced whole. */
+  replacedReports: number;
+  /** Reports only seen since: these columns updated in place. */
+  touchedReports: number;
+  touchedColumns: string[];
+  /** Closed versions appended since the watermark: those with `valid_to` after `closedAfter`. */
+  appendedVersions: number;
+  closedAfter: string | null;
+}
+
+/** A change set to apply, or why the target must be rewritten whole. */
+export type ChangeSetPlan = { kind: 'incremental'; changes: ChangeSet } | { kind: 'full'; reason: string };
+
+/**
+ * Decides how to bring a target from its watermark to the live warehouse (schema `main`) and, when a
+ * change set can do it, builds it: fills {@link CHANGE_RUNS} and counts the rows to apply. Call between
+ * runs, on the connection that then reads the change set's rows.
+ *
+ * @param live the live warehouse's watermark now ({@link liveWatermark})
+ */
+export async function planChangeSet(
+  connection: DuckDBConnection,
+  target: PublishedState,
+  live: Watermark,
+): Promise<ChangeSetPlan> {
+  const from = target.watermark;
+  if (!from) return { kind: 'full', reason: 'the published copy records no watermark' };
+  if (from.schema !== live.schema) {
+    return {
+      kind: 'full',
+      reason: `the warehouse schema changed (migrations ${from.schema} → ${live.schema})`,
+    };
+  }
+  const one = async (sql: string, params: Record<string, string | number | null> = {}) =>
+    (await connection.runAndReadAll(sql, params)).getRowObjectsJS()[0] ?? {};
+  const foreign = await one(
+    `SELECT count(*) AS n, min(run_id) AS example FROM ${target.runs}
+     WHERE run_id NOT IN (SELECT run_id FROM main.sync_runs)`,
+  );
+  if (Number(foreign.n) > 0) {
+    return {
+      kind: 'full',
+      reason: `the published copy holds ${Number(foreign.n)} runs this warehouse does not (e.g. ${String(foreign.example)}): another or a reset warehouse`,
+    };
+  }
+  const closed = await one(
+    `SELECT count(*) AS n FROM main.report_versions_closed
+     WHERE $until::TIMESTAMPTZ IS NOT NULL AND valid_to <= $until::TIMESTAMPTZ`,
+    { until: from.closedUntil },
+  );
+  if (Number(closed.n) !== from.closedVersions) {
+    return {
+      kind: 'full',
+      reason: `the published closed versions (${from.closedVersions}) are not those of the warehouse up to their time (${Number(closed.n)})`,
+    };
+  }
+  return { kind: 'incremental', changes: await buildChangeSet(connection, target, from) };
+}
+
+async function buildChangeSet(
+  connection: DuckDBConnection,
+  target: PublishedState,
+  from: Watermark,
+): Promise<ChangeSet> {
+  const columns = columnList(
+    await publishedColumns(connection, await currentDatabase(connection), 'sync_runs'),
+  );
+  await connection.run(
+    `CREATE OR REPLACE TEMP TABLE ${CHANGE_RUNS} AS
+     WITH differ AS (SELECT ${columns} FROM main.sync_runs EXCEPT SELECT ${columns} FROM ${target.runs})
+     SELECT run_id FROM differ
+     UNION SELECT resumed_from_run FROM differ WHERE resumed_from_run IS NOT NULL`,
+  );
+  const reader = await connection.runAndReadAll(
+    `SELECT (SELECT list(run_id ORDER BY run_id) FROM ${CHANGE_RUNS}) AS runs,
+       (SELECT coalesce(sum(refined), 0) FROM main.sync_runs WHERE run_id IN (SELECT run_id FROM ${CHANGE_RUNS})) AS refined,
+       (SELECT count(*) FILTER (WHERE ${REPLACED}) FROM main.reports WHERE ${CHANGED}) AS replaced,
+       (SELECT count(*) FILTER (WHERE NOT (${REPLACED})) FROM main.reports WHERE ${CHANGED}) AS touched,
+       (SELECT count(*) FROM main.report_versions_closed WHERE ${appendedVersionsWhere(from.closedUntil)}) AS appended`,
+  );
+  const row = reader.getRowObjectsJS()[0] ?? {};
+  return {
+    runIds: ((row.runs as unknown[] | null) ?? []).map(String),
+    replacedReports: Number(row.replaced),
+    touchedReports: Number(row.touched),
+    touchedColumns: Number(row.refined) > 0 ? [...SEEN_COLUMNS, ...REFINED_COLUMNS] : [...SEEN_COLUMNS],
+    appendedVersions: Number(row.appended),
+    closedAfter: from.closedUntil,
+  };
+}
+
+// What a run changes in a report it only sees (merge.ts), and what a refine changes besides (merge-refine.ts).
+const SEEN_COLUMNS = ['last_seen_at', 'run_id'] as const;
+const REFINED_COLUMNS = ['extra', 'source'] as const;
+const IN_CHANGE = `(SELECT run_id FROM ${CHANGE_RUNS})`;
+// A report a run versioned was also last written by a run of the change set (`run_id`): both are asked anyway.
+const CHANGED = `(run_id IN ${IN_CHANGE} OR coalesce(version_run_id IN ${IN_CHANGE}, false))`;
+const REPLACED = `coalesce(version_run_id IN ${IN_CHANGE}, false)`;
+
+/** SQL condition on `report_versions_closed` selecting the versions closed after `closedAfter`. */
+export function appendedVersionsWhere(closedAfter: string | null): string {
+  return closedAfter === null ? 'true' : `valid_to > '${closedAfter.replace(/'/g, "''")}'::TIMESTAMPTZ`;
+}
+
+/**
+ * SQL selecting the change set's rows of a live table (schema `main`), `columns` in that order:
+ * `reports` rows to replace, closed versions appended, the rows of the change set's runs, or every row.
+ */
+export function changedRowsSql(table: string, columns: readonly string[], changes: ChangeSet): string {
+  const select = `SELECT ${columnList(columns)} FROM main.${ident(table)}`;
+  switch (tablePolicy(table)) {
+    case 'reports':
+      return `${select} WHERE ${CHANGED} AND ${REPLACED}`;
+    case 'appended':
+      return `${select} WHERE ${appendedVersionsWhere(changes.closedAfter)}`;
+    case 'by-run':
+      return `${select} WHERE run_id IN ${IN_CHANGE}`;
+    case 'whole':
+      return select;
+  }
+}
+
+/** SQL selecting `id` and the {@link ChangeSet.touchedColumns} of the reports only seen since the watermark. */
+export function touchedReportsSql(changes: ChangeSet): string {
+  return `SELECT id, ${columnList(changes.touchedColumns)} FROM main.reports WHERE ${CHANGED} AND NOT ${REPLACED}`;
+}
+
+/** SQL selecting the ids of the reports the change set replaces or touches (both exist in the target). */
+export function changedReportIdsSql(which: 'replaced' | 'touched' | 'all'): string {
+  const filter = which === 'all' ? '' : which === 'replaced' ? ` AND ${REPLACED}` : ` AND NOT ${REPLACED}`;
+  return `SELECT id FROM main.reports WHERE ${CHANGED}${filter}`;
+}

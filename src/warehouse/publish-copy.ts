@@ -1,0 +1,151 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { CHANGE_RUNS, changedRowsSql, tablePolicy, touchedReportsSql, type ChangeSet } from './change-set.js';
+import {
+  INTERNAL_COLUMNS,
+  WATERMARK_TABLE,
+  columnList,
+  columnNames,
+  ident,
+  isStaging,
+  qualified,
+  tableNames,
+} from './published-tables.js';
+import { reportVersionsSql } from './versions.js';
+
+// The published DuckDB copy (publish.ts): written whole, or the previous copy brought forward by a change set.
+
+/** Reports only seen, updated in place per slice of at most this many (DuckDB holds an UPDATE's rows in memory). */
+const TOUCH_SLICE_ROWS = 1_000_000;
+
+/**
+ * Writes the whole copy into the empty database attached as `copy`: `COPY FROM DATABASE` of `live`, then
+ * without staging tables and internal columns, and the `report_versions` view over what the copy holds.
+ */
+export async function writeFullCopy(connection: DuckDBConnection, live: string, copy: string): Promise<void> {
+  await connection.run(`COPY FROM DATABASE ${ident(live)} TO ${ident(copy)}`);
+  for (const table of await tableNames(connection, copy)) {
+    if (isStaging(table)) {
+      await connection.run(`DROP TABLE ${qualified(copy, table)}`);
+      continue;
+    }
+    const present = await columnNames(connection, copy, table);
+    for (const column of (INTERNAL_COLUMNS[table] ?? []).filter((c) => present.includes(c))) {
+      await connection.run(`ALTER TABLE ${qualified(copy, table)} DROP COLUMN ${ident(column)}`);
+    }
+  }
+  // The view read the columns just dropped: defined again over what the copy holds.
+  if ((await tableNames(connection, copy)).includes('report_versions_closed')) {
+    await connection.run(
+      `CREATE OR REPLACE VIEW ${qualified(copy, 'report_versions')} AS ${reportVersionsSql({ hashes: false })}`,
+    );
+  }
+}
+
+/**
+ * Applies `changes` (built on this connection, live warehouse in schema `main`) to the previous copy
+ * attached as `copy`, table by table (change-set.ts says what each table's change is). The copy is not
+ * published yet, so each statement commits on its own: memory stays that of one statement.
+ */
+export async function applyChangeSet(
+  connection: DuckDBConnection,
+  copy: string,
+  changes: ChangeSet,
+): Promise<void> {
+  for (const table of await copiedTables(connection, copy)) {
+    const columns = await columnNames(connection, copy, table);
+    const target = qualified(copy, table);
+    const rows = changedRowsSql(table, columns, changes);
+    switch (tablePolicy(table)) {
+      case 'reports':
+        await replaceReports(connection, target, rows, changes);
+        await touchReports(connection, target, changes);
+        break;
+      case 'appended':
+        if (changes.appendedVersions > 0)
+          await connection.run(`INSERT INTO ${target} (${columnList(columns)}) ${rows}`);
+        break;
+      case 'by-run':
+        await connection.run(`DELETE FROM ${target} WHERE run_id IN (SELECT run_id FROM ${CHANGE_RUNS})`);
+        await connection.run(`INSERT INTO ${target} (${columnList(columns)}) ${rows}`);
+        break;
+      case 'whole':
+        await connection.run(`DELETE FROM ${target}`);
+        await connection.run(`INSERT INTO ${target} (${columnList(columns)}) ${rows}`);
+        break;
+    }
+  }
+}
+
+async function replaceReports(
+  connection: DuckDBConnection,
+  target: string,
+  rows: string,
+  changes: ChangeSet,
+): Promise<void> {
+  if (changes.replacedReports === 0) return;
+  // Read once from the live table: the delete and the insert both need them.
+  await connection.run(`CREATE OR REPLACE TEMP TABLE publish_replaced AS ${rows}`);
+  try {
+    await connection.run(`DELETE FROM ${target} WHERE id IN (SELECT id FROM publish_replaced)`);
+    await connection.run(`INSERT INTO ${target} BY NAME SELECT * FROM publish_replaced`);
+  } finally {
+    await connection.run('DROP TABLE IF EXISTS publish_replaced');
+  }
+}
+
+async function touchReports(connection: DuckDBConnection, target: string, changes: ChangeSet): Promise<void> {
+  if (changes.touchedReports === 0) return;
+  const set = changes.touchedColumns.map((c) => `${ident(c)} = t.${ident(c)}`).join(', ');
+  const slices = Math.ceil(changes.touchedReports / TOUCH_SLICE_ROWS);
+  for (let slice = 0; slice < slices; slice++) {
+    const part = slices === 1 ? '' : ` AND hash(id) % ${slices} = ${slice}`;
+    await connection.run(
+      `UPDATE ${target} SET ${set} FROM (${touchedReportsSql(changes)}${part}) AS t WHERE ${target}.id = t.id`,
+    );
+  }
+}
+
+/** The copy's tables that come from the warehouse (all but its watermark table). */
+async function copiedTables(connection: DuckDBConnection, copy: string): Promise<string[]> {
+  return (await tableNames(connection, copy)).filter((t) => t !== WATERMARK_TABLE);
+}
+
+/**
+ * How the copy attached as `copy` differs from the live warehouse (schema `main`) in row counts: per table,
+ * and per run for the run-scoped tables. Undefined when they agree: the cheap check that a change set
+ * missed nothing it could count (a miss sends the publish back to a full one).
+ */
+export async function copyDifference(
+  connection: DuckDBConnection,
+  copy: string,
+): Promise<string | undefined> {
+  for (const table of await copiedTables(connection, copy)) {
+    const one = qualified(copy, table);
+    const byRun = tablePolicy(table) === 'by-run';
+    const counts = byRun
+      ? `SELECT run_id, count(*) AS n FROM main.${ident(table)} GROUP BY run_id`
+      : `SELECT count(*) AS n FROM main.${ident(table)}`;
+    const copied = byRun
+      ? `SELECT run_id, count(*) AS n FROM ${one} GROUP BY run_id`
+      : `SELECT count(*) AS n FROM ${one}`;
+    const reader = await connection.runAndReadAll(
+      `SELECT (SELECT count(*) FROM (${counts} EXCEPT ${copied})) + (SELECT count(*) FROM (${copied} EXCEPT ${counts})) AS d`,
+    );
+    if (Number(reader.getRowObjectsJS()[0]?.d) > 0)
+      return `the copy's ${table} rows differ in number from the warehouse's`;
+  }
+  return undefined;
+}
+
+/** Tables of the copy with their row counts. */
+export async function copyTableCounts(
+  connection: DuckDBConnection,
+  copy: string,
+): Promise<{ name: string; rows: number }[]> {
+  const tables: { name: string; rows: number }[] = [];
+  for (const name of await tableNames(connection, copy)) {
+    const reader = await connection.runAndReadAll(`SELECT count(*) AS n FROM ${qualified(copy, name)}`);
+    tables.push({ name, rows: Number(reader.getRowObjectsJS()[0]?.n) });
+  }
+  return tables;
+}
