@@ -12,10 +12,10 @@ const warehouse = await openMigratedWarehouse(loadConfig(process.env, { warehous
 try {
   const started = Date.now();
   const r = await publishSnapshot(warehouse, undefined, { full: process.argv.includes('--full') });
-  const { mode, reason, changes, parquetFiles, databaseMs, parquetMs } = r;
+  const { mode, reason, changes, parquet, databaseMs, parquetMs } = r;
   const reports = r.tables.find((t) => t.name === 'reports')?.rows;
   process.stdout.write(
-    `${JSON.stringify({ mode, reason, changes, parquetFiles, databaseMs, parquetMs, totalMs: Date.now() - started, reports })}\n`,
+    `${JSON.stringify({ mode, reason, changes, parquet, databaseMs, parquetMs, totalMs: Date.now() - started, reports })}\n`,
   );
   process.stderr.write(`published (${mode}): DuckDB copy ${databaseMs} ms, Parquet ${parquetMs} ms\n`);
 } finally {

@@ -7,6 +7,7 @@ import { registerSql } from './sql.js';
 import { registerStatus } from './status.js';
 import { registerSync } from './sync.js';
 import { registerRun } from './run.js';
+import { registerPublish } from './publish.js';
 import { packageVersion } from '../util/version.js';
 
 /**
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerStatus(program);
   registerSql(program);
   registerRun(program);
+  registerPublish(program);
   registerDemo(program);
   registerSimulate(program);
   registerServe(program);

@@ -10,8 +10,12 @@ import { keySql, type ParquetPart } from './parquet-layout.js';
 import type { ChangedKeys, ParquetManifest } from './publish-parquet.js';
 import { qualified } from './published-tables.js';
 
-/** A part whose change set holds more than this share of its rows is written whole (cheaper than its keys). */
+/**
+ * A part of a large table whose change set holds more than this share of its rows is written whole: finding
+ * the keys of millions of changed rows costs more than it saves (a nightly run sees every report).
+ */
 const WHOLE_SHARE = 0.2;
+const WHOLE_MIN_ROWS = 100_000;
 
 /**
  * Adds to `keys` the file keys (per part) of the rows a change set touches, as they are in `database`: the
@@ -67,6 +71,7 @@ async function changedRowsOf(
   const changed = changes.replacedReports + (versionsOnly ? 0 : changes.touchedReports);
   if (changed === 0) return 'none';
   const reader = await connection.runAndReadAll('SELECT count(*) AS n FROM main.reports');
-  if (changed > WHOLE_SHARE * Number(reader.getRowObjectsJS()[0]?.n)) return 'all';
+  const rows = Number(reader.getRowObjectsJS()[0]?.n);
+  if (rows >= WHOLE_MIN_ROWS && changed > WHOLE_SHARE * rows) return 'all';
   return `id IN (${changedReportIdsSql(versionsOnly ? 'replaced' : 'all')})`;
 }

@@ -3,6 +3,7 @@ import { constants, copyFileSync, existsSync, mkdirSync, renameSync } from 'node
 import { dirname, join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SyncError, errorMessage } from '../util/errors.js';
+import { failpoint } from '../util/failpoint.js';
 import { planChangeSet, type ChangeSet } from './change-set.js';
 import type { Warehouse } from './database.js';
 import { publishedPathFor } from './open-migrated.js';
@@ -51,8 +52,11 @@ export interface PublishResult {
   reason?: string;
   /** What the change set of an incremental publish held. */
   changes?: Pick<ChangeSet, 'replacedReports' | 'touchedReports' | 'appendedVersions'> & { runs: number };
-  /** Parquet files written by this publish, and files linked unchanged from the previous version. */
-  parquetFiles: { written: number; linked: number };
+  /**
+   * The Parquet set: `incremental` when built on the previous version (files the change set touched
+   * written, the others linked), else `full` with why; files written and linked unchanged.
+   */
+  parquet: { mode: 'full' | 'incremental'; reason?: string; written: number; linked: number };
   databaseMs: number;
   parquetMs: number;
   publishedAt: Date;
@@ -143,9 +147,11 @@ async function publish(
   const databaseMs = Date.now() - started;
 
   const parquetStarted = Date.now();
-  const parquetFiles = await publishParquet(connection, paths, live, copy);
+  const parquet = await publishParquet(connection, paths, live, copy);
   await connection.run(`DETACH ${ident(COPY)}`);
+  await failpoint('publish-written');
   renameSync(paths.tmpDatabase, paths.database);
+  await failpoint('publish-renamed');
   renameSync(paths.tmpParquet, join(paths.dir, paths.version));
   const parquetPath = join(paths.dir, 'parquet');
   swapSymlink(parquetPath, paths.version);
@@ -167,7 +173,7 @@ async function publish(
             appendedVersions: changes.appendedVersions,
           },
         }),
-    parquetFiles,
+    parquet,
     databaseMs,
     parquetMs: Date.now() - parquetStarted,
     publishedAt: new Date(),
@@ -265,26 +271,30 @@ async function writeWholeCopy(connection: DuckDBConnection, paths: PublishPaths)
 /**
  * Writes the new Parquet version folder from the temp copy: from the previous version and the touched
  * keys when the copy was brought forward from the same publish, else whole. A set brought forward whose
- * files do not count the copy's rows is written again whole. Returns the files written and linked.
+ * files do not count the copy's rows is written again whole.
  */
 async function publishParquet(
   connection: DuckDBConnection,
   paths: PublishPaths,
   watermark: Watermark,
   copy: CopyOutcome,
-): Promise<{ written: number; linked: number }> {
+): Promise<PublishResult['parquet']> {
   const parts = parquetParts(await tableNames(connection, COPY));
-  const set = await writeParquetSet(connection, COPY, paths.tmpParquet, {
-    parts,
-    watermark,
-    ...copy.parquet,
-  });
-  if (!copy.parquet || (await parquetDifference(connection, COPY, parts, set.manifest)) === undefined) {
-    return { written: set.written, linked: set.linked };
+  let reason =
+    copy.mode === 'full' ? 'the copy was written whole' : 'the previous Parquet set holds another publish';
+  if (copy.parquet) {
+    const set = await writeParquetSet(connection, COPY, paths.tmpParquet, {
+      parts,
+      watermark,
+      ...copy.parquet,
+    });
+    const difference = await parquetDifference(connection, COPY, parts, set.manifest);
+    if (difference === undefined) return { mode: 'incremental', written: set.written, linked: set.linked };
+    reason = `the change set did not bring the Parquet set to the copy: ${difference}`;
+    removeQuietly(paths.tmpParquet);
   }
-  removeQuietly(paths.tmpParquet);
   const whole = await writeParquetSet(connection, COPY, paths.tmpParquet, { parts, watermark });
-  return { written: whole.written, linked: whole.linked };
+  return { mode: 'full', reason, written: whole.written, linked: whole.linked };
 }
 
 /** The Parquet version the `parquet` link points at, with its manifest, if it has one this version reads. */
