@@ -8,14 +8,18 @@ import { publishSnapshot } from '../src/warehouse/publish.js';
 
 const path = process.argv[2];
 if (!path) throw new Error('usage: publish-once <warehouse.duckdb> [--full]');
-const warehouse = await openMigratedWarehouse(loadConfig(process.env, { warehouse: path }));
+const config = loadConfig(process.env, { warehouse: path });
+const warehouse = await openMigratedWarehouse(config);
 try {
   const started = Date.now();
-  const r = await publishSnapshot(warehouse, undefined, { full: process.argv.includes('--full') });
-  const { mode, reason, changes, parquet, databaseMs, parquetMs } = r;
+  const r = await publishSnapshot(warehouse, undefined, {
+    full: process.argv.includes('--full'),
+    threads: config.duckdbMergeThreads,
+  });
+  const { mode, reason, changes, parquet, databaseMs, parquetMs, steps } = r;
   const reports = r.tables.find((t) => t.name === 'reports')?.rows;
   process.stdout.write(
-    `${JSON.stringify({ mode, reason, changes, parquet, databaseMs, parquetMs, totalMs: Date.now() - started, reports })}\n`,
+    `${JSON.stringify({ mode, reason, changes, parquet, databaseMs, parquetMs, steps, totalMs: Date.now() - started, reports })}\n`,
   );
   process.stderr.write(`published (${mode}): DuckDB copy ${databaseMs} ms, Parquet ${parquetMs} ms\n`);
 } finally {

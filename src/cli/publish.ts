@@ -31,7 +31,10 @@ export function registerPublish(program: Command): void {
       ]);
       const warehouse = await openMigratedWarehouse(config);
       try {
-        const result = await publishSnapshot(warehouse, undefined, { full: flags.full === true });
+        const result = await publishSnapshot(warehouse, undefined, {
+          full: flags.full === true,
+          threads: config.duckdbMergeThreads,
+        });
         process.stdout.write(flags.json ? `${JSON.stringify(result, null, 2)}\n` : describePublish(result));
       } finally {
         warehouse.close();

@@ -84,7 +84,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       return;
     }
     try {
-      const published = await publishSnapshot(warehouse, publishedDir);
+      const published = await publishSnapshot(warehouse, publishedDir, {
+        threads: config.duckdbMergeThreads,
+      });
       policy.published();
       log.info(
         {

@@ -155,7 +155,8 @@ export function rowsOfKeysSql(part: ParquetPart, period: Period, keys: readonly 
   return `${pruning}${keySql(part, period)} IN (${keys.join(', ')})`;
 }
 
-function keyRange(period: Period, key: number): [string, string] {
+/** The time range `[from, to)` of a key, as ISO 8601 UTC text. */
+export function keyRange(period: Period, key: number): [string, string] {
   const [y, m, d] = keyDate(period, key);
   const to = period === 'year' ? utc(y + 1, 0, 1) : period === 'month' ? utc(y, m + 1, 1) : utc(y, m, d + 1);
   return [utc(y, m, d).toISOString(), to.toISOString()];
@@ -179,4 +180,28 @@ function utc(year: number, month: number, day: number): Date {
 function saneYear(period: Period, key: number): boolean {
   const [y] = keyDate(period, key);
   return y >= 1 && y <= 9998;
+}
+
+/**
+ * Every key of `period` from the one holding `fromMs` to the one holding `toMs` (epoch ms, UTC), or `all`
+ * when there are more than `max`.
+ */
+export function keysBetween(period: Period, fromMs: number, toMs: number, max: number): number[] | 'all' {
+  if (period === 'all') return [0];
+  const keys: number[] = [];
+  const at = new Date(fromMs);
+  const start = utc(
+    at.getUTCFullYear(),
+    period === 'year' ? 0 : at.getUTCMonth(),
+    period === 'day' ? at.getUTCDate() : 1,
+  );
+  for (const d = start; d.getTime() <= toMs;) {
+    if (keys.length === max) return 'all';
+    const [y, m, day] = [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate()];
+    keys.push(period === 'year' ? y : period === 'month' ? y * 100 + m : y * 10000 + m * 100 + day);
+    if (period === 'year') d.setUTCFullYear(y + 1);
+    else if (period === 'month') d.setUTCMonth(m);
+    else d.setUTCDate(day + 1);
+  }
+  return keys;
 }

@@ -18,11 +18,13 @@ import { reportVersionsSql } from './versions.js';
 const TOUCH_SLICE_ROWS = 1_000_000;
 
 /**
- * Writes the whole copy into the empty database attached as `copy`: `COPY FROM DATABASE` of `live`, then
- * without staging tables and internal columns, and the `report_versions` view over what the copy holds.
+ * Writes the whole copy into the empty database attached as `copy`: the schema of `live` (`COPY FROM
+ * DATABASE … (SCHEMA)`: tables, keys, views) without staging tables and internal columns, then each
+ * table's published columns. Copying whole tables and dropping the hashes after took longer and left their
+ * blocks in the file as free space (1M reports: 144 against 113 MB, measured).
  */
 export async function writeFullCopy(connection: DuckDBConnection, live: string, copy: string): Promise<void> {
-  await connection.run(`COPY FROM DATABASE ${ident(live)} TO ${ident(copy)}`);
+  await connection.run(`COPY FROM DATABASE ${ident(live)} TO ${ident(copy)} (SCHEMA)`);
   for (const table of await tableNames(connection, copy)) {
     if (isStaging(table)) {
       await connection.run(`DROP TABLE ${qualified(copy, table)}`);
@@ -32,6 +34,10 @@ export async function writeFullCopy(connection: DuckDBConnection, live: string, 
     for (const column of (INTERNAL_COLUMNS[table] ?? []).filter((c) => present.includes(c))) {
       await connection.run(`ALTER TABLE ${qualified(copy, table)} DROP COLUMN ${ident(column)}`);
     }
+    const columns = columnList(await columnNames(connection, copy, table));
+    await connection.run(
+      `INSERT INTO ${qualified(copy, table)} (${columns}) SELECT ${columns} FROM ${qualified(live, table)}`,
+    );
   }
   // The view read the columns just dropped: defined again over what the copy holds.
   if ((await tableNames(connection, copy)).includes('report_versions_closed')) {

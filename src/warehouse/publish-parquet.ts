@@ -1,39 +1,18 @@
-import {
-  existsSync,
-  linkSync,
-  mkdirSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import {
-  EMPTY_KEY,
-  MAX_FILES,
-  fileStem,
-  keySql,
-  rowsOfKeysSql,
-  type ParquetPart,
-  type Period,
-} from './parquet-layout.js';
-import { literal, qualified } from './published-tables.js';
+import { EMPTY_KEY, MAX_FILES, type ParquetPart, type Period } from './parquet-layout.js';
+import { choosePeriod, writeEmpty, writePartFiles, type ManifestFile } from './parquet-write.js';
+import { qualified } from './published-tables.js';
 import type { Watermark } from './watermark.js';
+
+export type { ManifestFile } from './parquet-write.js';
 
 /** The manifest of a Parquet version folder: its watermark and, per part, its period and files. */
 export interface ParquetManifest {
   format: 1;
   watermark: Watermark;
   parts: Record<string, { period: Period; files: ManifestFile[] }>;
-}
-
-/** A file of a part: its key (parquet-layout.ts), path inside the version folder, and rows. */
-export interface ManifestFile {
-  key: number;
-  file: string;
-  rows: number;
 }
 
 /** The manifest's file name in a version folder (a leading `_` keeps it out of Parquet readers' way). */
@@ -90,7 +69,7 @@ export async function writeParquetSet(
       period = await choosePeriod(connection, copy, part);
       [kept, keys] = [[], 'all'];
     }
-    const files = await writeKeys(connection, copy, part, period, keys, dir);
+    const files = await writePartFiles(connection, copy, part, period, keys, dir);
     for (const file of kept) {
       mkdirSync(join(dir, part.folder), { recursive: true });
       linkSync(join(input.previous!.dir, file.file), join(dir, file.file));
@@ -103,81 +82,6 @@ export async function writeParquetSet(
   writeFileSync(join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 1)}\n`);
   const files = Object.values(manifest.parts).reduce((n, p) => n + p.files.length, 0);
   return { manifest, written: files - linked, linked };
-}
-
-/** A part's period: a fixed one, or for `created` the finest of month, year, all within {@link MAX_FILES}. */
-async function choosePeriod(connection: DuckDBConnection, copy: string, part: ParquetPart): Promise<Period> {
-  if (part.period !== 'created') return part.period;
-  const reader = await connection.runAndReadAll(
-    `SELECT count(DISTINCT ${keySql(part, 'month')}) AS months, count(DISTINCT ${keySql(part, 'year')}) AS years
-     FROM ${qualified(copy, part.table)}`,
-  );
-  const row = reader.getRowObjectsJS()[0] ?? {};
-  if (Number(row.months) <= MAX_FILES) return 'month';
-  return Number(row.years) <= MAX_FILES ? 'year' : 'all';
-}
-
-/**
- * Writes the files of `keys` (or of every key) of a part: one partitioned `COPY` into a scratch folder,
- * then each file renamed to its name in the version folder. Keys without rows get no file.
- */
-async function writeKeys(
-  connection: DuckDBConnection,
-  copy: string,
-  part: ParquetPart,
-  period: Period,
-  keys: number[] | 'all',
-  dir: string,
-): Promise<ManifestFile[]> {
-  if (keys !== 'all' && keys.length === 0) return [];
-  const scratch = join(dir, `.write-${part.folder}-${part.prefix}`);
-  rmSync(scratch, { recursive: true, force: true });
-  const where = keys === 'all' ? 'true' : rowsOfKeysSql(part, period, keys);
-  const t0 = Date.now();
-  await connection.run(
-    `COPY (SELECT ${part.select}, ${keySql(part, period)} AS __key FROM ${qualified(copy, part.table)} WHERE ${where})
-     TO ${literal(scratch)} (FORMAT parquet, PARTITION_BY (__key), FILENAME_PATTERN 'data_{i}')`,
-  );
-  if (process.env.PUBLISH_DEBUG)
-    process.stderr.write(`${part.id} ${keys === 'all' ? 'all' : keys.join(',')} ${Date.now() - t0} ms\n`);
-  const files: ManifestFile[] = [];
-  mkdirSync(join(dir, part.folder), { recursive: true });
-  for (const folder of existsSync(scratch) ? readdirSync(scratch) : []) {
-    const key = Number(folder.slice('__key='.length));
-    const written = readdirSync(join(scratch, folder)).sort();
-    written.forEach((name, i) => {
-      const file = join(part.folder, `${fileStem(part, period, key)}${i === 0 ? '' : `-${i}`}.parquet`);
-      renameSync(join(scratch, folder, name), join(dir, file));
-      files.push({ key, file, rows: 0 });
-    });
-  }
-  rmSync(scratch, { recursive: true, force: true });
-  await countRows(connection, dir, files);
-  return files;
-}
-
-async function writeEmpty(
-  connection: DuckDBConnection,
-  copy: string,
-  part: ParquetPart,
-  dir: string,
-): Promise<ManifestFile> {
-  const file = join(part.folder, `${fileStem(part, 'all', EMPTY_KEY)}.parquet`);
-  mkdirSync(join(dir, part.folder), { recursive: true });
-  await connection.run(
-    `COPY (SELECT ${part.select} FROM ${qualified(copy, part.table)} LIMIT 0) TO ${literal(join(dir, file))} (FORMAT parquet)`,
-  );
-  return { key: EMPTY_KEY, file, rows: 0 };
-}
-
-async function countRows(connection: DuckDBConnection, dir: string, files: ManifestFile[]): Promise<void> {
-  if (files.length === 0) return;
-  const paths = files.map((f) => literal(join(dir, f.file))).join(', ');
-  const reader = await connection.runAndReadAll(
-    `SELECT file_name, num_rows FROM parquet_file_metadata([${paths}])`,
-  );
-  const rows = new Map(reader.getRowObjectsJS().map((r) => [String(r.file_name), Number(r.num_rows)]));
-  for (const f of files) f.rows = rows.get(join(dir, f.file)) ?? 0;
 }
 
 /**

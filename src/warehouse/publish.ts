@@ -25,6 +25,7 @@ import {
   type PreviousParquet,
 } from './publish-parquet.js';
 import { currentDatabase, ident, literal, qualified, tableNames } from './published-tables.js';
+import { withThreads } from './threads.js';
 import { liveWatermark, readWatermark, writeWatermark, type Watermark } from './watermark.js';
 
 /** The published folder of a warehouse (`data/warehouse.duckdb` → `data/published`). */
@@ -36,6 +37,12 @@ export function publishedDirFor(warehousePath: string): string {
 export interface PublishOptions {
   /** Rewrite the copy and every Parquet file, whatever the previous publish holds. */
   full?: boolean;
+  /**
+   * DuckDB `threads` while publishing (0: one per core), restored afterwards and never below the instance's
+   * (threads.ts); callers pass `REPORTS_DUCKDB_MERGE_THREADS`, as a publish runs between jobs like a merge.
+   * Default: the instance's setting.
+   */
+  threads?: number;
 }
 
 /** What {@link publishSnapshot} wrote. Durations are milliseconds. */
@@ -59,6 +66,8 @@ export interface PublishResult {
   parquet: { mode: 'full' | 'incremental'; reason?: string; written: number; linked: number };
   databaseMs: number;
   parquetMs: number;
+  /** Milliseconds of each step (copy, change set, apply, check, Parquet, …), for the bench. */
+  steps: Record<string, number>;
   publishedAt: Date;
 }
 
@@ -106,9 +115,10 @@ export async function publishSnapshot(
   try {
     mkdirSync(dir, { recursive: true });
     removeLeftovers(dir);
-    // Row order means nothing in a copy or a Parquet file, and keeping it costs memory (DuckDB's tuning guide).
-    await connection.run('SET SESSION preserve_insertion_order = false');
-    return await publish(connection, paths, `${stamp}-${randomBytes(3).toString('hex')}`, options);
+    const publishId = `${stamp}-${randomBytes(3).toString('hex')}`;
+    return await withThreads(connection, options.threads ?? 1, () =>
+      publish(connection, paths, publishId, options),
+    );
   } catch (err) {
     for (const path of [paths.tmpDatabase, `${paths.tmpDatabase}.wal`, paths.tmpParquet]) removeQuietly(path);
     throw new SyncError(
@@ -139,16 +149,22 @@ async function publish(
   options: PublishOptions,
 ): Promise<PublishResult> {
   const started = Date.now();
+  const laps = new Laps();
   const live = await liveWatermark(connection, publishId);
   const previousParquet = readPreviousParquet(paths.dir);
-  const copy = await bringCopyForward(connection, paths, live, previousParquet, options);
+  laps.lap('watermark');
+  const copy = await bringCopyForward(connection, paths, live, previousParquet, options, laps);
   await writeWatermark(connection, COPY, live, { mode: copy.mode, reason: copy.reason ?? null });
   const tables = await copyTableCounts(connection, COPY);
-  const databaseMs = Date.now() - started;
-
+  laps.lap('counts');
   const parquetStarted = Date.now();
   const parquet = await publishParquet(connection, paths, live, copy);
+  const parquetMs = Date.now() - parquetStarted;
+  laps.lap('parquet');
+  // Checkpoints the copy: part of writing it.
   await connection.run(`DETACH ${ident(COPY)}`);
+  laps.lap('detach');
+  const databaseMs = Date.now() - started - parquetMs;
   await failpoint('publish-written');
   renameSync(paths.tmpDatabase, paths.database);
   await failpoint('publish-renamed');
@@ -175,7 +191,8 @@ async function publish(
         }),
     parquet,
     databaseMs,
-    parquetMs: Date.now() - parquetStarted,
+    parquetMs,
+    steps: laps.ms,
     publishedAt: new Date(),
   };
 }
@@ -199,11 +216,12 @@ async function bringCopyForward(
   live: Watermark,
   previousParquet: PreviousParquet | undefined,
   options: PublishOptions,
+  laps: Laps,
 ): Promise<CopyOutcome> {
   let reason = options.full ? 'a full publish was asked for' : 'no published copy yet';
   if (!options.full && existsSync(paths.database)) {
     try {
-      const forward = await applyToPreviousCopy(connection, paths, live, previousParquet);
+      const forward = await applyToPreviousCopy(connection, paths, live, previousParquet, laps);
       if (forward.kind === 'incremental') return forward.outcome;
       reason = forward.reason;
     } catch (err) {
@@ -212,6 +230,7 @@ async function bringCopyForward(
     }
   }
   await writeWholeCopy(connection, paths);
+  laps.lap('full copy');
   return { mode: 'full', reason };
 }
 
@@ -225,9 +244,11 @@ async function applyToPreviousCopy(
   paths: PublishPaths,
   live: Watermark,
   previousParquet: PreviousParquet | undefined,
+  laps: Laps,
 ): Promise<{ kind: 'incremental'; outcome: CopyOutcome } | { kind: 'full'; reason: string }> {
   // A reflink where the file system has them, else a kernel copy: no bytes pass through this process.
   copyFileSync(paths.database, paths.tmpDatabase, constants.COPYFILE_FICLONE);
+  laps.lap('file copy');
   await connection.run(`ATTACH ${literal(paths.tmpDatabase)} AS ${ident(COPY)}`);
   const previous = await readWatermark(connection, COPY);
   const plan = await planChangeSet(
@@ -235,6 +256,7 @@ async function applyToPreviousCopy(
     { watermark: previous, runs: qualified(COPY, 'sync_runs') },
     live,
   );
+  laps.lap('change set');
   if (plan.kind === 'full') return plan;
   const changes = plan.changes;
   const same = previousParquet?.manifest.watermark.publishId === previous?.publishId;
@@ -247,12 +269,16 @@ async function applyToPreviousCopy(
     await addChangedKeys(connection, parquet.changed, { database, phase, parts, manifest, changes });
   };
   await keys(COPY, 'before');
+  laps.lap('keys before');
   await applyChangeSet(connection, COPY, changes);
+  laps.lap('apply');
   const difference = await copyDifference(connection, COPY);
+  laps.lap('check');
   if (difference !== undefined) {
     return { kind: 'full', reason: `the change set did not bring the copy to the warehouse: ${difference}` };
   }
   await keys(await currentDatabase(connection), 'after');
+  laps.lap('keys after');
   return { kind: 'incremental', outcome: { mode: 'incremental', changes, ...(parquet ? { parquet } : {}) } };
 }
 
@@ -280,6 +306,10 @@ async function publishParquet(
   copy: CopyOutcome,
 ): Promise<PublishResult['parquet']> {
   const parts = parquetParts(await tableNames(connection, COPY));
+  // Row order means nothing in a Parquet file, and keeping it costs memory (DuckDB's tuning guide). The copy
+  // keeps it: `COPY FROM DATABASE` was slower without it, and its order is what lets a file's rows be read
+  // by time range (parquet-write.ts).
+  await connection.run('SET SESSION preserve_insertion_order = false');
   let reason =
     copy.mode === 'full' ? 'the copy was written whole' : 'the previous Parquet set holds another publish';
   if (copy.parquet) {
@@ -303,4 +333,16 @@ function readPreviousParquet(dir: string): PreviousParquet | undefined {
   if (version === undefined) return undefined;
   const manifest = readManifest(join(dir, version));
   return manifest ? { dir: join(dir, version), manifest } : undefined;
+}
+
+/** Durations (ms) of a publish's named steps, each from the end of the one before. */
+class Laps {
+  readonly ms: Record<string, number> = {};
+  #last = Date.now();
+
+  lap(name: string): void {
+    const now = Date.now();
+    this.ms[name] = (this.ms[name] ?? 0) + now - this.#last;
+    this.#last = now;
+  }
 }
