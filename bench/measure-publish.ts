@@ -45,7 +45,7 @@ interface Row {
   peakRssBytes: number;
   mode?: string;
   reason?: string;
-  changes?: { runs: number; replacedReports: number; touchedReports: number; appendedVersions: number };
+  changes?: { runs: number; changedReports: number; newVersions: number; appendedVersions: number };
   parquet?: { mode: string; written: number; linked: number };
   databaseMs?: number;
   parquetMs?: number;
@@ -112,7 +112,7 @@ console.log('|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const c = r.changes;
   const change = c
-    ? `${c.runs} runs, ${c.replacedReports} replaced, ${c.touchedReports} seen, ${c.appendedVersions} closed versions`
+    ? `${c.runs} runs, ${c.changedReports} reports (${c.newVersions} new versions), ${c.appendedVersions} closed versions`
     : (r.reason ?? '');
   console.log(
     `| ${r.step} | ${r.mode} / ${r.parquet?.mode} | ${(r.wallMs / 1000).toFixed(2)} | ${mib(r.peakRssBytes)} | ` +

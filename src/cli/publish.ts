@@ -48,8 +48,8 @@ export function describePublish(r: PublishResult): string {
   const how =
     r.mode === 'full'
       ? `full: ${r.reason ?? 'asked for'}`
-      : `incremental: ${r.changes?.runs ?? 0} runs, ${r.changes?.replacedReports ?? 0} reports replaced, ` +
-        `${r.changes?.touchedReports ?? 0} seen, ${r.changes?.appendedVersions ?? 0} versions closed`;
+      : `incremental: ${r.changes?.runs ?? 0} runs, ${r.changes?.changedReports ?? 0} reports changed ` +
+        `(${r.changes?.newVersions ?? 0} with a new version), ${r.changes?.appendedVersions ?? 0} versions closed`;
   return (
     `Published ${r.databasePath} and ${r.parquetPath}/ (${how})\n` +
     `  DuckDB copy ${seconds(r.databaseMs)}, Parquet ${seconds(r.parquetMs)}: ` +

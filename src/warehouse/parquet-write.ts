@@ -56,7 +56,10 @@ export async function writePartFiles(
   if (part.timeColumn === null || period === 'all') return writeOne(connection, copy, part, period, dir);
   const spans = await storageSpans(connection, copy, part);
   const wanted = keys === 'all' && spans ? keysOfSpans(spans, period, MAX_ONE_BY_ONE) : keys;
-  if (process.env.PUBLISH_DEBUG) process.stderr.write(`${part.id} spans=${spans?.length} wanted=${wanted === 'all' ? 'all' : wanted.length} read=${spans && wanted !== 'all' ? rowsRead(spans, period, wanted) : '-'} total=${spans ? total(spans) : '-'}\n`);
+  if (process.env.PUBLISH_DEBUG)
+    process.stderr.write(
+      `${part.id} spans=${spans?.length} wanted=${wanted === 'all' ? 'all' : wanted.length} read=${spans && wanted !== 'all' ? rowsRead(spans, period, wanted) : '-'} total=${spans ? total(spans) : '-'}\n`,
+    );
   if (spans && wanted !== 'all' && rowsRead(spans, period, wanted) <= SCAN_FACTOR * total(spans)) {
     const files: ManifestFile[] = [];
     for (const key of wanted) files.push(...(await writeOne(connection, copy, part, period, dir, key)));

@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { CHANGE_RUNS, changedRowsSql, tablePolicy, touchedReportsSql, type ChangeSet } from './change-set.js';
+import { CHANGED_REPORTS, CHANGE_RUNS, changedRowsSql, tablePolicy, type ChangeSet } from './change-set.js';
 import {
   INTERNAL_COLUMNS,
   WATERMARK_TABLE,
@@ -13,9 +13,6 @@ import {
 import { reportVersionsSql } from './versions.js';
 
 // The published DuckDB copy (publish.ts): written whole, or the previous copy brought forward by a change set.
-
-/** Reports only seen, updated in place per slice of at most this many (DuckDB holds an UPDATE's rows in memory). */
-const TOUCH_SLICE_ROWS = 1_000_000;
 
 /**
  * Writes the whole copy into the empty database attached as `copy`: the schema of `live` (`COPY FROM
@@ -63,8 +60,9 @@ export async function applyChangeSet(
     const rows = changedRowsSql(table, columns, changes);
     switch (tablePolicy(table)) {
       case 'reports':
-        await replaceReports(connection, target, rows, changes);
-        await touchReports(connection, target, changes);
+        if (changes.changedReports === 0) break;
+        await connection.run(`DELETE FROM ${target} WHERE id IN (SELECT id FROM ${CHANGED_REPORTS})`);
+        await connection.run(`INSERT INTO ${target} (${columnList(columns)}) ${rows}`);
         break;
       case 'appended':
         if (changes.appendedVersions > 0)
@@ -79,35 +77,6 @@ export async function applyChangeSet(
         await connection.run(`INSERT INTO ${target} (${columnList(columns)}) ${rows}`);
         break;
     }
-  }
-}
-
-async function replaceReports(
-  connection: DuckDBConnection,
-  target: string,
-  rows: string,
-  changes: ChangeSet,
-): Promise<void> {
-  if (changes.replacedReports === 0) return;
-  // Read once from the live table: the delete and the insert both need them.
-  await connection.run(`CREATE OR REPLACE TEMP TABLE publish_replaced AS ${rows}`);
-  try {
-    await connection.run(`DELETE FROM ${target} WHERE id IN (SELECT id FROM publish_replaced)`);
-    await connection.run(`INSERT INTO ${target} BY NAME SELECT * FROM publish_replaced`);
-  } finally {
-    await connection.run('DROP TABLE IF EXISTS publish_replaced');
-  }
-}
-
-async function touchReports(connection: DuckDBConnection, target: string, changes: ChangeSet): Promise<void> {
-  if (changes.touchedReports === 0) return;
-  const set = changes.touchedColumns.map((c) => `${ident(c)} = t.${ident(c)}`).join(', ');
-  const slices = Math.ceil(changes.touchedReports / TOUCH_SLICE_ROWS);
-  for (let slice = 0; slice < slices; slice++) {
-    const part = slices === 1 ? '' : ` AND hash(id) % ${slices} = ${slice}`;
-    await connection.run(
-      `UPDATE ${target} SET ${set} FROM (${touchedReportsSql(changes)}${part}) AS t WHERE ${target}.id = t.id`,
-    );
   }
 }
 

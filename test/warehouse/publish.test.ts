@@ -147,7 +147,7 @@ describe('publishSnapshot', () => {
     const second = await publishSnapshot(warehouse);
     expect([second.mode, second.parquet.mode]).toEqual(['incremental', 'incremental']);
     const c = recent!.counters;
-    expect(second.changes).toMatchObject({ runs: 1, replacedReports: c.inserted + c.updated + c.revived });
+    expect(second.changes).toMatchObject({ runs: 1, newVersions: c.inserted + c.updated + c.revived });
     const after = versionOf(second.parquetPath);
     const touched = await query(
       warehouse,
