@@ -92,6 +92,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         {
           path: published.databasePath,
           parquet: published.parquetPath,
+          // incremental: the previous snapshot brought forward by the change set; full: why not
+          mode: published.mode,
+          reason: published.reason,
+          changes: published.changes,
+          parquetFiles: published.parquet,
           databaseMs: published.databaseMs,
           parquetMs: published.parquetMs,
         },

@@ -9,7 +9,13 @@ import type { Warehouse } from './database.js';
 import { publishedPathFor } from './open-migrated.js';
 import { addChangedKeys } from './parquet-changes.js';
 import { parquetParts } from './parquet-layout.js';
-import { applyChangeSet, copyDifference, copyTableCounts, writeFullCopy } from './publish-copy.js';
+import {
+  applyChangeSet,
+  copyDifference,
+  copyTableCounts,
+  copyTooSparse,
+  writeFullCopy,
+} from './publish-copy.js';
 import {
   currentVersion,
   removeLeftovers,
@@ -260,6 +266,8 @@ async function applyToPreviousCopy(
   );
   laps.lap('change set');
   if (plan.kind === 'full') return plan;
+  const sparse = await copyTooSparse(connection, COPY);
+  if (sparse !== undefined) return { kind: 'full', reason: sparse };
   const changes = plan.changes;
   const same = previousParquet?.manifest.watermark.publishId === previous?.publishId;
   const parquet =

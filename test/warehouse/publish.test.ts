@@ -227,6 +227,17 @@ describe('publishSnapshot', () => {
     expect((await publishSnapshot(warehouse, dir, { full: true })).reason).toBe(
       'a full publish was asked for',
     );
+    // A copy mostly free space (rows replaced by many publishes): written whole again, compact.
+    const sparse = await DuckDBInstance.create(join(dir, 'warehouse.duckdb'));
+    const s = await sparse.connect();
+    await s.run(`CREATE TABLE filler AS SELECT repeat(md5(range::VARCHAR), 20) AS t FROM range(50000)`);
+    await s.run('CHECKPOINT');
+    await s.run('DROP TABLE filler');
+    s.closeSync();
+    sparse.closeSync();
+    const compacted = await publishSnapshot(warehouse);
+    expect(compacted.reason).toMatch(/% of the previous copy's file is free space/);
+    expect(statSync(join(dir, 'warehouse.duckdb')).size).toBeLessThan(8 * 1024 * 1024);
     // Back on track: the next one applies changes again.
     expect((await publishSnapshot(warehouse)).mode).toBe('incremental');
   });
