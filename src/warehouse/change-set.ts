@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { columnList, currentDatabase, ident, publishedColumns } from './published-tables.js';
+import { columnList, currentDatabase, ident, literal, publishedColumns } from './published-tables.js';
 import type { Watermark } from './watermark.js';
 
 /**
@@ -129,9 +129,10 @@ export async function planChangeSet(
       reason: `the published closed versions (${from.closedVersions}) are not those of the warehouse up to their time (${Number(closed.n)})`,
     };
   }
-  await changedRuns(connection, target);
+  const runIds = await changedRuns(connection, target);
   const counts = await one(
-    `SELECT count(*) FILTER (WHERE ${CHANGED}) AS changed, count(*) AS reports FROM main.reports`,
+    `SELECT (SELECT count(*) FROM main.reports WHERE ${changedWhere(runIds)}) AS changed,
+       (SELECT count(*) FROM main.reports) AS reports`,
   );
   const [changed, reports] = [Number(counts.changed), Number(counts.reports)];
   if (changed > FULL_SHARE * reports && reports >= FULL_MIN_REPORTS) {
@@ -140,14 +141,17 @@ export async function planChangeSet(
       reason: `${changed} of ${reports} reports changed since the last publish: writing them whole is cheaper`,
     };
   }
-  return { kind: 'incremental', changes: await buildChangeSet(connection, from) };
+  return { kind: 'incremental', changes: await buildChangeSet(connection, from, runIds) };
 }
 
 /** Small warehouses always get their change set (cheap either way): what small tests exercise. */
 const FULL_MIN_REPORTS = 100_000;
 
-/** Fills {@link CHANGE_RUNS}: runs whose `sync_runs` row the target does not hold as it is, and those they resumed. */
-async function changedRuns(connection: DuckDBConnection, target: PublishedState): Promise<void> {
+/**
+ * Fills {@link CHANGE_RUNS}: runs whose `sync_runs` row the target does not hold as it is, and those they
+ * resumed. Returns their ids.
+ */
+async function changedRuns(connection: DuckDBConnection, target: PublishedState): Promise<string[]> {
   const columns = columnList(
     await publishedColumns(connection, await currentDatabase(connection), 'sync_runs'),
   );
@@ -157,25 +161,30 @@ async function changedRuns(connection: DuckDBConnection, target: PublishedState)
      SELECT run_id FROM differ
      UNION SELECT resumed_from_run FROM differ WHERE resumed_from_run IS NOT NULL`,
   );
+  const reader = await connection.runAndReadAll(`SELECT run_id FROM ${CHANGE_RUNS} ORDER BY run_id`);
+  return reader.getRowObjectsJS().map((r) => String(r.run_id));
 }
 
 /** Fills {@link CHANGED_REPORTS} (one read of the live reports) and counts what the change set holds. */
-async function buildChangeSet(connection: DuckDBConnection, from: Watermark): Promise<ChangeSet> {
+async function buildChangeSet(
+  connection: DuckDBConnection,
+  from: Watermark,
+  runIds: string[],
+): Promise<ChangeSet> {
   const live = await currentDatabase(connection);
   const columns = columnList(await publishedColumns(connection, live, 'reports'));
   await connection.run(
-    `CREATE OR REPLACE TEMP TABLE ${CHANGED_REPORTS} AS SELECT ${columns} FROM main.reports WHERE ${CHANGED}`,
+    `CREATE OR REPLACE TEMP TABLE ${CHANGED_REPORTS} AS SELECT ${columns} FROM main.reports WHERE ${changedWhere(runIds)}`,
   );
   const reader = await connection.runAndReadAll(
-    `SELECT (SELECT list(run_id ORDER BY run_id) FROM ${CHANGE_RUNS}) AS runs,
-       (SELECT coalesce(sum(refined), 0) FROM main.sync_runs WHERE run_id IN ${IN_CHANGE}) AS refined,
+    `SELECT (SELECT coalesce(sum(refined), 0) FROM main.sync_runs WHERE run_id IN ${IN_CHANGE}) AS refined,
        (SELECT count(*) FROM ${CHANGED_REPORTS}) AS changed,
        (SELECT count(*) FROM ${CHANGED_REPORTS} WHERE ${NEW_VERSION}) AS versions,
        (SELECT count(*) FROM main.report_versions_closed WHERE ${appendedVersionsWhere(from.closedUntil)}) AS appended`,
   );
   const row = reader.getRowObjectsJS()[0] ?? {};
   return {
-    runIds: ((row.runs as unknown[] | null) ?? []).map(String),
+    runIds,
     changedReports: Number(row.changed),
     newVersions: Number(row.versions),
     refined: Number(row.refined) > 0,
@@ -185,8 +194,16 @@ async function buildChangeSet(connection: DuckDBConnection, from: Watermark): Pr
 }
 
 const IN_CHANGE = `(SELECT run_id FROM ${CHANGE_RUNS})`;
-// A report a run versioned was also last written by a run of the change set (`run_id`): both are asked anyway.
-const CHANGED = `(run_id IN ${IN_CHANGE} OR coalesce(version_run_id IN ${IN_CHANGE}, false))`;
+
+/**
+ * SQL condition on `reports` selecting the changed ones: their `run_id` is one of `runIds` (a report a run
+ * versioned was last written by that run or a later one). The ids are spelled out, so DuckDB's zone maps
+ * skip the row groups no run of the change set wrote (a subquery or an `OR` with `version_run_id` read all
+ * 10M rows: ~3 s, measured).
+ */
+function changedWhere(runIds: readonly string[]): string {
+  return runIds.length === 0 ? 'false' : `run_id IN (${runIds.map(literal).join(', ')})`;
+}
 /** SQL condition on a changed report: its current version is new (or, with refined runs, changed in place). */
 export const NEW_VERSION = `coalesce(version_run_id IN ${IN_CHANGE}, false)`;
 

@@ -4,6 +4,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import {
   EMPTY_KEY,
   MAX_FILES,
+  TARGET_FILE_ROWS,
   fileStem,
   keyRange,
   keySql,
@@ -68,7 +69,12 @@ export async function writePartFiles(
   return writePartitioned(connection, copy, part, period, keys, dir);
 }
 
-/** A part's period: a fixed one, or for `created` the finest of month, year, all within {@link MAX_FILES}. */
+/**
+ * A part's period: a fixed one, or for `created` the coarsest of year, month, week, day whose files hold
+ * {@link TARGET_FILE_ROWS} rows or fewer on average; the finest within {@link MAX_FILES} files when none
+ * does (1M reports a year: months; 10M: weeks; 40M: days). Counted from the stored span of the column
+ * (cheap), or from the rows when its statistics cannot be read.
+ */
 export async function choosePeriod(
   connection: DuckDBConnection,
   copy: string,
@@ -76,15 +82,35 @@ export async function choosePeriod(
 ): Promise<Period> {
   if (part.period !== 'created') return part.period;
   const spans = await storageSpans(connection, copy, part);
-  // The stored span bounds how many months there can be; only a wider one is counted.
-  if (spans && keysOfSpans(spans, 'month', MAX_FILES) !== 'all') return 'month';
+  const rows = spans ? total(spans) : await countRowsOf(connection, copy, part);
+  let chosen: Period = 'all';
+  for (const period of ['year', 'month', 'week', 'day'] as const) {
+    const files = spans
+      ? keysOfSpans(spans, period, MAX_FILES)
+      : await countKeys(connection, copy, part, period);
+    if (files === 'all' || files.length > MAX_FILES) break;
+    chosen = period;
+    if (rows <= TARGET_FILE_ROWS * Math.max(1, files.length)) break;
+  }
+  return chosen;
+}
+
+async function countRowsOf(connection: DuckDBConnection, copy: string, part: ParquetPart): Promise<number> {
+  const reader = await connection.runAndReadAll(`SELECT count(*) AS n FROM ${qualified(copy, part.table)}`);
+  return Number(reader.getRowObjectsJS()[0]?.n);
+}
+
+/** The keys a period gives the part's rows (only their number matters: a list of that length). */
+async function countKeys(
+  connection: DuckDBConnection,
+  copy: string,
+  part: ParquetPart,
+  period: Period,
+): Promise<number[]> {
   const reader = await connection.runAndReadAll(
-    `SELECT count(DISTINCT ${keySql(part, 'month')}) AS months, count(DISTINCT ${keySql(part, 'year')}) AS years
-     FROM ${qualified(copy, part.table)}`,
+    `SELECT count(DISTINCT ${keySql(part, period)}) AS n FROM ${qualified(copy, part.table)}`,
   );
-  const row = reader.getRowObjectsJS()[0] ?? {};
-  if (Number(row.months) <= MAX_FILES) return 'month';
-  return Number(row.years) <= MAX_FILES ? 'year' : 'all';
+  return new Array<number>(Number(reader.getRowObjectsJS()[0]?.n)).fill(0);
 }
 
 /** The file of one key (or the whole table), written with one `COPY`; none when it has no rows. */

@@ -125,21 +125,26 @@ export async function copyTableCounts(
   return tables;
 }
 
-/** A previous copy with more than this share of its blocks free is written whole again (compacted). */
+/**
+ * A previous copy with more than this share of its blocks free, and at least {@link MIN_FREE_BYTES} of
+ * them, is written whole again (compacted); a small copy's free blocks cost nothing worth a full publish.
+ */
 const MAX_FREE_SHARE = 1 / 3;
+const MIN_FREE_BYTES = 16 * 1024 * 1024;
 
 /**
- * Why the copy attached as `copy` should be written whole rather than brought forward: most of its file is
+ * Why the copy attached as `copy` should be written whole rather than brought forward: much of its file is
  * free blocks (rows replaced by many publishes; DuckDB reuses free blocks but never shrinks a file).
  * Undefined when it is compact enough.
  */
 export async function copyTooSparse(connection: DuckDBConnection, copy: string): Promise<string | undefined> {
   const reader = await connection.runAndReadAll(
-    `SELECT total_blocks, free_blocks FROM pragma_database_size() WHERE database_name = $db`,
+    `SELECT total_blocks, free_blocks, block_size FROM pragma_database_size() WHERE database_name = $db`,
     { db: copy },
   );
   const row = reader.getRowObjectsJS()[0];
   const [total, free] = [Number(row?.total_blocks ?? 0), Number(row?.free_blocks ?? 0)];
-  if (total === 0 || free <= MAX_FREE_SHARE * total) return undefined;
+  if (free <= MAX_FREE_SHARE * total || free * Number(row?.block_size ?? 0) < MIN_FREE_BYTES)
+    return undefined;
   return `${Math.round((100 * free) / total)}% of the previous copy's file is free space: it is written whole again`;
 }

@@ -27,7 +27,7 @@ const reportState = fc.record({
   status: fc.nat(STATUSES.length - 1),
   destination: fc.nat(DESTINATIONS.length - 1),
   description: fc.nat(2),
-  // Its creation moved to another month: its Parquet file changes.
+  // Its creation moved to another year: its Parquet file changes.
   moved: fc.boolean(),
   // An unknown numeric field: a CSV run stores its text, the next NDJSON run refines it in place.
   priority: fc.option(fc.nat(3), { nil: undefined }),
@@ -57,7 +57,8 @@ type ReportState = typeof reportState extends fc.Arbitrary<infer T> ? T : never;
 
 function line(i: number, r: ReportState): string {
   // Newer reports have larger indexes, so the list (newest first) shows them first, as `recent` expects.
-  const created = new Date(Date.UTC(2024, (i * 2 + (r.moved ? 1 : 0)) % 12, 1 + i, 10));
+  // Over six years (a file a year for so few reports); `moved` changes the year, so the row changes file.
+  const created = new Date(Date.UTC(2019 + ((i * 2 + (r.moved ? 1 : 0)) % 6), i % 12, 1 + i, 10));
   return JSON.stringify({
     id: `r${i}`,
     status: STATUSES[r.status],

@@ -12,12 +12,13 @@ import {
 } from '../../src/warehouse/parquet-layout.js';
 
 const reports = parquetParts(['reports']).find((p) => p.folder === 'reports')!;
-const PERIODS: Period[] = ['day', 'month', 'year'];
+const PERIODS: Period[] = ['day', 'week', 'month', 'year'];
 
 describe('the Parquet layout', () => {
   it('names files after their period', () => {
     expect(fileStem(reports, 'month', 202405)).toBe('created-2024-05');
     expect(fileStem(reports, 'day', 20240517)).toBe('created-2024-05-17');
+    expect(fileStem(reports, 'week', 20240513)).toBe('created-week-2024-05-13');
     expect(fileStem(reports, 'year', 812)).toBe('created-0812');
     expect(fileStem(reports, 'all', 0)).toBe('created-all');
   });
@@ -25,6 +26,7 @@ describe('the Parquet layout', () => {
   it('gives ranges that roll over months and years and keep years before 100', () => {
     expect(keyRange('month', 202412)).toEqual(['2024-12-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z']);
     expect(keyRange('day', 20240228)).toEqual(['2024-02-28T00:00:00.000Z', '2024-02-29T00:00:00.000Z']);
+    expect(keyRange('week', 20241230)).toEqual(['2024-12-30T00:00:00.000Z', '2025-01-06T00:00:00.000Z']);
     expect(keyRange('year', 45)).toEqual(['0045-01-01T00:00:00.000Z', '0046-01-01T00:00:00.000Z']);
   });
 
@@ -35,6 +37,10 @@ describe('the Parquet layout', () => {
     ]);
     expect(keysBetween('day', at('2024-12-31T10:00:00Z'), at('2025-01-01T00:00:00Z'), 10)).toEqual([
       20241231, 20250101,
+    ]);
+    // Weeks start on Monday: Tuesday 2024-12-31 is in the week of Monday 2024-12-30.
+    expect(keysBetween('week', at('2024-12-31T10:00:00Z'), at('2025-01-13T00:00:00Z'), 10)).toEqual([
+      20241230, 20250106, 20250113,
     ]);
     expect(keysBetween('year', at('2000-06-01T00:00:00Z'), at('2100-01-01T00:00:00Z'), 50)).toBe('all');
   });

@@ -7,13 +7,16 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SimulatorHandle } from '../../src/simulator/server.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import type { Warehouse } from '../../src/warehouse/database.js';
+import { keyRange } from '../../src/warehouse/parquet-layout.js';
 import { publishSnapshot, publishedDirFor } from '../../src/warehouse/publish.js';
+import { readManifest } from '../../src/warehouse/publish-parquet.js';
+import { loadDataset } from '../../src/simulator/load-dataset.js';
 import { expectSameAsFullPublish } from '../helpers/published.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, query, syncOnce, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
@@ -91,7 +94,7 @@ describe('publishSnapshot', () => {
     ).toEqual([]);
   });
 
-  it('writes Parquet as a folder per table, reports in a file per month of created_at', async () => {
+  it('writes Parquet as a folder per table, reports in files by period of created_at', async () => {
     const result = await publishSnapshot(warehouse);
     const parquet = result.parquetPath;
     expect(readdirSync(parquet).sort()).toEqual([
@@ -105,11 +108,19 @@ describe('publishSnapshot', () => {
       'stats_values',
       'sync_runs',
     ]);
-    const months = await query(
-      warehouse,
-      `SELECT DISTINCT strftime(timezone('UTC', created_at), 'created-%Y-%m.parquet') AS f FROM reports ORDER BY f`,
-    );
-    expect(readdirSync(join(parquet, 'reports')).sort()).toEqual(months.map((m) => m.f));
+    // Each file holds the reports created in the period its name says (500 reports of a year: one file).
+    const part = readManifest(versionOf(parquet))!.parts['reports/created-']!;
+    expect(part.period).toBe('year');
+    expect(readdirSync(join(parquet, 'reports')).sort()).toEqual(part.files.map((f) => basename(f.file)));
+    for (const file of part.files) {
+      const [from, to] = keyRange(part.period, file.key);
+      const [outside] = await query(
+        warehouse,
+        `SELECT count(*) FILTER (WHERE created_at < '${from}' OR created_at >= '${to}') AS n, count(*) AS rows
+         FROM read_parquet('${join(parquet, file.file)}')`,
+      );
+      expect(outside).toEqual({ n: 0, rows: file.rows });
+    }
     const names = (
       await query(warehouse, `SELECT DISTINCT name FROM parquet_schema('${join(parquet, '*', '*.parquet')}')`)
     ).map((r) => r.name);
@@ -137,31 +148,47 @@ describe('publishSnapshot', () => {
     expect(fromParquet).toEqual(fromTable);
   });
 
-  it('after a recent run rewrites only the files of the months it touched and links the others', async () => {
-    const first = await publishSnapshot(warehouse);
-    const before = versionOf(first.parquetPath);
-    sim.advanceDays(1);
-    // Small list pages: the run reads the newest reports only, as it does on a large upstream.
-    const [recent] = await syncTargetOnce(warehouse, { ...config, recentPageSize: 10 }, 'recent');
-    expect(recent?.counters.inserted).toBeGreaterThan(0);
-    const second = await publishSnapshot(warehouse);
-    expect([second.mode, second.parquet.mode]).toEqual(['incremental', 'incremental']);
-    const c = recent!.counters;
-    expect(second.changes).toMatchObject({ runs: 1, newVersions: c.inserted + c.updated + c.revived });
-    const after = versionOf(second.parquetPath);
-    const touched = await query(
-      warehouse,
-      `SELECT DISTINCT strftime(timezone('UTC', created_at), 'created-%Y-%m.parquet') AS f FROM reports
-       WHERE run_id = $run`,
-      { run: recent!.runId },
-    );
-    const files = readdirSync(join(after, 'reports')).sort();
-    const same = files.filter(
-      (f) => statSync(join(after, 'reports', f)).ino === inodeOr(join(before, 'reports', f)),
-    );
-    expect(files.filter((f) => !same.includes(f))).toEqual(touched.map((t) => t.f).sort());
-    expect(same.length).toBeGreaterThan(0);
-    await expectSameAsFullPublish(warehouse, publishedDirFor(warehouse.path), join(tmp.dir, 'full'));
+  it('after a recent run rewrites only the files of the periods it touched and links the others', async () => {
+    // Reports created over six years, one file a year; a recent run reads the newest only.
+    const file = join(tmp.dir, 'years.ndjson');
+    const day = 86_400_000;
+    const lines = Array.from({ length: 200 }, (_, i) => {
+      const created = new Date(Date.UTC(2019, 0, 1) + i * 11 * day).toISOString();
+      return JSON.stringify({ id: `y${i}`, status: 'SUBMITTED', destination: 'PARKS', createdAt: created });
+    });
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const years = await startTestSimulator({ dataset: await loadDataset(file) });
+    const yearsConfig = testConfig(years.url, join(tmp.dir, 'years.duckdb'), { recentPageSize: 10 });
+    const w = await openTestWarehouse(yearsConfig);
+    try {
+      await syncTargetOnce(w, yearsConfig, 'ndjson');
+      const before = versionOf((await publishSnapshot(w)).parquetPath);
+      years.advanceDays(1);
+      const [recent] = await syncTargetOnce(w, yearsConfig, 'recent');
+      expect(recent?.counters.inserted).toBeGreaterThan(0);
+      const second = await publishSnapshot(w);
+      expect([second.mode, second.parquet.mode]).toEqual(['incremental', 'incremental']);
+      const c = recent!.counters;
+      expect(second.changes).toMatchObject({ runs: 1, newVersions: c.inserted + c.updated + c.revived });
+      const after = versionOf(second.parquetPath);
+      const touched = await query(
+        w,
+        `SELECT DISTINCT strftime(timezone('UTC', created_at), 'created-%Y.parquet') AS f FROM reports
+         WHERE run_id = $run`,
+        { run: recent!.runId },
+      );
+      const files = readdirSync(join(after, 'reports')).sort();
+      expect(files).toHaveLength(6);
+      const same = files.filter(
+        (f) => statSync(join(after, 'reports', f)).ino === inodeOr(join(before, 'reports', f)),
+      );
+      expect(files.filter((f) => !same.includes(f))).toEqual(touched.map((t) => t.f).sort());
+      expect(same.length).toBeGreaterThan(3);
+      await expectSameAsFullPublish(w, publishedDirFor(w.path), join(tmp.dir, 'full'));
+    } finally {
+      w.close();
+      await years.close();
+    }
   });
 
   it('publishes a destination no folder name can hold, and reads it back as it is', async () => {
@@ -230,7 +257,7 @@ describe('publishSnapshot', () => {
     // A copy mostly free space (rows replaced by many publishes): written whole again, compact.
     const sparse = await DuckDBInstance.create(join(dir, 'warehouse.duckdb'));
     const s = await sparse.connect();
-    await s.run(`CREATE TABLE filler AS SELECT repeat(md5(range::VARCHAR), 20) AS t FROM range(50000)`);
+    await s.run(`CREATE TABLE filler AS SELECT repeat(md5(range::VARCHAR), 20) AS t FROM range(120000)`);
     await s.run('CHECKPOINT');
     await s.run('DROP TABLE filler');
     s.closeSync();
