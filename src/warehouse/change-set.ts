@@ -33,11 +33,18 @@ export const CHANGE_RUNS = 'publish_change_runs';
 export const CHANGED_REPORTS = 'publish_changed_reports';
 
 /**
- * A change set holding more than this share of the reports is not built: a full publish writes the table
- * once, where replacing its rows reads and writes it more than once (4M reports after a nightly run, every
- * one seen: 26 s to update them in the previous copy against 22 s for the whole copy, measured).
+ * By default a change set holding more than this share of the reports is not built: a full publish of
+ * the DuckDB copy writes the table once, where replacing its rows reads and writes it more than once (4M
+ * reports after a nightly run, every one seen: 26 s to update them in the previous copy against 22 s for
+ * the whole copy, measured). Another target may weigh it otherwise ({@link PlanOptions}).
  */
-const FULL_SHARE = 0.25;
+export const FULL_SHARE = 0.25;
+
+/** Options of {@link planChangeSet}. */
+export interface PlanOptions {
+  /** Past this share of the reports changed (0–1), no change set: a full publish (default {@link FULL_SHARE}). */
+  fullShare?: number;
+}
 
 /** Tables whose rows each belong to one run through `run_id`. */
 export const RUN_SCOPED_TABLES: readonly string[] = [
@@ -97,6 +104,7 @@ export async function planChangeSet(
   connection: DuckDBConnection,
   target: PublishedState,
   live: Watermark,
+  options: PlanOptions = {},
 ): Promise<ChangeSetPlan> {
   const from = target.watermark;
   if (!from) return { kind: 'full', reason: 'the published copy records no watermark' };
@@ -135,7 +143,7 @@ export async function planChangeSet(
        (SELECT count(*) FROM main.reports) AS reports`,
   );
   const [changed, reports] = [Number(counts.changed), Number(counts.reports)];
-  if (changed > FULL_SHARE * reports && reports >= FULL_MIN_REPORTS) {
+  if (changed > (options.fullShare ?? FULL_SHARE) * reports && reports >= FULL_MIN_REPORTS) {
     return {
       kind: 'full',
       reason: `${changed} of ${reports} reports changed since the last publish: writing them whole is cheaper`,

@@ -1,21 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { constants, copyFileSync, existsSync, mkdirSync, renameSync } from 'node:fs';
+import { mkdirSync, renameSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SyncError, errorMessage } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';
-import { planChangeSet, type ChangeSet } from './change-set.js';
+import { Laps } from '../util/laps.js';
+import type { ChangeSet } from './change-set.js';
 import type { Warehouse } from './database.js';
 import { publishedPathFor } from './open-migrated.js';
-import { addChangedKeys } from './parquet-changes.js';
 import { parquetParts } from './parquet-layout.js';
-import {
-  applyChangeSet,
-  copyDifference,
-  copyTableCounts,
-  copyTooSparse,
-  writeFullCopy,
-} from './publish-copy.js';
+import { copyTableCounts } from './publish-copy.js';
 import {
   currentVersion,
   removeLeftovers,
@@ -23,16 +17,11 @@ import {
   removeQuietly,
   swapSymlink,
 } from './publish-files.js';
-import {
-  parquetDifference,
-  readManifest,
-  writeParquetSet,
-  type ChangedKeys,
-  type PreviousParquet,
-} from './publish-parquet.js';
-import { currentDatabase, ident, literal, qualified, tableNames } from './published-tables.js';
+import { COPY, bringCopyForward, type CopyOutcome, type PublishPaths } from './publish-forward.js';
+import { parquetDifference, readManifest, writeParquetSet, type PreviousParquet } from './publish-parquet.js';
+import { ident, tableNames } from './published-tables.js';
 import { withThreads } from './threads.js';
-import { liveWatermark, readWatermark, writeWatermark, type Watermark } from './watermark.js';
+import { liveWatermark, writeWatermark, type Watermark } from './watermark.js';
 
 /** The published folder of a warehouse (`data/warehouse.duckdb` → `data/published`). */
 export function publishedDirFor(warehousePath: string): string {
@@ -136,16 +125,6 @@ export async function publishSnapshot(
   }
 }
 
-interface PublishPaths {
-  dir: string;
-  database: string;
-  tmpDatabase: string;
-  tmpParquet: string;
-  version: string;
-}
-
-const COPY = `publish_${process.pid}`;
-
 async function publish(
   connection: DuckDBConnection,
   paths: PublishPaths,
@@ -205,105 +184,6 @@ async function publish(
   };
 }
 
-/** How the temp copy (attached as {@link COPY}) was made, and for the Parquet set what it builds on. */
-interface CopyOutcome {
-  mode: 'full' | 'incremental';
-  reason?: string;
-  changes?: ChangeSet;
-  /** The previous Parquet version and the keys the change set touched, when it holds the same publish. */
-  parquet?: { previous: PreviousParquet; changed: ChangedKeys };
-}
-
-/**
- * Brings the temp copy to the live warehouse's state: the previous copy plus the change set since its
- * watermark, or, when there is none or it cannot be used, a full copy. Leaves it attached as {@link COPY}.
- */
-async function bringCopyForward(
-  connection: DuckDBConnection,
-  paths: PublishPaths,
-  live: Watermark,
-  previousParquet: PreviousParquet | undefined,
-  options: PublishOptions,
-  laps: Laps,
-): Promise<CopyOutcome> {
-  let reason = options.full ? 'a full publish was asked for' : 'no published copy yet';
-  if (!options.full && existsSync(paths.database)) {
-    try {
-      const forward = await applyToPreviousCopy(connection, paths, live, previousParquet, laps);
-      if (forward.kind === 'incremental') return forward.outcome;
-      reason = forward.reason;
-    } catch (err) {
-      // E.g. a copy that is no DuckDB file any more, or one written by another DuckDB version.
-      reason = `the previous copy could not be brought forward (${errorMessage(err)})`;
-    }
-  }
-  await writeWholeCopy(connection, paths);
-  laps.lap('full copy');
-  return { mode: 'full', reason };
-}
-
-/**
- * Copies the previous copy to the temp file, attaches it as {@link COPY} and applies the change set since
- * its watermark. Returns the outcome, or why a full copy is needed instead (the temp copy then attached as
- * it is: {@link writeWholeCopy} drops it).
- */
-async function applyToPreviousCopy(
-  connection: DuckDBConnection,
-  paths: PublishPaths,
-  live: Watermark,
-  previousParquet: PreviousParquet | undefined,
-  laps: Laps,
-): Promise<{ kind: 'incremental'; outcome: CopyOutcome } | { kind: 'full'; reason: string }> {
-  // A reflink where the file system has them, else a kernel copy: no bytes pass through this process.
-  copyFileSync(paths.database, paths.tmpDatabase, constants.COPYFILE_FICLONE);
-  laps.lap('file copy');
-  await connection.run(`ATTACH ${literal(paths.tmpDatabase)} AS ${ident(COPY)}`);
-  const previous = await readWatermark(connection, COPY);
-  const plan = await planChangeSet(
-    connection,
-    { watermark: previous, runs: qualified(COPY, 'sync_runs') },
-    live,
-  );
-  laps.lap('change set');
-  if (plan.kind === 'full') return plan;
-  const sparse = await copyTooSparse(connection, COPY);
-  if (sparse !== undefined) return { kind: 'full', reason: sparse };
-  const changes = plan.changes;
-  const same = previousParquet?.manifest.watermark.publishId === previous?.publishId;
-  const parquet =
-    previousParquet && same ? { previous: previousParquet, changed: new Map() as ChangedKeys } : undefined;
-  const parts = parquetParts(await tableNames(connection, COPY));
-  const keys = async (phase: 'before' | 'after') => {
-    if (!parquet) return;
-    const manifest = parquet.previous.manifest;
-    await addChangedKeys(connection, parquet.changed, { copy: COPY, phase, parts, manifest, changes });
-  };
-  await keys('before');
-  laps.lap('keys before');
-  await applyChangeSet(connection, COPY, changes);
-  laps.lap('apply');
-  const difference = await copyDifference(connection, COPY);
-  laps.lap('check');
-  if (difference !== undefined) {
-    return { kind: 'full', reason: `the change set did not bring the copy to the warehouse: ${difference}` };
-  }
-  await keys('after');
-  laps.lap('keys after');
-  return { kind: 'incremental', outcome: { mode: 'incremental', changes, ...(parquet ? { parquet } : {}) } };
-}
-
-/** Writes the temp copy whole (dropping an attached, half-applied one first). */
-async function writeWholeCopy(connection: DuckDBConnection, paths: PublishPaths): Promise<void> {
-  const attached = await connection.runAndReadAll(
-    `SELECT count(*) AS n FROM duckdb_databases() WHERE database_name = $db`,
-    { db: COPY },
-  );
-  if (Number(attached.getRowObjectsJS()[0]?.n) > 0) await connection.run(`DETACH ${ident(COPY)}`);
-  for (const path of [paths.tmpDatabase, `${paths.tmpDatabase}.wal`]) removeQuietly(path);
-  await connection.run(`ATTACH ${literal(paths.tmpDatabase)} AS ${ident(COPY)}`);
-  await writeFullCopy(connection, await currentDatabase(connection), COPY);
-}
-
 /**
  * Writes the new Parquet version folder from the temp copy: from the previous version and the touched
  * keys when the copy was brought forward from the same publish, else whole. A set brought forward whose
@@ -343,16 +223,4 @@ function readPreviousParquet(dir: string): PreviousParquet | undefined {
   if (version === undefined) return undefined;
   const manifest = readManifest(join(dir, version));
   return manifest ? { dir: join(dir, version), manifest } : undefined;
-}
-
-/** Durations (ms) of a publish's named steps, each from the end of the one before. */
-class Laps {
-  readonly ms: Record<string, number> = {};
-  #last = Date.now();
-
-  lap(name: string): void {
-    const now = Date.now();
-    this.ms[name] = (this.ms[name] ?? 0) + now - this.#last;
-    this.#last = now;
-  }
 }
