@@ -54,17 +54,15 @@ export async function writePartFiles(
 ): Promise<ManifestFile[]> {
   if (keys !== 'all' && keys.length === 0) return [];
   mkdirSync(join(dir, part.folder), { recursive: true });
-  if (part.timeColumn === null || period === 'all') return writeOne(connection, copy, part, period, dir);
+  if (part.timeColumn === null || period === 'all') {
+    return counted(connection, dir, [await writeFile(connection, copy, part, period, dir)]);
+  }
   const spans = await storageSpans(connection, copy, part);
   const wanted = keys === 'all' && spans ? keysOfSpans(spans, period, MAX_ONE_BY_ONE) : keys;
-  if (process.env.PUBLISH_DEBUG)
-    process.stderr.write(
-      `${part.id} spans=${spans?.length} wanted=${wanted === 'all' ? 'all' : wanted.length} read=${spans && wanted !== 'all' ? rowsRead(spans, period, wanted) : '-'} total=${spans ? total(spans) : '-'}\n`,
-    );
   if (spans && wanted !== 'all' && rowsRead(spans, period, wanted) <= SCAN_FACTOR * total(spans)) {
     const files: ManifestFile[] = [];
-    for (const key of wanted) files.push(...(await writeOne(connection, copy, part, period, dir, key)));
-    return files;
+    for (const key of wanted) files.push(await writeFile(connection, copy, part, period, dir, key));
+    return counted(connection, dir, files);
   }
   return writePartitioned(connection, copy, part, period, keys, dir);
 }
@@ -113,26 +111,33 @@ async function countKeys(
   return new Array<number>(Number(reader.getRowObjectsJS()[0]?.n)).fill(0);
 }
 
-/** The file of one key (or the whole table), written with one `COPY`; none when it has no rows. */
-async function writeOne(
+/** The file of one key (or the whole table), written with one `COPY` (its rows not counted yet). */
+async function writeFile(
   connection: DuckDBConnection,
   copy: string,
   part: ParquetPart,
   period: Period,
   dir: string,
   key = 0,
-): Promise<ManifestFile[]> {
+): Promise<ManifestFile> {
   const file = join(part.folder, `${fileStem(part, period, key)}.parquet`);
   const where = period === 'all' ? 'true' : rowsOfKeysSql(part, period, [key]);
   await connection.run(
     `COPY (SELECT ${part.select} FROM ${qualified(copy, part.table)} WHERE ${where})
      TO ${literal(join(dir, file))} (FORMAT parquet)`,
   );
-  const files = [{ key, file, rows: 0 }];
+  return { key, file, rows: 0 };
+}
+
+/** `files` with their rows counted (one footer read for all), those without rows removed. */
+async function counted(
+  connection: DuckDBConnection,
+  dir: string,
+  files: ManifestFile[],
+): Promise<ManifestFile[]> {
   await countRows(connection, dir, files);
-  if (files[0]!.rows > 0) return files;
-  rmSync(join(dir, file));
-  return [];
+  for (const f of files) if (f.rows === 0) rmSync(join(dir, f.file));
+  return files.filter((f) => f.rows > 0);
 }
 
 /** The files of `keys` (or all), written with one partitioned `COPY` into a scratch folder, then renamed. */
