@@ -34,6 +34,10 @@ export async function addChangedKeys(
     const rows = changedRows(part, input.changes, input.phase === 'before' ? input.copy : undefined);
     const set = keys.get(part.id) ?? new Set<number>();
     if (rows === undefined || set === 'all') continue;
+    if (rows === 'every') {
+      keys.set(part.id, 'all');
+      continue;
+    }
     if (rows === 'all') set.add(0);
     else {
       const reader = await connection.runAndReadAll(
@@ -47,13 +51,14 @@ export async function addChangedKeys(
 
 /**
  * The changed rows of a part's table as a SQL `FROM` clause: in the previous copy (`copy` given) or now;
- * `all` for a table written whole (its one file), undefined when the change set touches none.
+ * `all` for a table written whole (its one file), `every` when every file of the part changed (the lift of
+ * `reports`, see change-set.ts), undefined when the change set touches none.
  */
 function changedRows(
   part: ParquetPart,
   changes: ChangeSet,
   copy: string | undefined,
-): string | 'all' | undefined {
+): string | 'all' | 'every' | undefined {
   const at = (table: string) => (copy === undefined ? `main.${table}` : qualified(copy, table));
   switch (tablePolicy(part.table)) {
     case 'whole':
@@ -64,11 +69,12 @@ function changedRows(
     case 'by-run':
       return `${at(part.table)} WHERE run_id IN (SELECT run_id FROM ${CHANGE_RUNS})`;
     case 'reports': {
-      // reports' own files change with every changed row; the current versions only with new versions
-      // (and with refined reports, whose `extra` changes in place).
+      // reports' own files change with every changed row, and all of them with a lift; the current
+      // versions only with new versions (and with refined reports, whose `extra` changes in place).
+      if (part.folder === 'reports' && changes.lifted) return 'every';
       const versions = part.folder !== 'reports' && !changes.refined ? ` WHERE ${NEW_VERSION}` : '';
       if (copy === undefined) return `${CHANGED_REPORTS}${versions}`;
-      return `${at('reports')} WHERE id IN (SELECT id FROM ${CHANGED_REPORTS}${versions})`;
+      return `${at('report_rows')} WHERE id IN (SELECT id FROM ${CHANGED_REPORTS}${versions})`;
     }
   }
 }

@@ -5,7 +5,6 @@ import { BUSINESS } from './versions.js';
 // of files, each file holding the rows of one period of a time column, so a publish rewrites the files of
 // the periods a change set touched and links the others from the previous version.
 
-/** How a part's rows are split into files: by month, day or year of its time column (UTC), or one file. */
 /**
  * How a part's rows are split into files: by year, month, week (from Monday) or day of its time column
  * (UTC), or one file.
@@ -20,8 +19,10 @@ export interface ParquetPart {
   folder: string;
   /** File name prefix inside the folder. */
   prefix: string;
-  /** Table of the copy the rows come from. */
+  /** Table of the copy the rows are stored in (its storage statistics say where a period's rows are). */
   table: string;
+  /** Relation of the copy the files are read from, when not {@link table} itself (a view over it). */
+  from?: string;
   /** SQL select list over that table: the files' columns. */
   select: string;
   /** Column whose time says a row's file; null: one file. */
@@ -49,10 +50,12 @@ const CLOSED_VERSION = `id, valid_from, valid_to, change, ${BUSINESS}, run_id`;
 
 /** Parts of the known tables; any other table of the copy is one file of its own. */
 const KNOWN: readonly Omit<ParquetPart, 'id'>[] = [
+  // reports as the view shows them (migration 020: last_seen_at and run_id lifted), stored in report_rows.
   {
     folder: 'reports',
     prefix: 'created-',
-    table: 'reports',
+    table: 'report_rows',
+    from: 'reports',
     select: '*',
     timeColumn: 'created_at',
     period: 'created',
@@ -61,7 +64,7 @@ const KNOWN: readonly Omit<ParquetPart, 'id'>[] = [
   {
     folder: 'report_versions',
     prefix: 'current-created-',
-    table: 'reports',
+    table: 'report_rows',
     select: CURRENT_VERSION,
     timeColumn: 'created_at',
     period: 'created',

@@ -33,6 +33,11 @@ const SCAN_FACTOR = 2;
 /** At most this many files are written one by one (a time span wider than that is written partitioned). */
 const MAX_ONE_BY_ONE = 20_000;
 
+/** The relation a part's files are read from in the copy. */
+function source(copy: string, part: ParquetPart): string {
+  return qualified(copy, part.from ?? part.table);
+}
+
 /** A row group's span of a part's time column, from DuckDB's storage statistics (epoch ms). */
 interface Span {
   lo: number;
@@ -94,7 +99,7 @@ export async function choosePeriod(
 }
 
 async function countRowsOf(connection: DuckDBConnection, copy: string, part: ParquetPart): Promise<number> {
-  const reader = await connection.runAndReadAll(`SELECT count(*) AS n FROM ${qualified(copy, part.table)}`);
+  const reader = await connection.runAndReadAll(`SELECT count(*) AS n FROM ${source(copy, part)}`);
   return Number(reader.getRowObjectsJS()[0]?.n);
 }
 
@@ -106,7 +111,7 @@ async function countKeys(
   period: Period,
 ): Promise<number[]> {
   const reader = await connection.runAndReadAll(
-    `SELECT count(DISTINCT ${keySql(part, period)}) AS n FROM ${qualified(copy, part.table)}`,
+    `SELECT count(DISTINCT ${keySql(part, period)}) AS n FROM ${source(copy, part)}`,
   );
   return new Array<number>(Number(reader.getRowObjectsJS()[0]?.n)).fill(0);
 }
@@ -123,7 +128,7 @@ async function writeFile(
   const file = join(part.folder, `${fileStem(part, period, key)}.parquet`);
   const where = period === 'all' ? 'true' : rowsOfKeysSql(part, period, [key]);
   await connection.run(
-    `COPY (SELECT ${part.select} FROM ${qualified(copy, part.table)} WHERE ${where})
+    `COPY (SELECT ${part.select} FROM ${source(copy, part)} WHERE ${where})
      TO ${literal(join(dir, file))} (FORMAT parquet)`,
   );
   return { key, file, rows: 0 };
@@ -153,7 +158,7 @@ async function writePartitioned(
   rmSync(scratch, { recursive: true, force: true });
   const where = keys === 'all' ? 'true' : rowsOfKeysSql(part, period, keys);
   await connection.run(
-    `COPY (SELECT ${part.select}, ${keySql(part, period)} AS __key FROM ${qualified(copy, part.table)} WHERE ${where})
+    `COPY (SELECT ${part.select}, ${keySql(part, period)} AS __key FROM ${source(copy, part)} WHERE ${where})
      TO ${literal(scratch)} (FORMAT parquet, PARTITION_BY (__key), FILENAME_PATTERN 'data_{i}')`,
   );
   const files: ManifestFile[] = [];
@@ -182,7 +187,7 @@ export async function writeEmpty(
   const file = join(part.folder, `${fileStem(part, 'all', EMPTY_KEY)}.parquet`);
   mkdirSync(join(dir, part.folder), { recursive: true });
   await connection.run(
-    `COPY (SELECT ${part.select} FROM ${qualified(copy, part.table)} LIMIT 0) TO ${literal(join(dir, file))} (FORMAT parquet)`,
+    `COPY (SELECT ${part.select} FROM ${source(copy, part)} LIMIT 0) TO ${literal(join(dir, file))} (FORMAT parquet)`,
   );
   return { key: EMPTY_KEY, file, rows: 0 };
 }

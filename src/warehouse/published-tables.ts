@@ -8,15 +8,29 @@ import type { DuckDBConnection } from '@duckdb/node-api';
  * Parquet set, so analysts see business columns and bookkeeping only.
  */
 export const INTERNAL_COLUMNS: Readonly<Record<string, readonly string[]>> = {
-  reports: ['content_hash', 'line_hash', 'csv_hash'],
+  report_rows: ['content_hash', 'line_hash', 'csv_hash', 'csv_line_hash'],
   report_versions_closed: ['content_hash'],
 };
 
 /** Run-scoped staging (`staging_*`): left out of the published copy and the Parquet set. */
 export const isStaging = (table: string): boolean => table.startsWith('staging_');
 
-/** Working tables kept in the copy (they explain a resumable run) but of no use as Parquet. */
-export const COPY_ONLY_TABLES: ReadonlySet<string> = new Set(['sync_checkpoints', 'schema_migrations']);
+/**
+ * Working tables kept in the copy but not written as Parquet: a resumable run's checkpoints and the schema's
+ * version, the data-quality flags, the alerts and their deliveries (the operators' view of the warehouse,
+ * docs/deployment.md "Alerts"), and the reader's serving index (derived from the reports, rebuilt from them
+ * on open).
+ */
+export const COPY_ONLY_TABLES: ReadonlySet<string> = new Set([
+  'sync_checkpoints',
+  'schema_migrations',
+  'data_quality_flags',
+  'alert_events',
+  'alert_deliveries',
+  'reader_serving',
+  'reader_page_counts',
+  'reader_extra_keys',
+]);
 
 /**
  * The bookkeeping table of the published copy: one row naming the warehouse state it holds (the

@@ -31,6 +31,8 @@ const reportState = fc.record({
   moved: fc.boolean(),
   // An unknown numeric field: a CSV run stores its text, the next NDJSON run refines it in place.
   priority: fc.option(fc.nat(3), { nil: undefined }),
+  // Its line fails validation: quarantined, so a full export keeps it, marked unseen (not tombstoned).
+  broken: fc.constantFrom(false, false, false, true),
 });
 
 /**
@@ -61,7 +63,7 @@ function line(i: number, r: ReportState): string {
   const created = new Date(Date.UTC(2019 + ((i * 2 + (r.moved ? 1 : 0)) % 6), i % 12, 1 + i, 10));
   return JSON.stringify({
     id: `r${i}`,
-    status: STATUSES[r.status],
+    status: r.broken ? 42 : STATUSES[r.status],
     destination: DESTINATIONS[r.destination],
     description: `report ${i}, variant ${r.description}`,
     createdAt: new Date(created.getTime() + i * 60_000).toISOString(),

@@ -11,7 +11,7 @@ import {
   type Period,
 } from '../../src/warehouse/parquet-layout.js';
 
-const reports = parquetParts(['reports']).find((p) => p.folder === 'reports')!;
+const reports = parquetParts(['report_rows']).find((p) => p.folder === 'reports')!;
 const PERIODS: Period[] = ['day', 'week', 'month', 'year'];
 
 describe('the Parquet layout', () => {

@@ -195,11 +195,11 @@ describe('publishSnapshot', () => {
     const long = 'Ä'.repeat(128);
     await query(
       warehouse,
-      `UPDATE reports SET destination = 'NULL' WHERE id = (SELECT min(id) FROM reports)`,
+      `UPDATE report_rows SET destination = 'NULL' WHERE id = (SELECT min(id) FROM report_rows)`,
     );
     await query(
       warehouse,
-      `UPDATE reports SET destination = '${long}' WHERE id = (SELECT max(id) FROM reports)`,
+      `UPDATE report_rows SET destination = '${long}' WHERE id = (SELECT max(id) FROM report_rows)`,
     );
     const result = await publishSnapshot(warehouse);
     const read = await query(
