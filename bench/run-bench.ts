@@ -80,8 +80,9 @@ if (values.help) {
   --memory-check   also run the NDJSON sync on 4 x N reports and report the peak RSS growth
   --out FILE       JSON results (default bench/results.json)
   --scale N        the nightly cycle at N reports instead (docs/performance.md, "Scale"): first NDJSON
-                   sync, a day then the nightly NDJSON sync, a day then the CSV sync (--page-size), a
-                   no-change NDJSON run (conditional exports off), a day then a recent run, publish; each
+                   sync and publish, a day then the nightly NDJSON sync and publish, a day then the CSV
+                   sync (--page-size), a no-change NDJSON run (conditional exports off), a day then a
+                   recent run and the publish after it; each
                    step's wall time, records/s and peak RSS, and their growth from --scale-baseline
   --scale-baseline N  the size the growth is measured from (default 1000000; 0: none)
   --work DIR       where the warehouses go (default the system's temp folder; 10M takes ~6 GB)
