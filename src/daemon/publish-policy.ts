@@ -8,9 +8,9 @@ export type PublishDecision =
   | 'deferred';
 
 /**
- * When the daemon republishes its snapshot (warehouse/publish.ts: after a `recent` run it applies the run's
- * change set in seconds, after a nightly full export it rewrites the copy, tens of seconds per million
- * reports, measured). Never after a job that changed nothing (a 304, a `recent` run that caught up at
+ * When the daemon republishes its snapshot (warehouse/publish.ts applies the change set since the last
+ * publish: after a `recent` run seconds; after a nightly full export the copy's changed reports, but every
+ * Parquet file of `reports` again, measured in docs/performance.md). Never after a job that changed nothing (a 304, a `recent` run that caught up at
  * once) unless earlier changes still wait; at most once per `minIntervalMs`, so the job queue is not held
  * by a publish after every job. Changes deferred by the interval are published after
  * the first job that ends once it has passed (the reader of the daemon serves the live warehouse meanwhile).
