@@ -1,7 +1,8 @@
 // `npm run bench -- --scale N`: the cycle an operator's warehouse goes through, at N reports and at a
 // baseline size, each step in a process of its own (wall time, peak RSS), on one warehouse:
-// first NDJSON sync; a day later the nightly NDJSON sync; a day later the CSV sync; a no-change NDJSON run
-// with conditional exports off; a day later a `recent` run; publish. Prints a table per size, the growth
+// first NDJSON sync and the first (full) publish; a day later the nightly NDJSON sync and the publish after
+// it; a day later the CSV sync; a no-change NDJSON run with conditional exports off; a day later a `recent`
+// run and the publish after it (from a snapshot published, untimed, just before). Prints a table per size, the growth
 // from the baseline to N, and the goals (docs/performance.md, "Scale"); writes the figures as JSON.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -36,7 +37,14 @@ export interface ScaleOptions {
 }
 
 type ScaleStep =
-  'first NDJSON sync' | 'nightly NDJSON' | 'nightly CSV' | 'no-change NDJSON' | 'recent' | 'publish';
+  | 'first NDJSON sync'
+  | 'first publish'
+  | 'nightly NDJSON'
+  | 'nightly publish'
+  | 'nightly CSV'
+  | 'no-change NDJSON'
+  | 'recent'
+  | 'publish';
 
 /** One measured step. Times in ms, RSS in bytes; `records` read by the run (publish: current reports). */
 interface ScaleResult {
@@ -102,8 +110,9 @@ async function runCycle(n: number, options: ScaleOptions): Promise<ScaleResult[]
     log(`${n}: ${name} …`);
     const load = loadavg()[0]!;
     const m = await measure(name, args, join(dir, `${out.length}.rss`), env);
-    const run = name === 'publish' ? undefined : await lastRun(warehouse);
-    const records = name === 'publish' ? await currentReports(warehouse) : (run?.recordsRead ?? 0);
+    const publishing = name.endsWith('publish');
+    const run = publishing ? undefined : await lastRun(warehouse);
+    const records = publishing ? await currentReports(warehouse) : (run?.recordsRead ?? 0);
     const r = {
       step: name,
       ...m,
@@ -122,9 +131,12 @@ async function runCycle(n: number, options: ScaleOptions): Promise<ScaleResult[]
     log(`simulator with ${n} generated reports at ${sim.url}`);
     await warmNdjsonExport(sim.url);
     await step('first NDJSON sync', syncArgs(sim.url, warehouse, 'ndjson'));
+    await step('first publish', [PUBLISH, warehouse]);
     await advanceDay(sim.url);
     await warmNdjsonExport(sim.url);
     await step('nightly NDJSON', syncArgs(sim.url, warehouse, 'ndjson'));
+    // The daemon's publish after the nightly job: the previous snapshot brought forward.
+    await step('nightly publish', [PUBLISH, warehouse]);
     await advanceDay(sim.url);
     await warmCsvPages(sim.url, options.pageSize);
     await step('nightly CSV', syncArgs(sim.url, warehouse, 'csv'), {
@@ -134,9 +146,11 @@ async function runCycle(n: number, options: ScaleOptions): Promise<ScaleResult[]
     await step('no-change NDJSON', syncArgs(sim.url, warehouse, 'ndjson'), {
       REPORTS_CONDITIONAL_EXPORTS: 'false',
     });
+    // Published untimed, so the last step measures the publish of what the recent run changed.
+    log(`${n}: publish before the recent run (not timed) …`);
+    await measure('publish before recent', [PUBLISH, warehouse], join(dir, 'before-recent.rss'));
     await advanceDay(sim.url);
     await step('recent', syncArgs(sim.url, warehouse, 'recent'));
-    // Whatever publish entry point the project has (bench/publish-once.ts): timed as one more step.
     await step('publish', [PUBLISH, warehouse]);
   } finally {
     sim.stop();

@@ -9,6 +9,7 @@ import { registerSync } from './sync.js';
 import { registerRun } from './run.js';
 import { registerRuns } from './runs.js';
 import { registerReset } from './reset.js';
+import { registerPublish } from './publish.js';
 import { packageVersion } from '../util/version.js';
 
 /**
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   registerReset(program);
   registerSql(program);
   registerRun(program);
+  registerPublish(program);
   registerDemo(program);
   registerSimulate(program);
   registerServe(program);

@@ -10,7 +10,8 @@ import { publishSnapshot } from '../warehouse/publish.js';
  * `serve` runs, not even read-only, so `sql`, `status`, `demo` and any DuckDB client would have nothing to
  * read. It publishes the snapshot (warehouse/publish.ts, as the daemon does) when there is none or the
  * one there predates the warehouse's last run; `serve` changes nothing, so that copy stays current while it
- * runs. An existing current copy is left as it is (a publish of 1M reports takes tens of seconds).
+ * runs. An existing current copy is left as it is; a stale one is brought forward by the change set since it
+ * (a full publish of 1M reports takes seconds to tens of seconds).
  * A failure is logged and serving goes on: the copy is a convenience, not the reader's job.
  */
 export async function publishIfStale(warehouse: Warehouse, logger: Logger): Promise<void> {
@@ -23,7 +24,12 @@ export async function publishIfStale(warehouse: Warehouse, logger: Logger): Prom
     }
     const published = await publishSnapshot(warehouse);
     logger.info(
-      { path: published.databasePath, ms: published.databaseMs + published.parquetMs },
+      {
+        path: published.databasePath,
+        ms: published.databaseMs + published.parquetMs,
+        mode: published.mode,
+        reason: published.reason,
+      },
       'snapshot published for readers while serve holds the warehouse',
     );
   } catch (err) {

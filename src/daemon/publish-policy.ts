@@ -8,10 +8,11 @@ export type PublishDecision =
   | 'deferred';
 
 /**
- * When the daemon republishes its snapshot (warehouse/publish.ts rewrites the whole copy: tens of seconds
- * at 1M reports, measured). Never after a job that changed nothing (a 304, a `recent` run that caught up at
- * once) unless earlier changes still wait; at most once per `minIntervalMs`, so a `recent` job every 10
- * minutes does not rewrite the copy every 10 minutes. Changes deferred by the interval are published after
+ * When the daemon republishes its snapshot (warehouse/publish.ts applies the change set since the last
+ * publish: after a `recent` run seconds; after a nightly full export the copy's changed reports, but every
+ * Parquet file of `reports` again, measured in docs/performance.md). Never after a job that changed nothing (a 304, a `recent` run that caught up at
+ * once) unless earlier changes still wait; at most once per `minIntervalMs`, so the job queue is not held
+ * by a publish after every job. Changes deferred by the interval are published after
  * the first job that ends once it has passed (the reader of the daemon serves the live warehouse meanwhile).
  * Without a published copy the first succeeded job publishes, changed or not.
  * Not thread-safe by design: the job queue calls it between jobs, one at a time.

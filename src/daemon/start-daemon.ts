@@ -106,12 +106,19 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       return;
     }
     try {
-      const published = await publishSnapshot(warehouse, publishedDir);
+      const published = await publishSnapshot(warehouse, publishedDir, {
+        threads: config.duckdbMergeThreads,
+      });
       policy.published();
       log.info(
         {
           path: published.databasePath,
           parquet: published.parquetPath,
+          // incremental: the previous snapshot brought forward by the change set; full: why not
+          mode: published.mode,
+          reason: published.reason,
+          changes: published.changes,
+          parquetFiles: published.parquet,
           databaseMs: published.databaseMs,
           parquetMs: published.parquetMs,
         },

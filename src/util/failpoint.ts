@@ -1,5 +1,12 @@
 /** The named points where a test can stop a sync to kill it (see {@link failpoint}). */
-export type FailpointName = 'after-batch' | 'before-merge' | 'merge-slice' | 'in-merge' | 'after-commit';
+export type FailpointName =
+  | 'after-batch'
+  | 'before-merge'
+  | 'merge-slice'
+  | 'in-merge'
+  | 'after-commit'
+  | 'publish-written'
+  | 'publish-renamed';
 
 /**
  * A crash-test hook, off unless the environment variable `REPORTS_FAILPOINT` names this point. When it
@@ -9,7 +16,9 @@ export type FailpointName = 'after-batch' | 'before-merge' | 'merge-slice' | 'in
  * Points: `after-batch` (a staging batch and its checkpoint committed), `before-merge` (every batch
  * committed, the merge not begun), `merge-slice` (the first of several slices of the merge done, inside its
  * transaction), `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is
- * committed, nothing after it has run yet).
+ * committed, nothing after it has run yet), `publish-written` (a publish wrote its temp copy and Parquet
+ * folder, nothing renamed yet), `publish-renamed` (the new copy renamed into place, the Parquet link not
+ * swapped yet).
  *
  * Deliberately not a setting of config/settings.ts: it is no user option and never appears in the README's
  * configuration table. A no-op costing one environment lookup when unset. `prepare` runs first, only when

@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { lstatSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 
 // The file moves of a publish (publish.ts): each new state appears with one rename.
@@ -29,6 +29,11 @@ export function removeOldVersions(dir: string, current: string): void {
     .filter((name) => /^parquet-\d{8}T\d+Z$/.test(name) && name !== current)
     .sort();
   for (const old of versions.slice(0, -1)) rmSync(join(dir, old), { recursive: true, force: true });
+}
+
+/** The folder name the symlink `link` points at, or undefined when it is no symlink. */
+export function currentVersion(link: string): string | undefined {
+  return lstatOrUndefined(link)?.isSymbolicLink() ? readlinkSync(link) : undefined;
 }
 
 /** Removes a path, ignoring any error. */

@@ -1,55 +1,43 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { SyncError, errorMessage } from '../util/errors.js';
+import { failpoint } from '../util/failpoint.js';
+import { Laps } from '../util/laps.js';
+import type { ChangeSet } from './change-set.js';
 import type { Warehouse } from './database.js';
 import { publishedPathFor } from './open-migrated.js';
-import { removeLeftovers, removeOldVersions, removeQuietly, swapSymlink } from './publish-files.js';
-import { reportVersionsSql } from './versions.js';
-
-/**
- * Working tables of no use to analysts (empty between runs, or the reader's serving index, derived from
- * `reports`): not written as Parquet.
- */
-const WORKING_TABLES = new Set([
-  'staging_reports',
-  'sync_checkpoints',
-  'schema_migrations',
-  'reader_serving',
-  'reader_page_counts',
-  'reader_extra_keys',
-]);
-
-/** Run-scoped staging (`staging_*`): left out of the published copy and the Parquet set. */
-const isStaging = (table: string) => table.startsWith('staging_');
-
-/**
- * Columns the sync keeps for itself (change detection hashes): left out of the published copy and the
- * Parquet set, so analysts see business columns and bookkeeping only.
- */
-const INTERNAL_COLUMNS: Record<string, string[]> = {
-  reports: ['content_hash', 'line_hash', 'csv_line_hash'],
-  report_rows: ['content_hash', 'line_hash', 'csv_line_hash'],
-  report_versions_closed: ['content_hash'],
-  report_versions: ['content_hash'],
-};
-
-/**
- * Tables whose rows analysts read through a view (migration 011): the view is written as Parquet in their
- * place, so `report_versions.parquet` holds every version, the current ones included.
- */
-const PARQUET_AS_VIEW: Record<string, string> = {
-  report_versions_closed: 'report_versions',
-  // The stored rows of reports (migration 020): the view lifts last_seen_at and run_id.
-  report_rows: 'reports',
-};
-
-/** Tables written as Hive-partitioned Parquet, with their partition column. */
-const PARTITIONED: Record<string, string> = { reports: 'destination' };
+import { parquetParts } from './parquet-layout.js';
+import { copyTableCounts } from './publish-copy.js';
+import {
+  currentVersion,
+  removeLeftovers,
+  removeOldVersions,
+  removeQuietly,
+  swapSymlink,
+} from './publish-files.js';
+import { COPY, bringCopyForward, type CopyOutcome, type PublishPaths } from './publish-forward.js';
+import { parquetDifference, readManifest, writeParquetSet, type PreviousParquet } from './publish-parquet.js';
+import { ident, tableNames } from './published-tables.js';
+import { withThreads } from './threads.js';
+import { liveWatermark, writeWatermark, type Watermark } from './watermark.js';
 
 /** The published folder of a warehouse (`data/warehouse.duckdb` → `data/published`). */
 export function publishedDirFor(warehousePath: string): string {
   return dirname(publishedPathFor(warehousePath));
+}
+
+/** Options of {@link publishSnapshot}. */
+export interface PublishOptions {
+  /** Rewrite the copy and every Parquet file, whatever the previous publish holds. */
+  full?: boolean;
+  /**
+   * DuckDB `threads` while the copy is written (0: one per core), restored afterwards and never below the
+   * instance's (threads.ts); callers pass `REPORTS_DUCKDB_MERGE_THREADS`, as a publish runs between jobs like
+   * a merge. Default: the instance's setting.
+   */
+  threads?: number;
 }
 
 /** What {@link publishSnapshot} wrote. Durations are milliseconds. */
@@ -58,39 +46,49 @@ export interface PublishResult {
   databasePath: string;
   /** `<published>/parquet`: a symlink to the current `parquet-<stamp>` folder. */
   parquetPath: string;
-  /**
-   * Tables of the copy with their row counts. Parquet holds the same minus working tables, with
-   * `report_versions_closed` written as the `report_versions` view (every version).
-   */
+  /** Tables of the copy with their row counts (its `publish_watermark` included). */
   tables: { name: string; rows: number }[];
+  /** `incremental`: the previous copy with the change set applied; `full`: written whole. */
+  mode: 'full' | 'incremental';
+  /** Why the publish was full (no previous copy, a migration, `--full`, …). */
+  reason?: string;
+  /** What the change set of an incremental publish held. */
+  changes?: Pick<ChangeSet, 'changedReports' | 'newVersions' | 'appendedVersions'> & { runs: number };
+  /**
+   * The Parquet set: `incremental` when built on the previous version (files the change set touched
+   * written, the others linked), else `full` with why; files written and linked unchanged.
+   */
+  parquet: { mode: 'full' | 'incremental'; reason?: string; written: number; linked: number };
   databaseMs: number;
   parquetMs: number;
+  /** Milliseconds of each step (copy, change set, apply, check, Parquet, …), for the bench. */
+  steps: Record<string, number>;
   publishedAt: Date;
 }
 
 /**
- * Publishes a read-only snapshot of the warehouse for analysts and dashboards (DESIGN.md §7), so that
- * `duckdb -readonly`, BI tools and Spark/Trino read it while the daemon holds the live file:
+ * Publishes a read-only snapshot of the warehouse for analysts and dashboards (docs/deployment.md,
+ * "Published snapshot"), so that `duckdb -readonly`, BI tools and Spark/Trino read it while the daemon
+ * holds the live file:
  *
- * 1. `<published>/warehouse.duckdb`: `ATTACH` a temp file in the same folder, `COPY FROM DATABASE` the
- *    live one into it, `DETACH` (which checkpoints and closes it), then `rename` over the old copy. A
- *    reader never sees a half-written file; one that has the old copy open keeps reading it (POSIX rename).
- * 2. `<published>/parquet/<table>.parquet`, with `reports` Hive-partitioned by `destination`
- *    (`parquet/reports/destination=ROAD_CONTROL/data_0.parquet`): written to a temp folder, renamed to
- *    `parquet-<stamp>`, and the `parquet` symlink swapped to it with one `rename`. The previous version is
- *    kept until the next publish (readers mid-scan), older ones are removed.
+ * 1. `<published>/warehouse.duckdb`: the previous copy is copied to a temp file in the same folder, the
+ *    change set since its watermark applied (change-set.ts), then renamed over the old copy. Without a
+ *    usable previous copy (none, no watermark, a migration since, another warehouse) or with `full`, the
+ *    temp file is written whole with `COPY FROM DATABASE`. Either way a reader never sees a half-written
+ *    file, and one that has the old copy open keeps reading it (POSIX rename).
+ * 2. `<published>/parquet/<table>/*.parquet`: files by period (parquet-layout.ts), written into a new
+ *    folder `parquet-<stamp>`; files the change set did not touch are hard links to the previous version's.
+ *    The `parquet` symlink is swapped to it with one `rename`; the previous version is kept until the next
+ *    publish (readers mid-scan), older ones are removed.
  *
- * The copy and the Parquet set hold what analysts query: no staging tables (`staging_*`) and no internal
- * columns (`content_hash`, `line_hash`); the copy keeps the views `current_reports`, `report_history` and
- * `report_versions` (written as `report_versions.parquet`, every version, the current ones included).
+ * Both hold what analysts query: no staging tables and no internal hashes; the copy keeps the views
+ * `current_reports`, `report_history` and `report_versions`, and records its {@link Watermark} in
+ * `publish_watermark`; the Parquet folder in `_publish.json`. A copy and a Parquet set brought forward
+ * hold what a full publish writes (test/warehouse/publish-incremental.test.ts); a change set whose result
+ * does not count the warehouse's rows is dropped for a full publish.
  *
  * Call it between runs: the caller's job queue makes sure no run writes meanwhile, so the copy is one
  * consistent state. Left-over temp files of a publish that died are removed first.
- *
- * Measured (bench/measure-publish.ts, 2 shared cores): the sample in 0.2–0.6 s, 1M reports in 19–40 s.
- * A `CHECKPOINT` plus a plain copy of the file took 1–6 s for 1M, but copying a file DuckDB holds open is
- * only sound while nothing can checkpoint into it, and it carries free blocks (408 vs 280 MiB): DuckDB's
- * own `COPY FROM DATABASE` is the safe choice.
  *
  * @param dir the published folder (default {@link publishedDirFor} the warehouse)
  * @throws SyncError `PUBLISH_FAILED` naming the folder and the cause (the previous snapshot stays as it was)
@@ -98,60 +96,24 @@ export interface PublishResult {
 export async function publishSnapshot(
   warehouse: Warehouse,
   dir = publishedDirFor(warehouse.path),
+  options: PublishOptions = {},
 ): Promise<PublishResult> {
   const stamp = new Date().toISOString().replace(/[-:.]/g, '');
-  const tmpDb = join(dir, `.warehouse.duckdb.tmp-${process.pid}-${stamp}`);
-  const tmpParquet = join(dir, `.parquet.tmp-${process.pid}-${stamp}`);
+  const paths = {
+    dir,
+    database: join(dir, 'warehouse.duckdb'),
+    tmpDatabase: join(dir, `.warehouse.duckdb.tmp-${process.pid}-${stamp}`),
+    tmpParquet: join(dir, `.parquet.tmp-${process.pid}-${stamp}`),
+    version: `parquet-${stamp}`,
+  };
   const connection = await warehouse.connect();
   try {
     mkdirSync(dir, { recursive: true });
     removeLeftovers(dir);
-
-    const started = Date.now();
-    const live = String(
-      (await connection.runAndReadAll('SELECT current_database() AS db')).getRowObjectsJS()[0]?.db,
-    );
-    const alias = `publish_${process.pid}`;
-    await connection.run(`ATTACH ${literal(tmpDb)} AS ${ident(alias)}`);
-    let tables: { name: string; rows: number }[];
-    try {
-      await connection.run(`COPY FROM DATABASE ${ident(live)} TO ${ident(alias)}`);
-      await stripInternals(connection, alias);
-      tables = await tableCounts(connection, alias);
-    } finally {
-      await connection.run(`DETACH ${ident(alias)}`);
-    }
-    const databasePath = join(dir, 'warehouse.duckdb');
-    renameSync(tmpDb, databasePath);
-    const databaseMs = Date.now() - started;
-
-    const parquetStarted = Date.now();
-    mkdirSync(tmpParquet);
-    for (const { name: table } of tables) {
-      if (WORKING_TABLES.has(table)) continue;
-      const name = PARQUET_AS_VIEW[table] ?? table;
-      const partition = PARTITIONED[name];
-      const target = partition ? join(tmpParquet, name) : join(tmpParquet, `${name}.parquet`);
-      const options = partition ? `FORMAT parquet, PARTITION_BY (${ident(partition)})` : 'FORMAT parquet';
-      const internal = await presentColumns(connection, live, name, INTERNAL_COLUMNS[name] ?? []);
-      const columns = internal.length === 0 ? '*' : `* EXCLUDE (${internal.map(ident).join(', ')})`;
-      await connection.run(`COPY (SELECT ${columns} FROM ${ident(name)}) TO ${literal(target)} (${options})`);
-    }
-    const version = `parquet-${stamp}`;
-    renameSync(tmpParquet, join(dir, version));
-    const parquetPath = join(dir, 'parquet');
-    swapSymlink(parquetPath, version);
-    removeOldVersions(dir, version);
-    return {
-      databasePath,
-      parquetPath,
-      tables,
-      databaseMs,
-      parquetMs: Date.now() - parquetStarted,
-      publishedAt: new Date(),
-    };
+    const publishId = `${stamp}-${randomBytes(3).toString('hex')}`;
+    return await publish(connection, paths, publishId, options);
   } catch (err) {
-    for (const path of [tmpDb, `${tmpDb}.wal`, tmpParquet]) removeQuietly(path);
+    for (const path of [paths.tmpDatabase, `${paths.tmpDatabase}.wal`, paths.tmpParquet]) removeQuietly(path);
     throw new SyncError(
       'PUBLISH_FAILED',
       `Publishing the snapshot to ${dir} failed: ${errorMessage(err)}. The previous snapshot is unchanged; ` +
@@ -163,71 +125,102 @@ export async function publishSnapshot(
   }
 }
 
-/** Drops the staging tables and the internal columns from the copy `database` (see INTERNAL_COLUMNS). */
-async function stripInternals(connection: DuckDBConnection, database: string): Promise<void> {
-  for (const name of await tableNames(connection, database)) {
-    if (isStaging(name)) {
-      await connection.run(`DROP TABLE ${ident(database)}.main.${ident(name)}`);
-      continue;
-    }
-    for (const column of await presentColumns(connection, database, name, INTERNAL_COLUMNS[name] ?? [])) {
-      await connection.run(`ALTER TABLE ${ident(database)}.main.${ident(name)} DROP COLUMN ${ident(column)}`);
-    }
-  }
-  // The view read the columns just dropped: defined again over what the copy holds.
-  if ((await tableNames(connection, database)).includes('report_versions_closed')) {
-    await connection.run(
-      `CREATE OR REPLACE VIEW ${ident(database)}.main.report_versions AS ${reportVersionsSql({ hashes: false })}`,
-    );
-  }
-}
-
-/** Which of `wanted` the table has (a warehouse not yet migrated to the newest schema may lack some). */
-async function presentColumns(
+async function publish(
   connection: DuckDBConnection,
-  database: string,
-  table: string,
-  wanted: string[],
-): Promise<string[]> {
-  if (wanted.length === 0) return [];
-  const rows = await connection.runAndReadAll(
-    `SELECT column_name FROM duckdb_columns() WHERE database_name = $db AND schema_name = 'main' AND table_name = $t`,
-    { db: database, t: table },
+  paths: PublishPaths,
+  publishId: string,
+  options: PublishOptions,
+): Promise<PublishResult> {
+  const started = Date.now();
+  const laps = new Laps();
+  const live = await liveWatermark(connection, publishId);
+  const previousParquet = readPreviousParquet(paths.dir);
+  laps.lap('watermark');
+  // The copy is plain DuckDB work, faster on more threads; writing Parquet was slower on 2 threads of 2
+  // shared cores (4M reports: 9.8 against 24 s), so it keeps the instance's.
+  const copy = await withThreads(connection, options.threads ?? 1, () =>
+    bringCopyForward(connection, paths, live, previousParquet, options, laps),
   );
-  const present = new Set(rows.getRowObjectsJS().map((r) => String(r.column_name)));
-  return wanted.filter((c) => present.has(c));
+  await writeWatermark(connection, COPY, live, { mode: copy.mode, reason: copy.reason ?? null });
+  const tables = await copyTableCounts(connection, COPY);
+  laps.lap('counts');
+  const parquetStarted = Date.now();
+  const parquet = await publishParquet(connection, paths, live, copy);
+  const parquetMs = Date.now() - parquetStarted;
+  laps.lap('parquet');
+  // Checkpoints the copy: part of writing it.
+  await connection.run(`DETACH ${ident(COPY)}`);
+  laps.lap('detach');
+  const databaseMs = Date.now() - started - parquetMs;
+  await failpoint('publish-written');
+  renameSync(paths.tmpDatabase, paths.database);
+  await failpoint('publish-renamed');
+  renameSync(paths.tmpParquet, join(paths.dir, paths.version));
+  const parquetPath = join(paths.dir, 'parquet');
+  swapSymlink(parquetPath, paths.version);
+  removeOldVersions(paths.dir, paths.version);
+  const changes = copy.changes;
+  return {
+    databasePath: paths.database,
+    parquetPath,
+    tables,
+    mode: copy.mode,
+    ...(copy.reason === undefined ? {} : { reason: copy.reason }),
+    ...(changes === undefined
+      ? {}
+      : {
+          changes: {
+            runs: changes.runIds.length,
+            changedReports: changes.changedReports,
+            newVersions: changes.newVersions,
+            appendedVersions: changes.appendedVersions,
+          },
+        }),
+    parquet,
+    databaseMs,
+    parquetMs,
+    steps: laps.ms,
+    publishedAt: new Date(),
+  };
 }
 
-async function tableNames(connection: DuckDBConnection, database: string): Promise<string[]> {
-  return (
-    await connection.runAndReadAll(
-      `SELECT table_name FROM duckdb_tables() WHERE database_name = $db AND schema_name = 'main' ORDER BY table_name`,
-      { db: database },
-    )
-  )
-    .getRowObjectsJS()
-    .map((r) => String(r.table_name));
-}
-
-async function tableCounts(
+/**
+ * Writes the new Parquet version folder from the temp copy: from the previous version and the touched
+ * keys when the copy was brought forward from the same publish, else whole. A set brought forward whose
+ * files do not count the copy's rows is written again whole.
+ */
+async function publishParquet(
   connection: DuckDBConnection,
-  database: string,
-): Promise<{ name: string; rows: number }[]> {
-  const names = await tableNames(connection, database);
-  const tables: { name: string; rows: number }[] = [];
-  for (const name of names) {
-    const rows = (
-      await connection.runAndReadAll(`SELECT count(*) AS n FROM ${ident(database)}.main.${ident(name)}`)
-    ).getRowObjectsJS()[0]?.n;
-    tables.push({ name, rows: Number(rows) });
+  paths: PublishPaths,
+  watermark: Watermark,
+  copy: CopyOutcome,
+): Promise<PublishResult['parquet']> {
+  const parts = parquetParts(await tableNames(connection, COPY));
+  // Row order means nothing in a Parquet file, and keeping it costs memory (DuckDB's tuning guide). The copy
+  // keeps it: `COPY FROM DATABASE` was slower without it, and its order is what lets a file's rows be read
+  // by time range (parquet-write.ts).
+  await connection.run('SET SESSION preserve_insertion_order = false');
+  let reason =
+    copy.mode === 'full' ? 'the copy was written whole' : 'the previous Parquet set holds another publish';
+  if (copy.parquet) {
+    const set = await writeParquetSet(connection, COPY, paths.tmpParquet, {
+      parts,
+      watermark,
+      ...copy.parquet,
+    });
+    const difference = await parquetDifference(connection, COPY, parts, set.manifest);
+    if (difference === undefined) return { mode: 'incremental', written: set.written, linked: set.linked };
+    reason = `the change set did not bring the Parquet set to the copy: ${difference}`;
+    removeQuietly(paths.tmpParquet);
   }
-  return tables;
+  const whole = await writeParquetSet(connection, COPY, paths.tmpParquet, { parts, watermark });
+  return { mode: 'full', reason, written: whole.written, linked: whole.linked };
 }
 
-function literal(text: string): string {
-  return `'${text.replace(/'/g, "''")}'`;
-}
-
-function ident(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
+/** The Parquet version the `parquet` link points at, with its manifest, if it has one this version reads. */
+function readPreviousParquet(dir: string): PreviousParquet | undefined {
+  const version = currentVersion(join(dir, 'parquet'));
+  if (version === undefined) return undefined;
+  const manifest = readManifest(join(dir, version));
+  return manifest ? { dir: join(dir, version), manifest } : undefined;
 }

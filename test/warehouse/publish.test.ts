@@ -1,21 +1,36 @@
-import { existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { SimulatorHandle } from '../../src/simulator/server.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
 import type { Warehouse } from '../../src/warehouse/database.js';
+import { keyRange } from '../../src/warehouse/parquet-layout.js';
 import { publishSnapshot, publishedDirFor } from '../../src/warehouse/publish.js';
+import { readManifest } from '../../src/warehouse/publish-parquet.js';
+import { loadDataset } from '../../src/simulator/load-dataset.js';
+import { expectSameAsFullPublish } from '../helpers/published.js';
 import { startTestSimulator } from '../helpers/simulator.js';
-import { openTestWarehouse, query, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
+import { openTestWarehouse, query, syncOnce, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
 describe('publishSnapshot', () => {
   let tmp: ReturnType<typeof tempDir>;
   let warehouse: Warehouse;
+  let sim: SimulatorHandle;
+  let config: ReturnType<typeof testConfig>;
 
   beforeEach(async () => {
     tmp = tempDir();
-    const sim = await startTestSimulator({ generate: { n: 500, seed: 3 } });
-    const config = testConfig(sim.url, join(tmp.dir, 'warehouse.duckdb'));
+    sim = await startTestSimulator({ generate: { n: 500, seed: 3 } });
+    config = testConfig(sim.url, join(tmp.dir, 'warehouse.duckdb'));
     warehouse = await openTestWarehouse(config);
     expect((await syncOnce(warehouse, config, ndjsonSource)).status).toBe('succeeded');
   });
@@ -24,11 +39,16 @@ describe('publishSnapshot', () => {
     tmp.cleanup();
   });
 
+  /** A simulated day (status moves, new and unpublished reports) synced: a change to publish. */
+  async function nextDay(): Promise<void> {
+    sim.advanceDays(1);
+    expect((await syncOnce(warehouse, config, ndjsonSource)).status).toBe('succeeded');
+  }
+
   it('writes a DuckDB copy that another instance opens read-only while the live file stays open', async () => {
     const result = await publishSnapshot(warehouse);
     expect(result.databasePath).toBe(join(tmp.dir, 'published', 'warehouse.duckdb'));
-    const reportsRows = result.tables.find((t) => t.name === 'report_rows')?.rows;
-    expect(reportsRows).toBe(500);
+    expect(result.tables.find((t) => t.name === 'report_rows')?.rows).toBe(500);
 
     const copy = await DuckDBInstance.create(result.databasePath, { access_mode: 'READ_ONLY' });
     try {
@@ -49,14 +69,20 @@ describe('publishSnapshot', () => {
       expect(history).toEqual([{ n: 500 }]);
       const columns = (
         await c.runAndReadAll(
-          `SELECT table_name || '.' || column_name AS c FROM duckdb_columns() WHERE column_name IN ('content_hash', 'line_hash')`,
+          `SELECT table_name || '.' || column_name AS c FROM duckdb_columns()
+           WHERE column_name IN ('content_hash', 'line_hash', 'csv_hash')`,
         )
       ).getRowObjectsJS();
       expect(columns).toEqual([]);
       const tables = (await c.runAndReadAll(`SELECT table_name FROM duckdb_tables()`)).getRowObjectsJS();
       expect(tables.map((t) => String(t.table_name)).filter((t) => t.startsWith('staging_'))).toEqual([]);
-      const runs = (await c.runAndReadAll(`SELECT status FROM sync_runs`)).getRowObjectsJS();
-      expect(runs).toEqual([{ status: 'succeeded' }]);
+      const runs = (await c.runAndReadAll(`SELECT run_id, status FROM sync_runs`)).getRowObjectsJS();
+      expect(runs.map((r) => r.status)).toEqual(['succeeded']);
+      // The copy says which warehouse state it holds.
+      const watermark = (
+        await c.runAndReadAll(`SELECT last_run_id, runs::INTEGER AS runs, mode FROM publish_watermark`)
+      ).getRowObjectsJS();
+      expect(watermark).toEqual([{ last_run_id: runs[0]?.run_id, runs: 1, mode: 'full' }]);
       await expect(c.run('DELETE FROM report_rows')).rejects.toThrow(/read-only/i);
       c.closeSync();
     } finally {
@@ -68,39 +94,48 @@ describe('publishSnapshot', () => {
     ).toEqual([]);
   });
 
-  it('writes Parquet per table, reports partitioned Hive-style by destination', async () => {
+  it('writes Parquet as a folder per table, reports in files by period of created_at', async () => {
     const result = await publishSnapshot(warehouse);
     const parquet = result.parquetPath;
-    const files = readdirSync(parquet).sort();
-    expect(files).toEqual(
-      expect.arrayContaining([
-        'report_versions.parquet',
-        'reports',
-        'sync_runs.parquet',
-        'rejected_records.parquet',
-      ]),
-    );
-    expect(files).not.toContain('staging_reports.parquet');
-    expect(files).not.toContain('staging_seen.parquet');
-    const parquetColumns = await query(
+    expect(readdirSync(parquet).sort()).toEqual([
+      '_publish.json',
+      'drift_catalog',
+      'drift_events',
+      'rejected_records',
+      'report_versions',
+      'reports',
+      'stats_snapshots',
+      'stats_values',
+      'sync_runs',
+    ]);
+    // Each file holds the reports created in the period its name says (500 reports of a year: one file).
+    const part = readManifest(versionOf(parquet))!.parts['reports/created-']!;
+    expect(part.period).toBe('year');
+    expect(readdirSync(join(parquet, 'reports')).sort()).toEqual(part.files.map((f) => basename(f.file)));
+    for (const file of part.files) {
+      const [from, to] = keyRange(part.period, file.key);
+      const [outside] = await query(
+        warehouse,
+        `SELECT count(*) FILTER (WHERE created_at < '${from}' OR created_at >= '${to}') AS n, count(*) AS rows
+         FROM read_parquet('${join(parquet, file.file)}')`,
+      );
+      expect(outside).toEqual({ n: 0, rows: file.rows });
+    }
+    const names = (
+      await query(warehouse, `SELECT DISTINCT name FROM parquet_schema('${join(parquet, '*', '*.parquet')}')`)
+    ).map((r) => r.name);
+    expect(names).toEqual(expect.arrayContaining(['status', 'destination', 'valid_to', 'raw', 'metric']));
+    expect(names).not.toEqual(expect.arrayContaining(['content_hash']));
+    expect(names.filter((n) => /hash/.test(String(n)))).toEqual([]);
+    // Every version, the current ones (rows of reports) included; empty tables still have a file to read.
+    const counts = await query(
       warehouse,
-      `SELECT name FROM parquet_schema('${join(parquet, '*.parquet')}') UNION ALL
-       SELECT name FROM parquet_schema('${join(parquet, 'reports', '**', '*.parquet')}')`,
+      `SELECT (SELECT count(*) FROM read_parquet('${join(parquet, 'report_versions', '*.parquet')}')) AS parquet,
+         (SELECT count(*) FROM report_versions) AS live,
+         (SELECT count(*) FROM read_parquet('${join(parquet, 'rejected_records', '*.parquet')}')) AS rejects`,
     );
-    const names = parquetColumns.map((r) => r.name);
-    expect(names).toContain('status');
-    expect(names).not.toContain('content_hash');
-    expect(names).not.toContain('line_hash');
-    // Every version, the current ones (rows of reports) included.
-    const versionCounts = await query(
-      warehouse,
-      `SELECT (SELECT count(*) FROM read_parquet('${join(parquet, 'report_versions.parquet')}')) AS parquet,
-         (SELECT count(*) FROM report_versions) AS live`,
-    );
-    expect(versionCounts[0]?.parquet).toBe(versionCounts[0]?.live);
-    expect(Number(versionCounts[0]?.live)).toBeGreaterThanOrEqual(500);
-    const partitions = readdirSync(join(parquet, 'reports'));
-    expect(partitions.every((p) => /^destination=[A-Z_]+$/.test(p))).toBe(true);
+    expect(counts).toEqual([{ parquet: counts[0]?.live, live: 500, rejects: 0 }]);
+    // The analysts' query of docs/dashboards.md: the glob, with Hive partitioning on as it was.
     const glob = join(parquet, 'reports', '**', '*.parquet');
     const fromParquet = await query(
       warehouse,
@@ -111,7 +146,127 @@ describe('publishSnapshot', () => {
       'SELECT destination, count(*) AS n FROM reports GROUP BY ALL ORDER BY ALL',
     );
     expect(fromParquet).toEqual(fromTable);
-    expect(partitions).toHaveLength(fromTable.length);
+  });
+
+  it('after a recent run rewrites only the files of the periods it touched and links the others', async () => {
+    // Reports created over six years, one file a year; a recent run reads the newest only.
+    const file = join(tmp.dir, 'years.ndjson');
+    const day = 86_400_000;
+    const lines = Array.from({ length: 200 }, (_, i) => {
+      const created = new Date(Date.UTC(2019, 0, 1) + i * 11 * day).toISOString();
+      return JSON.stringify({ id: `y${i}`, status: 'SUBMITTED', destination: 'PARKS', createdAt: created });
+    });
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const years = await startTestSimulator({ dataset: await loadDataset(file) });
+    const yearsConfig = testConfig(years.url, join(tmp.dir, 'years.duckdb'), { recentPageSize: 10 });
+    const w = await openTestWarehouse(yearsConfig);
+    try {
+      await syncTargetOnce(w, yearsConfig, 'ndjson');
+      const before = versionOf((await publishSnapshot(w)).parquetPath);
+      years.advanceDays(1);
+      const [recent] = await syncTargetOnce(w, yearsConfig, 'recent');
+      expect(recent?.counters.inserted).toBeGreaterThan(0);
+      const second = await publishSnapshot(w);
+      expect([second.mode, second.parquet.mode]).toEqual(['incremental', 'incremental']);
+      const c = recent!.counters;
+      expect(second.changes).toMatchObject({ runs: 1, newVersions: c.inserted + c.updated + c.revived });
+      const after = versionOf(second.parquetPath);
+      const touched = await query(
+        w,
+        `SELECT DISTINCT strftime(timezone('UTC', created_at), 'created-%Y.parquet') AS f FROM reports
+         WHERE run_id = $run`,
+        { run: recent!.runId },
+      );
+      const files = readdirSync(join(after, 'reports')).sort();
+      expect(files).toHaveLength(6);
+      const same = files.filter(
+        (f) => statSync(join(after, 'reports', f)).ino === inodeOr(join(before, 'reports', f)),
+      );
+      expect(files.filter((f) => !same.includes(f))).toEqual(touched.map((t) => t.f).sort());
+      expect(same.length).toBeGreaterThan(3);
+      await expectSameAsFullPublish(w, publishedDirFor(w.path), join(tmp.dir, 'full'));
+    } finally {
+      w.close();
+      await years.close();
+    }
+  });
+
+  it('publishes a destination no folder name can hold, and reads it back as it is', async () => {
+    const long = 'Ä'.repeat(128);
+    await query(
+      warehouse,
+      `UPDATE report_rows SET destination = 'NULL' WHERE id = (SELECT min(id) FROM report_rows)`,
+    );
+    await query(
+      warehouse,
+      `UPDATE report_rows SET destination = '${long}' WHERE id = (SELECT max(id) FROM report_rows)`,
+    );
+    const result = await publishSnapshot(warehouse);
+    const read = await query(
+      warehouse,
+      `SELECT destination FROM read_parquet('${join(result.parquetPath, 'reports', '**', '*.parquet')}', hive_partitioning = true)
+       WHERE destination IN ('NULL', '${long}') ORDER BY 1`,
+    );
+    expect(read.map((r) => r.destination)).toEqual(['NULL', long]);
+  });
+
+  it('keeps serving the old copy to a reader that has it open, and the new one to the next', async () => {
+    await publishSnapshot(warehouse);
+    const path = join(publishedDirFor(warehouse.path), 'warehouse.duckdb');
+    const old = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+    const count = async (instance: DuckDBInstance) => {
+      const c = await instance.connect();
+      const n = (await c.runAndReadAll('SELECT count(*)::INTEGER AS n FROM sync_runs')).getRowObjectsJS()[0]
+        ?.n;
+      c.closeSync();
+      return n;
+    };
+    try {
+      expect(await count(old)).toBe(1);
+      await nextDay();
+      expect((await publishSnapshot(warehouse)).mode).toBe('incremental');
+      expect(await count(old)).toBe(1);
+      const fresh = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+      expect(await count(fresh)).toBe(2);
+      fresh.closeSync();
+    } finally {
+      old.closeSync();
+    }
+  });
+
+  it('publishes whole, saying why, when the copy cannot be brought forward', async () => {
+    const dir = publishedDirFor(warehouse.path);
+    await publishSnapshot(warehouse);
+    // Another warehouse's copy: it holds a run this warehouse never had.
+    const other = await DuckDBInstance.create(join(dir, 'warehouse.duckdb'));
+    const c = await other.connect();
+    await c.run(`UPDATE sync_runs SET run_id = 'run-of-another-warehouse'`);
+    c.closeSync();
+    other.closeSync();
+    const foreign = await publishSnapshot(warehouse);
+    expect([foreign.mode, foreign.parquet.mode]).toEqual(['full', 'full']);
+    expect(foreign.reason).toMatch(/runs this warehouse does not.*run-of-another-warehouse/);
+    // A copy that is no DuckDB file.
+    writeFileSync(join(dir, 'warehouse.duckdb'), 'not a database');
+    const broken = await publishSnapshot(warehouse);
+    expect(broken.mode).toBe('full');
+    expect(broken.reason).toMatch(/could not be brought forward/);
+    expect((await publishSnapshot(warehouse, dir, { full: true })).reason).toBe(
+      'a full publish was asked for',
+    );
+    // A copy mostly free space (rows replaced by many publishes): written whole again, compact.
+    const sparse = await DuckDBInstance.create(join(dir, 'warehouse.duckdb'));
+    const s = await sparse.connect();
+    await s.run(`CREATE TABLE filler AS SELECT repeat(md5(range::VARCHAR), 20) AS t FROM range(120000)`);
+    await s.run('CHECKPOINT');
+    await s.run('DROP TABLE filler');
+    s.closeSync();
+    sparse.closeSync();
+    const compacted = await publishSnapshot(warehouse);
+    expect(compacted.reason).toMatch(/% of the previous copy's file is free space/);
+    expect(statSync(join(dir, 'warehouse.duckdb')).size).toBeLessThan(8 * 1024 * 1024);
+    // Back on track: the next one applies changes again.
+    expect((await publishSnapshot(warehouse)).mode).toBe('incremental');
   });
 
   it('swaps the parquet link to a new version, keeps the previous one, and clears a dead publish', async () => {
@@ -144,3 +299,13 @@ describe('publishSnapshot', () => {
     });
   });
 });
+
+/** The version folder a `parquet` link points at. */
+function versionOf(link: string): string {
+  return join(link, '..', readlinkSync(link));
+}
+
+/** The inode of a file, or -1 when there is none. */
+function inodeOr(path: string): number {
+  return existsSync(path) ? statSync(path).ino : -1;
+}
