@@ -1,5 +1,6 @@
 /** The named points where a test can stop a sync to kill it (see {@link failpoint}). */
-export type FailpointName = 'after-batch' | 'before-merge' | 'merge-slice' | 'in-merge' | 'after-commit';
+export type FailpointName =
+  'after-batch' | 'before-merge' | 'merge-slice' | 'in-merge' | 'after-commit' | 'postgres-applied';
 
 /**
  * A crash-test hook, off unless the environment variable `REPORTS_FAILPOINT` names this point. When it
@@ -9,7 +10,8 @@ export type FailpointName = 'after-batch' | 'before-merge' | 'merge-slice' | 'in
  * Points: `after-batch` (a staging batch and its checkpoint committed), `before-merge` (every batch
  * committed, the merge not begun), `merge-slice` (the first of several slices of the merge done, inside its
  * transaction), `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is
- * committed, nothing after it has run yet).
+ * committed, nothing after it has run yet), `postgres-applied` (a PostgreSQL publish has copied its rows, its
+ * transaction not committed).
  *
  * Deliberately not a setting of config/settings.ts: it is no user option and never appears in the README's
  * configuration table. A no-op costing one environment lookup when unset. `prepare` runs first, only when
