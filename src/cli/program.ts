@@ -9,6 +9,7 @@ import { registerSync } from './sync.js';
 import { registerRun } from './run.js';
 import { registerRuns } from './runs.js';
 import { registerReset } from './reset.js';
+import { registerPublishPostgres } from './publish-postgres.js';
 import { packageVersion } from '../util/version.js';
 
 /**
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerStatus(program);
   registerRuns(program);
   registerReset(program);
+  registerPublishPostgres(program);
   registerSql(program);
   registerRun(program);
   registerDemo(program);
