@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it, type TestContext } from 'vitest';
 import { publishToPostgres } from '../../src/warehouse/postgres/publish-postgres.js';
 import type { Warehouse } from '../../src/warehouse/database.js';
+import { resetData } from '../../src/warehouse/data-tables.js';
 import { COMPARED, duckRows, holdsNul, pgQuery, pgRows } from '../helpers/pg-parity.js';
 import { POSTGRES_REQUIRED, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { startTestSimulator } from '../helpers/simulator.js';
@@ -130,6 +131,29 @@ describe('publishing the warehouse to PostgreSQL', () => {
       expect(again.mode).toBe('changes');
       expect(again.tables.report_rows?.rows).toBe(0);
       expect(again.tables.report_versions_closed?.rows).toBe(0);
+      await expectParity(warehouse, db);
+    } finally {
+      warehouse.close();
+    }
+  });
+
+  it('after a reset (every report deleted in DuckDB) the counts differ and the same transaction copies every table', async (ctx) => {
+    const db = await database(ctx);
+    const sim = await startTestSimulator({ generate: { n: 150, seed: 8 } });
+    const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`);
+    const warehouse = await openTestWarehouse(config);
+    try {
+      await syncTargetOnce(warehouse, config, 'ndjson');
+      await publishToPostgres(warehouse, db);
+      const c = await warehouse.connect();
+      await resetData(c);
+      c.closeSync();
+      const afterReset = await publishToPostgres(warehouse, db);
+      expect(afterReset.mode).toBe('full');
+      expect(afterReset.fullReason).toMatch(/counts differ \(report_rows: PostgreSQL 150, DuckDB 0\)/);
+      await expectParity(warehouse, db);
+      await syncTargetOnce(warehouse, config, 'ndjson');
+      expect((await publishToPostgres(warehouse, db)).mode).toBe('changes');
       await expectParity(warehouse, db);
     } finally {
       warehouse.close();

@@ -7,12 +7,13 @@ export type TableCounts = Record<string, { rows: number; refused: number }>;
 
 /**
  * A full publish inside the caller's transaction: empties every serving table and `publish_refused`, then
- * streams every table of the warehouse with COPY. Readers keep seeing the previous state until the commit
- * (TRUNCATE holds its lock until then), never a half-copied one.
+ * streams every table of the warehouse with COPY. DELETE rather than TRUNCATE: readers keep reading the
+ * previous state until the commit (MVCC) instead of waiting for TRUNCATE's exclusive lock, and never see
+ * a half-copied one.
  */
 export async function applyFull(ends: PublishEnds): Promise<TableCounts> {
   const names = PUBLISHED_TABLES.map((t) => escapeIdentifier(t.name));
-  await ends.pg.query(`TRUNCATE ${[...names, 'publish_refused'].join(', ')}`);
+  for (const name of [...names, 'publish_refused']) await ends.pg.query(`DELETE FROM ${name}`);
   const counts: TableCounts = {};
   for (const table of PUBLISHED_TABLES) {
     counts[table.name] = await copyTable(ends, table, ALL_ROWS, escapeIdentifier(table.name));

@@ -42,6 +42,8 @@ CREATE TABLE sync_runs (
   merged_at timestamptz,
   note text
 );
+-- The `reports` view asks for the latest run that saw every report.
+CREATE INDEX sync_runs_seen_all_at ON sync_runs (seen_all_at DESC) WHERE seen_all_at IS NOT NULL;
 
 -- The stored rows of `reports` (one per report: its current version, tombstoned ones included).
 CREATE TABLE report_rows (
@@ -173,9 +175,8 @@ SELECT r.id, r.status, r.destination, r.category, r.description, r.lat, r.lng, r
        THEN s.run_id ELSE r.run_id END AS run_id,
   r.version_change, r.version_run_id
 FROM report_rows r
-CROSS JOIN (SELECT run_id, seen_all_at AS seen_at FROM sync_runs WHERE seen_all_at IS NOT NULL
-            UNION ALL SELECT NULL, NULL
-            ORDER BY seen_at DESC NULLS LAST LIMIT 1) s;
+LEFT JOIN (SELECT run_id, seen_all_at AS seen_at FROM sync_runs WHERE seen_all_at IS NOT NULL
+           ORDER BY seen_all_at DESC LIMIT 1) s ON true;
 
 CREATE VIEW current_reports AS
 SELECT id, status, destination, category, description, lat, lng, address, created_at, updated_at, extra
