@@ -16,6 +16,8 @@ import { syncTarget, type SyncTarget } from '../src/sync/sync-sources.js';
 import { createHttpAgent } from '../src/upstream/http-agent.js';
 import { silentLogger } from '../src/util/logger.js';
 import { openMigratedWarehouse } from '../src/warehouse/open-migrated.js';
+import { csvLineSql } from '../src/warehouse/postgres/copy-lines.js';
+import { REPORT_ROWS } from '../src/warehouse/postgres/pg-tables.js';
 import { publishToPostgres } from '../src/warehouse/postgres/publish-postgres.js';
 import { publishSnapshot } from '../src/warehouse/publish.js';
 
@@ -48,6 +50,24 @@ const pgPublish = (label: string) =>
     (r) =>
       `${r.mode}${r.fullReason ? ` (${r.fullReason})` : ''}; reports ${r.tables.report_rows?.rows}, versions ${r.tables.report_versions_closed?.rows}`,
   );
+/** The DuckDB half of a full publish of `report_rows`: the CSV lines made and read, nothing sent. */
+async function linesOnly(): Promise<number> {
+  const c = await warehouse.connect();
+  try {
+    const result = await c.stream(`SELECT ${csvLineSql(REPORT_ROWS.columns)} FROM report_rows`);
+    let rows = 0;
+    for (
+      let chunk = await result.fetchChunk();
+      chunk && chunk.rowCount > 0;
+      chunk = await result.fetchChunk()
+    ) {
+      rows += (chunk.getColumnValues(0) as string[]).join('\n').length > 0 ? chunk.rowCount : 0;
+    }
+    return rows;
+  } finally {
+    c.closeSync();
+  }
+}
 try {
   console.log(`dataset: generated n=${n}; DuckDB memory_limit ${config.duckdbMemoryLimit}; schema ${schema}`);
   await sync('ndjson');
@@ -55,6 +75,11 @@ try {
     'DuckDB published copy (publishSnapshot)',
     () => publishSnapshot(warehouse),
     (r) => `copy ${r.databaseMs} ms, Parquet ${r.parquetMs} ms`,
+  );
+  await timed(
+    'DuckDB side alone: report_rows as COPY lines, discarded',
+    () => linesOnly(),
+    (rows) => `${rows} rows`,
   );
   await pgPublish('PostgreSQL first publish');
   const day = (await (await fetch(`${sim.url}/__admin/advance?days=1`, { method: 'POST' })).json()) as object;

@@ -20,7 +20,8 @@ function cannotStore(column: PgColumn): string | undefined {
   const c = duck(column.name);
   if (column.type === 'text') return `contains(${c}, chr(0))`;
   if (column.type === 'json' || column.type === 'jsonb') {
-    return `regexp_matches(${c}::VARCHAR, '${JSON_PG_CANNOT_STORE}')`;
+    // The cheap test first: most JSON texts hold no escape at all.
+    return `(contains(${c}::VARCHAR, '\\u') AND regexp_matches(${c}::VARCHAR, '${JSON_PG_CANNOT_STORE}'))`;
   }
   return undefined;
 }

@@ -6,10 +6,10 @@ import { failpoint } from '../../util/failpoint.js';
 import type { Warehouse } from '../database.js';
 import { applyChanges, type AppliedState } from './apply-changes.js';
 import { applyFull, type TableCounts } from './apply-full.js';
-import { createRefusedTemp } from './copy-table.js';
+import { createRefusedTemp, type PublishEnds } from './copy-table.js';
 import { connectPostgres, postgresError } from './pg-client.js';
 import { migratePostgres } from './pg-migrate.js';
-import { PUBLISHED_TABLES } from './pg-tables.js';
+import { RUN_SCOPED, SYNC_RUNS } from './pg-tables.js';
 
 /** Options of {@link publishToPostgres}. */
 export interface PostgresPublishOptions {
@@ -25,7 +25,7 @@ export interface PostgresPublishOptions {
 export interface PostgresPublishResult {
   /** `full`: every table copied; `changes`: the change set since the last publish. */
   mode: 'full' | 'changes';
-  /** Why a full publish ran (`first`, `asked`, `counts differ`), when it did. */
+  /** Why a full publish ran (`first`, `asked`, a reset, `counts differ (…)`), when it did. */
   fullReason?: string;
   /** Rows copied and refused (U+0000 and other text PostgreSQL cannot store) per table. */
   tables: TableCounts;
@@ -48,8 +48,8 @@ const UTC_TEXT = (column: string) =>
 /**
  * Publishes the warehouse to PostgreSQL in ONE transaction (docs/deployment.md, "Serving from
  * PostgreSQL"): the serving schema is created or migrated, then either every table is copied (first
- * publish, `full`, or when a table's row count disagrees after applying the changes: a reset, a clock
- * gone back), or only the change set since the last publish; the bookkeeping row `publish_state` is
+ * publish, `full`, after a reset, or when a run-log table's row count disagrees after applying the
+ * changes: a clock gone back), or only the change set since the last publish; the bookkeeping row `publish_state` is
  * written in the same transaction. A publish cut at any point leaves PostgreSQL at the previous publish;
  * running it again applies the same change set once. DuckDB is read in one transaction (one snapshot).
  * Call between runs (the caller's job queue), like the snapshot publish.
@@ -95,8 +95,9 @@ async function publishOnce(
   await createRefusedTemp(pg);
   const ends = { duck, pg };
   let outcome: Pick<PostgresPublishResult, 'mode' | 'fullReason' | 'tables'>;
-  if (full || applied === undefined) {
-    outcome = { mode: 'full', fullReason: full ? 'asked' : 'first', tables: await applyFull(ends) };
+  const fullReason = full ? 'asked' : applied === undefined ? 'first' : await resetSince(ends, applied);
+  if (fullReason !== undefined || applied === undefined) {
+    outcome = { mode: 'full', fullReason: fullReason ?? 'first', tables: await applyFull(ends) };
   } else {
     await pg.query('SAVEPOINT changes');
     const tables = await applyChanges(ends, applied);
@@ -139,9 +140,26 @@ async function appliedState(pg: ClientBase): Promise<AppliedState | undefined> {
   return { watermark: row.watermark, runsStartedMax: row.runs };
 }
 
-/** The first table whose rows in PostgreSQL (stored + refused) differ from DuckDB's, if any. */
-async function countsDiffer(ends: { duck: DuckDBConnection; pg: ClientBase }): Promise<string | undefined> {
-  for (const table of PUBLISHED_TABLES) {
+/**
+ * Says so when a `reports-sync reset` ran since the last publish: it deleted reports and versions, which
+ * a change set (rows stamped since) cannot carry.
+ */
+async function resetSince(ends: PublishEnds, applied: AppliedState): Promise<string | undefined> {
+  const reader = await ends.duck.runAndReadAll(
+    `SELECT count(*)::DOUBLE AS n FROM sync_runs WHERE job = 'reset' AND started_at > $since::TIMESTAMPTZ`,
+    { since: applied.runsStartedMax },
+  );
+  return Number(reader.getRowObjectsJS()[0]?.n) > 0 ? 'a reset since the last publish' : undefined;
+}
+
+/**
+ * The first run-log table whose rows in PostgreSQL (stored + refused) differ from DuckDB's, if any: a run
+ * missed (its start before the last publish's latest one: a clock gone back) shows there. The report
+ * tables are not counted (a count of millions of rows on every publish); what deletes their rows is a
+ * reset ({@link resetSince}).
+ */
+async function countsDiffer(ends: PublishEnds): Promise<string | undefined> {
+  for (const table of [SYNC_RUNS, ...RUN_SCOPED]) {
     const name = escapeIdentifier(table.name);
     const duckCount = Number(
       (await ends.duck.runAndReadAll(`SELECT count(*)::DOUBLE AS n FROM ${name}`)).getRowObjectsJS()[0]?.n,
