@@ -28,6 +28,9 @@ export interface AppliedState {
 const REPORT_CHANGED = `greatest(last_changed_at, last_seen_at, coalesce(removed_at, last_changed_at),
   coalesce(unseen_since, last_changed_at)) > $since::TIMESTAMPTZ`;
 
+/** The DuckDB temp table of the changed report rows (one publish at a time per connection). */
+const CHANGED = 'pg_publish_changed_reports';
+
 /**
  * Applies the change set since `state` inside the caller's transaction (docs/deployment.md, "Serving from
  * PostgreSQL"): the runs started since (and those still running then), their rejects, stats and drift; the
@@ -94,7 +97,14 @@ async function forgetRefused(
  * refused version was replaced by a storable one loses its refusal.
  */
 async function upsertReports(ends: PublishEnds, watermark: string) {
-  const filter = { where: REPORT_CHANGED, params: { since: watermark } };
+  // One scan of the reports: the changed rows set apart in a DuckDB temp table that the three copies read.
+  await ends.duck.run(
+    `CREATE OR REPLACE TEMP TABLE ${CHANGED} AS SELECT * FROM report_rows WHERE ${REPORT_CHANGED}`,
+    {
+      since: watermark,
+    },
+  );
+  const all = { where: 'true', params: {} };
   await ends.pg.query(`CREATE TEMP TABLE report_keys_changed (row_key text, id text) ON COMMIT DROP`);
   const keyColumns: PgColumn[] = [
     { name: 'row_key', type: 'text' },
@@ -104,8 +114,8 @@ async function upsertReports(ends: PublishEnds, watermark: string) {
     ends.duck,
     `SELECT ${csvLineSql(keyColumns)} FROM (
        SELECT ${rowKeySql(REPORT_ROWS)} AS row_key, CASE WHEN contains(id, chr(0)) THEN NULL ELSE id END AS id
-       FROM report_rows WHERE ${REPORT_CHANGED})`,
-    filter.params,
+       FROM ${CHANGED})`,
+    all.params,
     ends.pg,
     copyIntoSql('report_keys_changed', keyColumns),
   );
@@ -113,7 +123,7 @@ async function upsertReports(ends: PublishEnds, watermark: string) {
   await ends.pg.query('ANALYZE report_keys_changed');
   await forgetRefused(ends, REPORT_ROWS, 'row_key IN (SELECT row_key FROM report_keys_changed)', []);
   const temp = await createTempLike(ends.pg, REPORT_ROWS);
-  const counts = await copyTable(ends, REPORT_ROWS, filter, temp);
+  const counts = await copyTable(ends, REPORT_ROWS, all, temp, CHANGED);
   await ends.pg.query(`ANALYZE ${temp}`);
   const columns = REPORT_ROWS.columns.map((c) => escapeIdentifier(c.name));
   const updates = columns.filter((c) => c !== '"id"').map((c) => `${c} = EXCLUDED.${c}`);
@@ -126,5 +136,6 @@ async function upsertReports(ends: PublishEnds, watermark: string) {
     `DELETE FROM report_rows r USING report_keys_changed k
      WHERE r.id = k.id AND NOT EXISTS (SELECT 1 FROM ${temp} n WHERE n.id = k.id)`,
   );
+  await ends.duck.run(`DROP TABLE ${CHANGED}`);
   return counts;
 }

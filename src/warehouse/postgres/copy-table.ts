@@ -47,15 +47,17 @@ export async function createRefusedTemp(pg: ClientBase): Promise<void> {
  * Copies the rows of `table` that match `filter` from DuckDB into the PostgreSQL table `target` (the
  * serving table or a temp table of the same columns), with COPY in constant memory; the rows PostgreSQL
  * cannot store go to {@link REFUSED_TEMP} with their reason instead (docs/deployment.md, "Serving from
- * PostgreSQL", the NUL rule). Returns the rows copied and refused.
+ * PostgreSQL", the NUL rule). `source` is the DuckDB table read, `table.name` unless the rows were set
+ * apart first. Returns the rows copied and refused.
  */
 export async function copyTable(
   ends: PublishEnds,
   table: PgTable,
   filter: RowFilter,
   target: string,
+  source: string = table.name,
 ): Promise<{ rows: number; refused: number }> {
-  const from = escapeDuck(table.name);
+  const from = escapeDuck(source);
   const refused = refusedSql(table);
   const rows = await streamCopy(
     ends.duck,
