@@ -5,8 +5,9 @@
 // machine: compare them as ratios within one run.
 //
 //   npm run build && REPORTS_DUCKDB_MEMORY_LIMIT=1GiB REPORTS_BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/bench \
-//     node dist/bench/measure-postgres.js --generate 1000000
+//     node dist/bench/measure-postgres.js --generate 1000000 [--keep]   # --keep: leave the warehouse and schema
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { DuckDBBlobValue } from '@duckdb/node-api';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config/config.js';
@@ -61,7 +62,10 @@ async function linesOnly(): Promise<number> {
       chunk && chunk.rowCount > 0;
       chunk = await result.fetchChunk()
     ) {
-      rows += (chunk.getColumnValues(0) as string[]).join('\n').length > 0 ? chunk.rowCount : 0;
+      rows +=
+        Buffer.concat((chunk.getColumnValues(0) as DuckDBBlobValue[]).map((b) => b.bytes)).length > 0
+          ? chunk.rowCount
+          : 0;
     }
     return rows;
   } finally {
@@ -94,5 +98,6 @@ try {
   await dispatcher.close();
   warehouse.close();
   await sim.close();
-  rmSync(dir, { recursive: true, force: true });
+  if (!process.argv.includes('--keep')) rmSync(dir, { recursive: true, force: true });
+  else console.log(`warehouse kept: ${join(dir, 'warehouse.duckdb')}; PostgreSQL schema ${schema}`);
 }

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { afterAll, beforeAll, type TestContext } from 'vitest';
 
 /** A PostgreSQL server for tests: a URL per test database, and control of the server it runs on. */
 export interface TestPostgres {
@@ -99,3 +100,33 @@ export async function startTestPostgres(): Promise<TestPostgres> {
 
 /** Whether tests must fail (not skip) when no PostgreSQL server can be started. */
 export const POSTGRES_REQUIRED = process.env.CI === 'true';
+
+/**
+ * One PostgreSQL server for a test file: started in `beforeAll`, stopped in `afterAll`. `database(ctx)`
+ * gives a test its own database; without a server it fails the test in CI and skips it elsewhere.
+ */
+export function postgresForSuite(): {
+  database(ctx: TestContext): Promise<{ url: string; schema: string }>;
+  server(): TestPostgres | undefined;
+} {
+  let server: TestPostgres | undefined;
+  let startError: unknown;
+  beforeAll(async () => {
+    try {
+      server = await startTestPostgres();
+    } catch (err) {
+      startError = err;
+    }
+  });
+  afterAll(() => server?.close());
+  return {
+    async database(ctx) {
+      if (!server) {
+        if (POSTGRES_REQUIRED) throw startError;
+        ctx.skip(`no PostgreSQL server: ${String(startError)}`);
+      }
+      return server!.database();
+    },
+    server: () => server,
+  };
+}

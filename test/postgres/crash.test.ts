@@ -1,34 +1,17 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, type TestContext } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { spawnCli } from '../helpers/cli-process.js';
 import { COMPARED, duckRows, holdsNul, pgQuery, pgRows } from '../helpers/pg-parity.js';
-import { POSTGRES_REQUIRED, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { postgresForSuite } from '../helpers/postgres.js';
 import { startTestSimulator, type TestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, tempDir, testConfig } from '../helpers/sync.js';
 
-let server: TestPostgres | undefined;
-let startError: unknown;
-beforeAll(async () => {
-  try {
-    server = await startTestPostgres();
-  } catch (err) {
-    startError = err;
-  }
-});
-afterAll(() => server?.close());
+const postgres = postgresForSuite();
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
   tmp = tempDir();
 });
 afterEach(() => tmp.cleanup());
-
-async function database(ctx: TestContext): Promise<{ url: string; schema: string }> {
-  if (!server) {
-    if (POSTGRES_REQUIRED) throw startError;
-    ctx.skip(`no PostgreSQL server: ${String(startError)}`);
-  }
-  return server!.database();
-}
 
 /** Every compared relation of PostgreSQL, as rows. */
 async function pgState(db: { url: string; schema: string }) {
@@ -62,7 +45,7 @@ async function publishedThenChanged(db: { url: string; schema: string }) {
 
 describe('a publish to PostgreSQL cut midway', () => {
   it('killed (SIGKILL) before its commit leaves PostgreSQL at the previous publish; the next one converges', async (ctx) => {
-    const db = await database(ctx);
+    const db = await postgres.database(ctx);
     const { sim, path, env } = await publishedThenChanged(db);
     const before = await pgState(db);
     const [state] = await pgQuery(db.url, db.schema, 'SELECT last_run_id, watermark FROM publish_state');
@@ -85,8 +68,8 @@ describe('a publish to PostgreSQL cut midway', () => {
   });
 
   it('with the server stopped mid-publish fails (exit 1); once it is back the next publish converges', async (ctx) => {
-    const db = await database(ctx);
-    if (!server?.stop || !server.start)
+    const db = await postgres.database(ctx);
+    if (!postgres.server()?.stop || !postgres.server()?.start)
       return ctx.skip("the server is not the suite's own (REPORTS_TEST_POSTGRES_URL)");
     const { sim, path, env } = await publishedThenChanged(db);
     const before = await pgState(db);
@@ -95,9 +78,9 @@ describe('a publish to PostgreSQL cut midway', () => {
       REPORTS_FAILPOINT: 'postgres-applied@2000',
     });
     await proc.waitFor(/failpoint postgres-applied reached/);
-    server.stop();
+    postgres.server()!.stop!();
     const { code } = await proc.exited;
-    server.start();
+    postgres.server()!.start!();
     expect(code).toBe(1);
     expect(proc.output().stderr).toContain('publish to PostgreSQL failed');
     expect(await pgState(db)).toEqual(before);
@@ -108,7 +91,7 @@ describe('a publish to PostgreSQL cut midway', () => {
   });
 
   it('a PostgreSQL that is down never fails the sync, its password never shows, and the next sync catches up', async (ctx) => {
-    const db = await database(ctx);
+    const db = await postgres.database(ctx);
     const sim = await startTestSimulator({ generate: { n: 100, seed: 2 } });
     const path = `${tmp.dir}/w.duckdb`;
     const env = { REPORTS_BASE_URL: sim.url, REPORTS_WAREHOUSE: path, REPORTS_POSTGRES_SCHEMA: db.schema };

@@ -1,23 +1,14 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveJobs } from '../../src/daemon/load-jobs.js';
 import { startDaemon, type Daemon } from '../../src/daemon/start-daemon.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { waitFor } from '../helpers/daemon.js';
 import { COMPARED, duckRows, pgQuery, pgRows } from '../helpers/pg-parity.js';
-import { POSTGRES_REQUIRED, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { postgresForSuite } from '../helpers/postgres.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { tempDir, testConfig } from '../helpers/sync.js';
 
-let server: TestPostgres | undefined;
-let startError: unknown;
-beforeAll(async () => {
-  try {
-    server = await startTestPostgres();
-  } catch (err) {
-    startError = err;
-  }
-});
-afterAll(() => server?.close());
+const postgres = postgresForSuite();
 let tmp: ReturnType<typeof tempDir>;
 let daemon: Daemon | undefined;
 beforeEach(() => {
@@ -31,11 +22,7 @@ afterEach(async () => {
 
 describe('the daemon with REPORTS_POSTGRES_URL', { timeout: 180_000 }, () => {
   it('publishes to PostgreSQL after its catch-up job, and PostgreSQL then equals the warehouse', async (ctx) => {
-    if (!server) {
-      if (POSTGRES_REQUIRED) throw startError;
-      ctx.skip(`no PostgreSQL server: ${String(startError)}`);
-    }
-    const db = await server!.database();
+    const db = await postgres.database(ctx);
     const sim = await startTestSimulator({ generate: { n: 120, seed: 6 } });
     const config = testConfig(sim.url, `${tmp.dir}/warehouse.duckdb`, {
       port: 0,

@@ -1,21 +1,12 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { publishToPostgres } from '../../src/warehouse/postgres/publish-postgres.js';
 import { pgQuery, pgRows, duckRows, holdsNul } from '../helpers/pg-parity.js';
-import { POSTGRES_REQUIRED, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { postgresForSuite } from '../helpers/postgres.js';
 import { startRawServer } from '../helpers/raw-server.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
-let server: TestPostgres | undefined;
-let startError: unknown;
-beforeAll(async () => {
-  try {
-    server = await startTestPostgres();
-  } catch (err) {
-    startError = err;
-  }
-});
-afterAll(() => server?.close());
+const postgres = postgresForSuite();
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
   tmp = tempDir();
@@ -46,11 +37,7 @@ const REFUSED = `SELECT row_key, reason FROM publish_refused WHERE table_name = 
 
 describe('text PostgreSQL cannot store (U+0000)', () => {
   it('a report holding U+0000 is kept out of PostgreSQL and listed with its reason; it comes back once clean', async (ctx) => {
-    if (!server) {
-      if (POSTGRES_REQUIRED) throw startError;
-      ctx.skip(`no PostgreSQL server: ${String(startError)}`);
-    }
-    const db = await server!.database();
+    const db = await postgres.database(ctx);
     const up = await upstream();
     const ids = up.reports.map((r) => String(r.id));
     const withNul = (i: number, change: (r: Wire) => Wire) =>

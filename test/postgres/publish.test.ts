@@ -1,37 +1,19 @@
-import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it, type TestContext } from 'vitest';
+import { beforeEach, afterEach, describe, expect, it } from 'vitest';
 import { publishToPostgres } from '../../src/warehouse/postgres/publish-postgres.js';
 import type { Warehouse } from '../../src/warehouse/database.js';
 import { resetData } from '../../src/warehouse/data-tables.js';
 import { COMPARED, duckRows, holdsNul, pgQuery, pgRows } from '../helpers/pg-parity.js';
-import { POSTGRES_REQUIRED, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { postgresForSuite } from '../helpers/postgres.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
-let server: TestPostgres | undefined;
-let startError: unknown;
-beforeAll(async () => {
-  try {
-    server = await startTestPostgres();
-  } catch (err) {
-    startError = err;
-  }
-});
-afterAll(() => server?.close());
+const postgres = postgresForSuite();
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
   tmp = tempDir();
 });
 afterEach(() => tmp.cleanup());
-
-/** The test's database; in CI a server that could not start fails the test, elsewhere it is skipped. */
-async function database(ctx: TestContext): Promise<{ url: string; schema: string }> {
-  if (!server) {
-    if (POSTGRES_REQUIRED) throw startError;
-    ctx.skip(`no PostgreSQL server: ${String(startError)}`);
-  }
-  return server!.database();
-}
 
 /** Every compared relation holds the same rows in PostgreSQL as in DuckDB (rows with U+0000 excepted). */
 async function expectParity(warehouse: Warehouse, db: { url: string; schema: string }) {
@@ -43,7 +25,7 @@ async function expectParity(warehouse: Warehouse, db: { url: string; schema: str
 
 describe('publishing the warehouse to PostgreSQL', () => {
   it('after NDJSON, CSV and recent runs over simulated days, every business column equals DuckDB, versions included', async (ctx) => {
-    const db = await database(ctx);
+    const db = await postgres.database(ctx);
     const sim = await startTestSimulator({
       generate: { n: 400, seed: 11 },
       faults: ['ndjson:malformed,every=97'],
@@ -96,7 +78,7 @@ describe('publishing the warehouse to PostgreSQL', () => {
   });
 
   it('applying the same change set again changes nothing, and a publish with nothing new moves no report', async (ctx) => {
-    const db = await database(ctx);
+    const db = await postgres.database(ctx);
     const sim = await startTestSimulator({ generate: { n: 200, seed: 3 } });
     const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`);
     const warehouse = await openTestWarehouse(config);
@@ -138,7 +120,7 @@ describe('publishing the warehouse to PostgreSQL', () => {
   });
 
   it('after a reset (every report deleted in DuckDB) the next publish copies every table', async (ctx) => {
-    const db = await database(ctx);
+    const db = await postgres.database(ctx);
     const sim = await startTestSimulator({ generate: { n: 150, seed: 8 } });
     const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`);
     const warehouse = await openTestWarehouse(config);

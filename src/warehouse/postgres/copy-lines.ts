@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import type { DuckDBBlobValue, DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import type { ClientBase } from 'pg';
 import { escapeIdentifier } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -67,9 +67,13 @@ function csvField(column: PgColumn): string {
   }
 }
 
-/** DuckDB SQL: the expression of one CSV line (no newline) of `columns`. */
+/**
+ * DuckDB SQL: one CSV line of `columns`, newline included, as a BLOB of its UTF-8 bytes: bytes reach
+ * the COPY stream as they are, without a JavaScript string per row (half the time of the DuckDB side of a
+ * full publish, measured at 1M reports).
+ */
 export function csvLineSql(columns: readonly PgColumn[]): string {
-  return `concat(${columns.map(csvField).join(`, ',', `)})`;
+  return `encode(concat(${columns.map(csvField).join(`, ',', `)}, chr(10)))`;
 }
 
 /** PostgreSQL: `COPY <target> (<columns>) FROM STDIN` in CSV format. */
@@ -79,7 +83,7 @@ export function copyIntoSql(target: string, columns: readonly PgColumn[]): strin
 }
 
 /**
- * Streams the one-column result of `linesSql` (CSV lines, see {@link csvLineSql}) from DuckDB into
+ * Streams the one-column result of `linesSql` (CSV lines as bytes, see {@link csvLineSql}) from DuckDB into
  * PostgreSQL's `copySql`, a DuckDB chunk (~2,048 rows) at a time with backpressure: memory stays bounded
  * by a chunk, whatever the table's size. Returns the rows copied.
  *
@@ -94,13 +98,13 @@ export async function streamCopy(
 ): Promise<number> {
   const result = await source.stream(linesSql, params);
   let rows = 0;
-  async function* chunks(): AsyncGenerator<string> {
+  async function* chunks(): AsyncGenerator<Buffer> {
     for (;;) {
       const chunk = await result.fetchChunk();
       if (chunk === null || chunk.rowCount === 0) return;
-      const lines = chunk.getColumnValues(0) as string[];
+      const lines = chunk.getColumnValues(0) as DuckDBBlobValue[];
       rows += lines.length;
-      yield `${lines.join('\n')}\n`;
+      yield Buffer.concat(lines.map((line) => line.bytes));
     }
   }
   await pipeline(Readable.from(chunks()), target.query(copyFrom(copySql)));
