@@ -39,6 +39,19 @@ describe('publishing the warehouse to PostgreSQL', () => {
       expect(first.mode).toBe('full');
       expect(first.tables.report_rows?.rows).toBe(400);
       expect(first.tables.rejected_records?.rows).toBeGreaterThan(0);
+      // The reader's indexes are there after the first publish (built once its rows were copied).
+      const indexes = await pgQuery<{ indexname: string }>(
+        db.url,
+        db.schema,
+        `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'report_rows' ORDER BY 1`,
+        [db.schema],
+      );
+      expect(indexes.map((i) => i.indexname)).toEqual([
+        'report_rows_current_created',
+        'report_rows_current_destination',
+        'report_rows_current_status',
+        'report_rows_pkey',
+      ]);
       await expectParity(warehouse, db);
 
       const advanced = (await (
