@@ -10,6 +10,7 @@ import { registerRun } from './run.js';
 import { registerRuns } from './runs.js';
 import { registerReset } from './reset.js';
 import { registerPublish } from './publish.js';
+import { registerPublishPostgres } from './publish-postgres.js';
 import { packageVersion } from '../util/version.js';
 
 /**
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerStatus(program);
   registerRuns(program);
   registerReset(program);
+  registerPublishPostgres(program);
   registerSql(program);
   registerRun(program);
   registerPublish(program);

@@ -17,7 +17,11 @@ export function registerRun(program: Command): void {
           'published read-only snapshot after each successful run, and the HTTP server (/healthz, reader)',
       )
       .option('--port <n>', 'TCP port of the HTTP server (env REPORTS_PORT, default 8080; 0 = a free port)')
-      .option('--host <host>', 'interface to bind (env REPORTS_HOST, default 127.0.0.1)'),
+      .option('--host <host>', 'interface to bind (env REPORTS_HOST, default 127.0.0.1)')
+      .option(
+        '--postgres <url>',
+        "publish each job's changes to this PostgreSQL (env REPORTS_POSTGRES_URL; retried after the next job when down)",
+      ),
   )
     .addHelpText(
       'after',
@@ -26,8 +30,12 @@ export function registerRun(program: Command): void {
         'finish within REPORTS_SHUTDOWN_GRACE_MS, then it is aborted and recorded as aborted (a run already\n' +
         'merging is never cut: it commits first). The daemon exits 0.',
     )
-    .action(async (flags: CommonFlags & { port?: string; host?: string }) => {
-      const { config, logger } = await configFromFlags(flags, { port: flags.port, host: flags.host });
+    .action(async (flags: CommonFlags & { port?: string; host?: string; postgres?: string }) => {
+      const { config, logger } = await configFromFlags(flags, {
+        port: flags.port,
+        host: flags.host,
+        postgresUrl: flags.postgres,
+      });
       const [{ loadJobs }, { startDaemon }, { errorMessage }] = await Promise.all([
         import('../daemon/load-jobs.js'),
         import('../daemon/start-daemon.js'),

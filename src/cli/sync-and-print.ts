@@ -9,6 +9,8 @@ import type { Logger } from '../util/logger.js';
 import { screenWidth } from '../util/screen.js';
 import { statusLineFor } from '../util/status-line.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
+import { PostgresPublisher } from '../warehouse/postgres/postgres-publisher.js';
+import { changedAny } from '../warehouse/run-counters.js';
 import { AlertCenter } from '../alerts/alert-center.js';
 import { EXIT_FAILURE, EXIT_SUCCESS, signalExitCode } from './exit-codes.js';
 import { printRunSummaries } from './print-summary.js';
@@ -140,6 +142,12 @@ export async function syncAndPrint(
     }
     // Once the runs' outcomes are committed; webhooks are sent meanwhile (bounded wait in `finally`).
     await alerts.afterRuns(summaries.map((s) => s.runId));
+    // PostgreSQL serves what the runs committed; down or refusing, it never fails the sync (logged).
+    if (summaries.some((s) => s.status === 'succeeded')) {
+      await new PostgresPublisher(warehouse, config, logger).afterRuns(
+        summaries.some((s) => s.source === 'stats' || changedAny(s.counters)),
+      );
+    }
     const connection = await warehouse.connect();
     try {
       if (options.json) {

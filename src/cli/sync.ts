@@ -27,23 +27,31 @@ export function registerSync(program: Command): void {
         )
         .option('--page-size <rows>', 'rows per CSV page (env REPORTS_CSV_PAGE_SIZE, default 1000)')
         .option(
+          '--postgres <url>',
+          'publish to this PostgreSQL after the runs (env REPORTS_POSTGRES_URL; a failure never fails the sync)',
+        )
+        .option(
           '--json',
           'print one JSON document (runs, counters, rejects by reason) instead of the summary',
         ),
     ),
-  ).action(async (flags: CommonFlags & { source: SyncTarget; pageSize?: string; json?: boolean }) => {
-    const { config, logger } = await configFromFlags(
-      flags,
-      { csvPageSize: flags.pageSize },
-      { interactive: true },
-    );
-    // The decode threads load their modules while this thread opens the warehouse (~0.5 s of a run's start).
-    if (flags.source !== 'stats') prestartDecoders(config.decodeWorkers);
-    const [{ requireBaseUrl }, { syncAndPrint }] = await Promise.all([
-      import('../config/config.js'),
-      import('./sync-and-print.js'),
-    ]);
-    requireBaseUrl(config);
-    await syncAndPrint(config, logger, flags.source, { json: flags.json });
-  });
+  ).action(
+    async (
+      flags: CommonFlags & { source: SyncTarget; pageSize?: string; json?: boolean; postgres?: string },
+    ) => {
+      const { config, logger } = await configFromFlags(
+        flags,
+        { csvPageSize: flags.pageSize, postgresUrl: flags.postgres },
+        { interactive: true },
+      );
+      // The decode threads load their modules while this thread opens the warehouse (~0.5 s of a run's start).
+      if (flags.source !== 'stats') prestartDecoders(config.decodeWorkers);
+      const [{ requireBaseUrl }, { syncAndPrint }] = await Promise.all([
+        import('../config/config.js'),
+        import('./sync-and-print.js'),
+      ]);
+      requireBaseUrl(config);
+      await syncAndPrint(config, logger, flags.source, { json: flags.json });
+    },
+  );
 }

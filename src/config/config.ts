@@ -147,6 +147,11 @@ function registerSecrets(config: Config): void {
     if (u.pathname.length > 1) addSecret(u.pathname.slice(1));
     if (u.search.length > 1) addSecret(u.search.slice(1));
   }
+  if (config.postgresUrl !== undefined && URL.canParse(config.postgresUrl)) {
+    const url = new URL(config.postgresUrl);
+    addSecret(decodeURIComponent(url.password));
+    addSecret(url.password);
+  }
   if (config.baseUrl !== undefined && URL.canParse(config.baseUrl)) {
     const url = new URL(config.baseUrl);
     addSecret(decodeURIComponent(url.password));

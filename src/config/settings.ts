@@ -424,6 +424,28 @@ export const SETTINGS = {
     allowed: 'true or false',
     doc: 'Force pretty (true) or JSON (false) logs; default: pretty on a TTY.',
   },
+  // PostgreSQL as the serving warehouse (docs/deployment.md, "Serving from PostgreSQL").
+  postgresUrl: {
+    env: 'REPORTS_POSTGRES_URL',
+    flag: '--postgres',
+    secret: true,
+    schema: z
+      .string()
+      .refine((v) => URL.canParse(v) && /^postgres(ql)?:$/.test(new URL(v).protocol), 'a postgres:// URL')
+      .optional(),
+    allowed:
+      'a postgres:// or postgresql:// URL, e.g. postgres://user:password@db.example.org:5432/reports?sslmode=require',
+    doc: 'PostgreSQL to publish the warehouse to after every run that changed it (libpq URL parameters such as `sslmode` work). Unset: no PostgreSQL publish. Its password is never printed.',
+  },
+  postgresSchema: {
+    env: 'REPORTS_POSTGRES_SCHEMA',
+    schema: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'letters, digits and _ (at most 63), not starting with a digit')
+      .default('reports_sync'),
+    allowed: 'a PostgreSQL schema name: letters, digits and _, at most 63, not starting with a digit',
+    doc: 'The PostgreSQL schema the serving tables and views live in (created and migrated by the publish).',
+  },
   // Alerts (docs/deployment.md, "Alerts"): webhooks, and the thresholds of the incidents.
   alertWebhookUrls: {
     env: 'REPORTS_ALERT_WEBHOOK_URL',

@@ -10,6 +10,7 @@ import { errorMessage, SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
+import { PostgresPublisher } from '../warehouse/postgres/postgres-publisher.js';
 import { publishSnapshot, publishedDirFor } from '../warehouse/publish.js';
 import { changedAny } from '../warehouse/run-counters.js';
 import { AlertCenter } from '../alerts/alert-center.js';
@@ -93,6 +94,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     clock: options.clock,
   });
 
+  // PostgreSQL, when configured, gets each job's change set; a failure is retried after the next job.
+  const postgres = new PostgresPublisher(warehouse, config, logger);
   const policy = new PublishPolicy(config.publishMinIntervalMs, publishedAt(publishedDir));
   const publish = async (log: Logger, changed: boolean): Promise<void> => {
     const decision = policy.afterJob(changed);
@@ -164,6 +167,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       // A stats snapshot is new data too; a report run counts when it changed a report.
       const changed = summaries.some((s) => s.source === 'stats' || changedAny(s.counters));
       if (ok && !signal.aborted) await publish(log, changed);
+      if (ok && !signal.aborted) await postgres.afterRuns(changed);
     } catch (err) {
       log.error({ err: err instanceof SyncError ? err.toJSON() : errorMessage(err) }, 'job failed');
     } finally {

@@ -71,6 +71,11 @@ export const ERROR_CODES = {
       'A list page of the recent source is not a JSON array of reports, is over 256 MiB or is not UTF-8.',
     retry: 'request',
   },
+  POSTGRES_PUBLISH_FAILED: {
+    meaning:
+      'The change set could not be applied to PostgreSQL (server down, refused login, lost connection): PostgreSQL stays at the last publish, the next one catches up.',
+    retry: 'request',
+  },
   PUBLISH_FAILED: { meaning: 'The warehouse snapshot for the reader could not be published.', retry: 'none' },
   READER_BUSY: {
     meaning:

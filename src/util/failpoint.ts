@@ -6,7 +6,8 @@ export type FailpointName =
   | 'in-merge'
   | 'after-commit'
   | 'publish-written'
-  | 'publish-renamed';
+  | 'publish-renamed'
+  | 'postgres-applied';
 
 /**
  * A crash-test hook, off unless the environment variable `REPORTS_FAILPOINT` names this point. When it
@@ -18,7 +19,8 @@ export type FailpointName =
  * transaction), `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is
  * committed, nothing after it has run yet), `publish-written` (a publish wrote its temp copy and Parquet
  * folder, nothing renamed yet), `publish-renamed` (the new copy renamed into place, the Parquet link not
- * swapped yet).
+ * swapped yet), `postgres-applied` (a PostgreSQL publish has copied its rows, its transaction not
+ * committed).
  *
  * Deliberately not a setting of config/settings.ts: it is no user option and never appears in the README's
  * configuration table. A no-op costing one environment lookup when unset. `prepare` runs first, only when
