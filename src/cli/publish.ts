@@ -6,7 +6,8 @@ import { configFromFlags, withCommonOptions, type CommonFlags } from './common-o
  * `reports-sync publish`: publishes the read-only snapshot (the DuckDB copy and the Parquet set,
  * docs/deployment.md) now, as the daemon does after each job that changed the warehouse: the changes
  * since the published copy's watermark, or everything with `--full`. Prints what it did, or one JSON
- * document with `--json`. Exit 0 published, 1 `PUBLISH_FAILED` (the previous snapshot stays), 2 usage,
+ * document with `--json`. With `--postgres URL` it publishes to that PostgreSQL instead (publish-postgres.ts).
+ * Exit 0 published, 1 `PUBLISH_FAILED` (the previous snapshot stays), 2 usage,
  * configuration or a warehouse held by another process (`reports-sync run` publishes by itself).
  */
 export function registerPublish(program: Command): void {
@@ -23,7 +24,18 @@ export function registerPublish(program: Command): void {
       'rewrite the copy and every Parquet file instead of applying the changes since the last publish',
     )
     .option('--json', 'print one JSON document instead of the summary')
-    .action(async (flags: CommonFlags & { full?: boolean; json?: boolean }) => {
+    .option(
+      '--postgres <url>',
+      'publish to this PostgreSQL instead of the snapshot (as `reports-sync publish-postgres` does)',
+    )
+    .action(async (flags: CommonFlags & { full?: boolean; json?: boolean; postgres?: string }) => {
+      if (flags.postgres !== undefined) {
+        const { config } = await configFromFlags(flags, { postgresUrl: flags.postgres });
+        const { publishPostgresNow } = await import('./publish-postgres-report.js');
+        const options = { full: flags.full === true, json: flags.json === true };
+        process.stdout.write(await publishPostgresNow(config, options));
+        return;
+      }
       const { config } = await configFromFlags(flags);
       const [{ openMigratedWarehouse }, { publishSnapshot }] = await Promise.all([
         import('../warehouse/open-migrated.js'),
