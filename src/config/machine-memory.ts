@@ -18,9 +18,9 @@ export function availableMemory(): number {
  * DuckDB's `memory_limit` when the user sets none (`REPORTS_DUCKDB_MEMORY_LIMIT=auto`): a sixteenth of the
  * available memory, from 128MiB to 256MiB, as `<n>MiB`. The rest of a sync's process (Node, the decode
  * workers, the known-line hashes, DuckDB's allocations outside its limit) took ~250–450 MiB at 1M–10M
- * reports, so a 2 GiB container gets 128MiB and any machine from 4 GiB the 256MiB every step of a 10M
- * cycle was measured with (docs/performance.md). Larger limits made no step faster enough to pay for the
- * memory: the merge spills to `temp_directory` instead.
+ * reports, so a 2 GiB container gets 128MiB and any machine from 4 GiB the 256MiB the 10M cycle was
+ * measured with (docs/performance.md, "Scale": its first CSV run still runs out there). Larger limits
+ * made no step faster enough to pay for the memory: the merge spills to `temp_directory` instead.
  *
  * @param available bytes (default {@link availableMemory})
  */

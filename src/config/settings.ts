@@ -272,7 +272,7 @@ export const SETTINGS = {
       .transform((v) => (v === 'auto' ? autoMemoryLimit() : v)),
     shownDefault: 'auto',
     allowed: 'auto, or a DuckDB size such as 256MiB or 1GB',
-    doc: "DuckDB `memory_limit` (bounds the warehouse side of a sync's merge and the reader; what does not fit spills to `<warehouse>.tmp` beside the warehouse). `auto`: a sixteenth of the machine's (or the container's) memory, from 128MiB to 256MiB. A 10M-report cycle runs at 256MiB (docs/performance.md); at 128MiB analysts' queries (read_csv of a large export) ran out of memory; a sync's reading has its own limit (`REPORTS_DUCKDB_READ_MEMORY_LIMIT`). A run that still runs out fails with `WAREHOUSE_OUT_OF_MEMORY`, naming the setting to raise.",
+    doc: "DuckDB `memory_limit` (bounds the warehouse side of a sync's merge and the reader; what does not fit spills to `<warehouse>.tmp` beside the warehouse). `auto`: a sixteenth of the machine's (or the container's) memory, from 128MiB to 256MiB. At 256MiB a 10M-report warehouse's first load and nightly NDJSON runs succeed, its first CSV run does not yet (docs/performance.md, \"Scale\"); at 128MiB analysts' queries (read_csv of a large export) ran out of memory; a sync's reading has its own limit (`REPORTS_DUCKDB_READ_MEMORY_LIMIT`). A run that still runs out fails with `WAREHOUSE_OUT_OF_MEMORY`, naming the setting to raise.",
   },
   duckdbReadMemoryLimit: {
     env: 'REPORTS_DUCKDB_READ_MEMORY_LIMIT',
