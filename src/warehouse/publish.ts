@@ -84,7 +84,7 @@ export interface PublishResult {
  * Both hold what analysts query: no staging tables and no internal hashes; the copy keeps the views
  * `current_reports`, `report_history` and `report_versions`, and records its {@link Watermark} in
  * `publish_watermark`; the Parquet folder in `_publish.json`. A copy and a Parquet set brought forward
- * hold what a full publish writes (test/warehouse/publish-incremental.test.ts); a change set whose result
+ * hold what a full publish writes (test/property/publish-incremental.test.ts); a change set whose result
  * does not count the warehouse's rows is dropped for a full publish.
  *
  * Call it between runs: the caller's job queue makes sure no run writes meanwhile, so the copy is one

@@ -1,5 +1,5 @@
 -- 003: skip unchanged records early. A run hashes each raw export line (64 bits, keyed by source
--- and header, see src/sync/known-lines.ts) before parsing it; a line whose hash a current report holds is
+-- and header, see src/normalize/known-lines.ts) before parsing it; a line whose hash a current report holds is
 -- not parsed, validated or staged again, only its hash is staged in `staging_seen` so the merge marks that
 -- report seen (last_seen_at, run_id, and not tombstoned).
 

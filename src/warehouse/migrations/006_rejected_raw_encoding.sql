@@ -6,5 +6,5 @@ ALTER TABLE rejected_records ADD COLUMN raw_encoding VARCHAR DEFAULT 'text';  --
 
 -- The value rules changed (an empty string is no longer NULL, lone surrogates and out-of-range timestamps
 -- are quarantined): forget the raw-line hashes, so the next run parses every line once under the new rules
--- instead of skipping lines loaded under the old ones as unchanged (src/sync/known-lines.ts).
+-- instead of skipping lines loaded under the old ones as unchanged (src/normalize/known-lines.ts).
 UPDATE reports SET line_hash = NULL;
