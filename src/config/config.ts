@@ -2,7 +2,7 @@ import { addSecret } from '../util/redact.js';
 import { z } from 'zod';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { SyncError } from '../util/errors.js';
-import { safeUrl } from '../upstream/safe-url.js';
+import { safeUrl } from '../util/safe-url.js';
 import { SETTINGS, webhookUrlList, type SettingDef, type SettingKey } from './settings.js';
 
 type Schemas = { [K in SettingKey]: (typeof SETTINGS)[K]['schema'] };

@@ -2,7 +2,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
 import { fetchStats } from '../upstream/fetch-stats.js';
-import { safeUrl } from '../upstream/safe-url.js';
+import { safeUrl } from '../util/safe-url.js';
 import { errorMessage, SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { emptyCounters } from '../warehouse/run-counters.js';

@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { clearSpool, spoolDirFor } from '../normalize/batch-files.js';
-import { safeUrl } from '../upstream/safe-url.js';
+import { safeUrl } from '../util/safe-url.js';
 import { withRetry } from '../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';

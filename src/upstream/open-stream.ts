@@ -4,7 +4,7 @@ import type { Config } from '../config/config.js';
 import { SyncError } from '../util/errors.js';
 import { ACCEPT_ENCODING, decodeBody } from './content-encoding.js';
 import { parseRetryAfter } from './retry-after.js';
-import { safeUrl } from './safe-url.js';
+import { safeUrl } from '../util/safe-url.js';
 import { doubledPrefixHint, tlsMistake } from './url-mistakes.js';
 
 /** A 200 response whose body has not been read yet. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseRetryAfter } from '../../src/upstream/retry-after.js';
-import { safeUrl } from '../../src/upstream/safe-url.js';
+import { safeUrl } from '../../src/util/safe-url.js';
 
 describe('parseRetryAfter', () => {
   const now = Date.parse('2026-11-21T12:00:00Z');

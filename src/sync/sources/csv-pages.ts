@@ -5,7 +5,7 @@ import type { DecodedCsvPage } from '../../normalize/csv-page-decode.js';
 import type { BlockDecoders } from '../../normalize/decoders.js';
 import { nextLink } from '../../upstream/link-header.js';
 import { bodyEndChecked, header, networkError, openStream, minSpeedOf } from '../../upstream/open-stream.js';
-import { safeUrl } from '../../upstream/safe-url.js';
+import { safeUrl } from '../../util/safe-url.js';
 import { readBody } from '../../upstream/read-body.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../../util/errors.js';

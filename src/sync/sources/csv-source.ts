@@ -6,7 +6,7 @@ import { probeFirstPage, resumedPageSize } from './csv-resume.js';
 import { compareValidators, describeValidator, hasValidator } from './export-validators.js';
 import { extraLimits } from '../../config/config.js';
 import { isNotModified } from '../conditional.js';
-import { safeUrl } from '../../upstream/safe-url.js';
+import { safeUrl } from '../../util/safe-url.js';
 import { SyncError } from '../../util/errors.js';
 import type {
   SourceItem,

@@ -6,7 +6,7 @@ import { KnownLines } from '../../normalize/known-lines.js';
 import { charsetOf, utf8Chunks } from '../../extract/charset.js';
 import { countBytes } from '../count-bytes.js';
 import type { ExportSource, ReadContext } from '../export-source.js';
-import { safeUrl } from '../../upstream/safe-url.js';
+import { safeUrl } from '../../util/safe-url.js';
 import { isNotModified } from '../conditional.js';
 
 /**

@@ -13,7 +13,7 @@ import { header, networkError, openStream, minSpeedOf } from '../../upstream/ope
 import { SyncError } from '../../util/errors.js';
 import { currentHashes } from '../../warehouse/current-hashes.js';
 import type { ExportSource, ReadContext, ReadOutcome, SourceItem } from '../export-source.js';
-import { safeUrl as redactedUrl } from '../../upstream/safe-url.js';
+import { safeUrl as redactedUrl } from '../../util/safe-url.js';
 import { isPastEndAnswer } from './csv-paging.js';
 import { decidePage, type PageRecord } from './recent-paging.js';
 
