@@ -42,6 +42,20 @@ module.exports = {
       to: { path: [stage('extract'), stage('normalize'), stage('warehouse'), stage('sync')] },
     },
     {
+      name: 'shared-folders-stack',
+      severity: 'error',
+      comment: 'util/ is the bottom of the shared folders: it imports none of schema/, config/, upstream/.',
+      from: { path: '^src/util/' },
+      to: { path: '^src/(schema|config|upstream)/' },
+    },
+    {
+      name: 'config-imports-no-upstream',
+      severity: 'error',
+      comment: 'config/ and schema/ sit below the HTTP layer (upstream/), which builds on them.',
+      from: { path: '^src/(config|schema)/' },
+      to: { path: '^src/upstream/' },
+    },
+    {
       name: 'pipeline-imports-no-top',
       severity: 'error',
       comment:
