@@ -3,7 +3,7 @@ import type { Daemon } from '../daemon/start-daemon.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 
 /**
- * `reports-sync run`: the long-lived service (DESIGN.md §7). One process owns the warehouse and
+ * `reports-sync run`: the long-lived service (docs/deployment.md). One process owns the warehouse and
  * runs the jobs of `jobs/` on their schedules plus the HTTP server; the first stdout line is
  * `listening on <url>`. SIGTERM/SIGINT stop it gracefully (exit 0); a second signal aborts the running
  * sync at once. Exit 2 when the warehouse is held by another process or the port cannot be bound.

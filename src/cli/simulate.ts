@@ -39,7 +39,7 @@ Examples:
 
 /**
  * Registers `reports-sync simulate`: serves the public API from a dataset file or a generated dataset on
- * loopback until SIGINT/SIGTERM (DESIGN.md §3). Prints `listening on <base URL>` as the first stdout line;
+ * loopback until SIGINT/SIGTERM (docs/architecture.md). Prints `listening on <base URL>` as the first stdout line;
  * request logs go to stderr (pino).
  *
  * Bad option values end the command with a `SyncError` of exit status 2 (exit-codes.ts):

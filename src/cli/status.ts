@@ -5,7 +5,7 @@ import { configFromFlags, withCommonOptions, type CommonFlags } from './common-o
  * `reports-sync status`: which copy it read, the schedule of `reports-sync run` (next run of each job,
  * its last run and last success), the age of the published snapshot, the last runs with their outcome,
  * current reports by destination and status, and totals; `--json` prints the same as one JSON document.
- * While the daemon holds the warehouse it reads the published copy and says so (DESIGN.md §7).
+ * While the daemon holds the warehouse it reads the published copy and says so (docs/reader.md).
  * Exit 2 when the warehouse does not exist.
  */
 export function registerStatus(program: Command): void {

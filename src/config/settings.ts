@@ -516,7 +516,7 @@ export const SETTINGS = {
     allowed: 'milliseconds from 1000 to 604800000',
     doc: 'A publish target (the published snapshot) whose copy misses changes committed longer ago than this raises `publish.lagging` (ms; default twice the default `REPORTS_PUBLISH_MIN_INTERVAL_MS`).',
   },
-  // The daemon (`reports-sync run`, DESIGN.md §7) and progress reporting.
+  // The daemon (`reports-sync run`, docs/reader.md) and progress reporting.
   timezone: {
     env: 'REPORTS_TZ',
     schema: z.string().refine(isTimeZone, 'an IANA time zone').default('UTC'),

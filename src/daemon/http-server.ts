@@ -47,7 +47,7 @@ function scheduleOf(info: DaemonInfo): { timezone: string; jobs: ScheduledJob[] 
 
 /**
  * The HTTP side of `reports-sync run`: the reader (`buildReader`) on the daemon's one DuckDB
- * instance (DESIGN.md §6–§7) — the public endpoints under `/api/v1/public`, the status page at `/` (open
+ * instance (docs/how-a-sync-works.md) — the public endpoints under `/api/v1/public`, the status page at `/` (open
  * alerts, job freshness against each job's objective, schedule and next runs) and the run pages, `GET /healthz` (from memory: 200 ok or degraded, 503
  * when the warehouse is broken) and `GET /metrics`, where the daemon's job gauges
  * (`registerDaemonMetrics`) join the reader's run-log metrics and the process metrics in one registry.

@@ -23,7 +23,7 @@ interface Entry {
 
 /**
  * A single queue in front of the warehouse: jobs run one at a time, in the order asked (DuckDB has one
- * writer, DESIGN.md §6–§7). Asking for a job that is already queued or running returns that run's
+ * writer, docs/how-a-sync-works.md). Asking for a job that is already queued or running returns that run's
  * promise instead of queueing it twice, so a slow job never piles up behind itself.
  *
  * The promise of {@link enqueue} always resolves (a failing job is `runJob`'s to log); it resolves
@@ -75,7 +75,7 @@ export class JobQueue {
     for (const entry of this.#pending.splice(0)) entry.settle();
   }
 
-  /** Aborts the running job's signal (it is recorded as `aborted`, DESIGN.md §7). */
+  /** Aborts the running job's signal (it is recorded as `aborted`, docs/deployment.md). */
   abortRunning(): void {
     this.#running?.controller.abort();
   }

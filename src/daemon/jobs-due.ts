@@ -12,7 +12,7 @@ export interface CatchUp {
 }
 
 /**
- * The catch-up rule at start (DESIGN.md §7): an enabled job whose last successful run started
+ * The catch-up rule at start (docs/deployment.md): an enabled job whose last successful run started
  * more than one period ago (or that never succeeded) runs once now, so downtime over a scheduled time
  * does not leave the warehouse a whole period behind. The start time is used, not the end: a nightly
  * run that started at 02:00 yesterday is due at 02:00 today however long it took. In declaration order.

@@ -60,8 +60,8 @@ export interface Daemon {
 }
 
 /**
- * Starts `reports-sync run` (DESIGN.md §7): one process that owns the warehouse (one
- * `DuckDBInstance`, DESIGN.md §6) and runs
+ * Starts `reports-sync run` (docs/deployment.md): one process that owns the warehouse (one
+ * `DuckDBInstance`, docs/how-a-sync-works.md) and runs
  * - the jobs of `jobs/` on their node-cron schedules (`noOverlap`, time zone `REPORTS_TZ`), one at a time
  *   through a single queue (the warehouse has one writer);
  * - a catch-up run at start of every job whose last success is older than its period;

@@ -16,7 +16,7 @@ export interface OverLongLine {
  * `bytes[offsets[i] .. offsets[i+1] - 1)`, each line being stored with a `\n` after it (so the lines of a
  * chunk are copied in one piece), physical line number `lineNumbers[i]`. Lines over
  * the length limit travel as {@link OverLongLine}s (ascending line numbers). When `unterminated` is set, the
- * block's last line ended the body without a final `\n` (the body may have been cut there, DESIGN.md §4);
+ * block's last line ended the body without a final `\n` (the body may have been cut there, docs/how-a-sync-works.md);
  * `url` names the export for that error.
  */
 export interface NdjsonBlock {

@@ -57,12 +57,12 @@ type Cells = Array<string | null>;
 
 /**
  * Parses one page of the CSV export (RFC 4180: header row, quoted fields, CRLF or LF line breaks) with
- * csv-parse (`bom: true`, `max_record_size`, `relax_column_count`, `skip_empty_lines`; DESIGN.md §4),
+ * csv-parse (`bom: true`, `max_record_size`, `relax_column_count`, `skip_empty_lines`; docs/how-a-sync-works.md),
  * and accounts for every line of the body: each is part of a row that parsed, part of a quarantined row,
  * the header, or blank. Text (multi-line quoted fields, CRLF inside them, non-ASCII) is kept as it came.
  *
  * Why the page is held whole: csv-parse's `skip_records_with_error` lets one unclosed quote swallow every
- * later row with a single event (measured, DESIGN.md §4). Here a parse error stops the parser, the first
+ * later row with a single event (measured, docs/how-a-sync-works.md). Here a parse error stops the parser, the first
  * physical line of the broken row is quarantined with its page, row and line, and parsing starts again on
  * the next line with the same header, so no later row is lost silently. A ragged row (more or fewer cells
  * than the header) is quarantined too, never loaded with shifted columns; one spanning several lines is

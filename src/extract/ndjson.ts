@@ -30,7 +30,7 @@ export interface NdjsonOptions {
 }
 
 // stream-json's JSONL parse step (`JsonlParser.checkedParse`, the function behind its `errorIndicator`
-// option) turns a bad line into a value instead of an exception (DESIGN.md §4: the default crashes the
+// option) turns a bad line into a value instead of an exception (docs/how-a-sync-works.md: the default crashes the
 // process). We split lines ourselves because its stream counts only non-empty lines (we need physical
 // line numbers), has no line-length bound and cannot tell a cut last line from a bad one.
 const checkedParse = (

@@ -30,7 +30,7 @@ export type { NdjsonBlock };
  * @param rawMaxBytes raw text kept for a malformed line (bytes); longer text is cut and flagged
  * @param fastLane false sends every line through the general path (the fast lane's tests compare both)
  * @throws SyncError `BODY_TRUNCATED` (retryable) when the block's `unterminated` last line does not parse:
- *   a close-delimited body was cut mid-line (DESIGN.md §4)
+ *   a close-delimited body was cut mid-line (docs/how-a-sync-works.md)
  */
 export function decodeBlock(
   block: NdjsonBlock,

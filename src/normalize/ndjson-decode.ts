@@ -11,7 +11,7 @@ const MAX_BLOCKS_IN_FLIGHT = 6;
  * the over-long ones and an unterminated last one included, travels in a block.
  *
  * @throws SyncError `BODY_TRUNCATED` (retryable) when the body's last line has no final newline and does
- *   not parse: a close-delimited body was cut mid-line (DESIGN.md §4)
+ *   not parse: a close-delimited body was cut mid-line (docs/how-a-sync-works.md)
  */
 export async function* decodeNdjson(
   body: AsyncIterable<Uint8Array>,

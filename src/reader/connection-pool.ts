@@ -3,7 +3,7 @@ import { SyncError } from '../util/errors.js';
 import type { Warehouse } from '../warehouse/database.js';
 
 /**
- * A bounded set of DuckDB connections on the process's one warehouse instance (DESIGN.md §6: one
+ * A bounded set of DuckDB connections on the process's one warehouse instance (docs/how-a-sync-works.md: one
  * `DuckDBInstance` per process; each connection runs one query at a time and has its own transaction).
  * The reader takes a connection per request and gives it back when the response is done, so at most
  * `size` warehouse queries run at once; further requests wait in arrival order, each at most the acquire

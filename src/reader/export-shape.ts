@@ -8,7 +8,7 @@ export interface ExportShape {
   /** Current (not removed) reports: the rows the paged CSV export holds. */
   count: number;
   /**
-   * Extra CSV columns after `CSV_COLUMNS` (DESIGN.md §2: "plus any extra columns"): every key of the current
+   * Extra CSV columns after `CSV_COLUMNS` (docs/sources.md: plus any extra columns): every key of the current
    * reports' `extra`, in first-seen order along the export order (`createdAt`, `id`), keys of one report in
    * their stored order: the rule the simulator applies to its dataset, so both headers agree.
    */

@@ -26,7 +26,7 @@ export interface RunState {
 }
 
 /**
- * Reads {@link RunState} from `sync_runs` (DESIGN.md §6, the run log) in one scan. Every change of the
+ * Reads {@link RunState} from `sync_runs` (docs/how-a-sync-works.md, the run log) in one scan. Every change of the
  * `reports` table commits together with its run row and that row's counts, so `changed` identifies the
  * data state the reader serves.
  */

@@ -5,7 +5,7 @@ import { withQueryTimeout } from './query-timeout.js';
 /**
  * One read transaction on a pooled connection: every query of a response sees the same committed data
  * state (DuckDB MVCC snapshot), so an export's validators, row count, columns and body agree even when a
- * sync run commits meanwhile (DESIGN.md §6: "readers never see half a run"). Nothing is ever written.
+ * sync run commits meanwhile (docs/how-a-sync-works.md: readers never see half a run). Nothing is ever written.
  *
  * @example
  * const tx = await ReadTransaction.begin(pool, 10_000);

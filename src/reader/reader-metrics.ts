@@ -22,7 +22,7 @@ const RECORD_KINDS = {
 const DRIFT_KINDS: readonly DriftKind[] = ['new_value', 'new_field', 'type_changed', 'field_gone'];
 
 /**
- * The reader's Prometheus metrics (DESIGN.md §7; prom-client), named by the Prometheus conventions (base
+ * The reader's Prometheus metrics (docs/reader.md; prom-client), named by the Prometheus conventions (base
  * units in the name, counters ending in `_total`, no label whose value changes with an outcome on a
  * gauge). Warehouse figures are read from the run log (`sync_runs`), `reports` and `rejected_records` at
  * scrape time, so they are right whichever process ran the jobs:

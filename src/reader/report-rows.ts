@@ -3,7 +3,7 @@ import type { Report } from '../schema/report.js';
 import { extraFromJson } from '../schema/json-text.js';
 
 /**
- * The select list that rebuilds a canonical {@link Report} from a `reports` row (DESIGN.md §6): the typed
+ * The select list that rebuilds a canonical {@link Report} from a `reports` row (docs/how-a-sync-works.md): the typed
  * columns, timestamps as epoch milliseconds (DOUBLE, exact below 2^53) so `Date#toISOString()` gives the
  * canonical UTC form with milliseconds, and `extra` as its JSON text (DuckDB keeps the text as stored, so
  * key order survives). {@link rowToReport} reads the columns in this order.
@@ -21,7 +21,7 @@ export interface ReportFilter {
 
 /** Export order (NDJSON, CSV): creation order, `createdAt` ascending then `id`, as the upstream's export. */
 export const EXPORT_ORDER_SQL = 'created_at ASC, id ASC';
-/** List order (DESIGN.md §2): newest first, `createdAt` descending then `id` ascending. */
+/** List order (docs/sources.md): newest first, `createdAt` descending then `id` ascending. */
 export const NEWEST_FIRST_SQL = 'created_at DESC, id ASC';
 
 /**

@@ -2,7 +2,7 @@ import type { FastifyReply } from 'fastify';
 import { apiError, type ApiErrorBody } from '../schema/public-query.js';
 
 /**
- * Sends the public error body `{"error": {"code", "message", "details"?}}` (DESIGN.md §2) as the simulator
+ * Sends the public error body `{"error": {"code", "message", "details"?}}` (docs/sources.md) as the simulator
  * does (simulator/respond.ts): `application/json; charset=utf-8` with `Content-Length`. The body is built by
  * the caller from fixed text and request facts only: never an exception message, stack trace or SQL.
  */

@@ -37,7 +37,7 @@ import { VersionCache } from './version-cache.js';
 
 /** Options of {@link buildReader}. */
 export interface ReaderOptions {
-  /** The process's one warehouse (DESIGN.md §6); the reader takes connections from it and never closes it. */
+  /** The process's one warehouse (docs/how-a-sync-works.md); the reader takes connections from it and never closes it. */
   warehouse: Warehouse;
   /**
    * Reader settings: `readerConnections`, `readerExportConnections`, `readerQueryTimeoutMs`,
@@ -66,7 +66,7 @@ export const OPS_PATHS = {
 const ALLOWED = 'GET, HEAD';
 
 /**
- * Builds the embedded reader (DESIGN.md §7): a fastify instance that serves the public query shape of the
+ * Builds the embedded reader (docs/reader.md): a fastify instance that serves the public query shape of the
  * seed from the warehouse, read-only: `/api/v1/public/reports` (JSON list), `/reports.geojson`,
  * `/reports.csv` (paged, `Link` rel="next"), `/reports.ndjson`, `/reports/stats`, plus `/healthz`,
  * `/metrics` and the status page at `/`. Answers match the simulator's byte for byte on the same data (shared validation, `toWire`,

@@ -9,7 +9,7 @@ export interface Validators {
 }
 
 /**
- * The validators of the data state a successful run left (DESIGN.md §2/§7: exports carry `ETag`/
+ * The validators of the data state a successful run left (docs/sources.md, docs/reader.md: exports carry `ETag`/
  * `Last-Modified` from the last successful run that changed `reports`, see last-success.ts). Every reader
  * response is a function of that state only, so one tag serves every endpoint and query, as the
  * simulator's dataset version does.

@@ -11,7 +11,7 @@ export interface StatsValue {
 }
 
 /**
- * The numeric leaves of any JSON value, depth first in key order (DESIGN.md §2: "store whatever comes").
+ * The numeric leaves of any JSON value, depth first in key order (docs/sources.md: store whatever comes).
  * Strings, booleans and nulls are no metrics and are skipped (they stay in the snapshot's JSON body); a
  * bare number at the root is the metric `$`. Pure; never throws for JSON input.
  *
@@ -43,7 +43,7 @@ function pathOf(parent: string, key: string): string {
 
 const BARE_KEY = /^[^.[\]"]+$/;
 
-/** The `total` counter of a stats body, when it has a numeric one (DESIGN.md §2: `total`, `byStatus`, …). */
+/** The `total` counter of a stats body, when it has a numeric one (docs/sources.md: `total`, `byStatus`, …). */
 export function statsTotal(body: unknown): number | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const total = (body as Record<string, unknown>).total;

@@ -1,4 +1,4 @@
-// The location of a wire record and its aliases (DESIGN.md §2), read so that nothing of it is dropped unseen.
+// The location of a wire record and its aliases (docs/sources.md), read so that nothing of it is dropped unseen.
 
 import { RECORD_ISSUE_CODES, type RecordIssue } from './record-issue.js';
 import { canonicalJsonText, extraValue, scanJsonObject, type JsonField } from './json-text.js';

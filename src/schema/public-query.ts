@@ -4,14 +4,14 @@ import { REPORT_RULES } from './report-rules.js';
 /**
  * The query strings of the public endpoints, shared by the simulator and the reader so both answer a bad
  * query with the same 400 body. Source: the seed's endpoint table (filters `destination`, `status`; CSV
- * `pageSize`), seed rules 1–3, and DESIGN.md §2 (paging by 1-based `page`, error body shape). Limits the
+ * `pageSize`), seed rules 1–3, and docs/sources.md (paging by 1-based `page`, error body shape). Limits the
  * seed leaves "not shown" (defaults, maxima) are our reading, fixed here.
  */
 
 /** Path prefix of every public endpoint (seed: "all under the path prefix `/api/v1/public`"). */
 export const PUBLIC_PREFIX = '/api/v1/public';
 
-/** The public read endpoints by name. `ndjson` is our default NDJSON path (the seed does not show it; DESIGN.md §2). */
+/** The public read endpoints by name. `ndjson` is our default NDJSON path (the seed does not show it; docs/sources.md). */
 export const PUBLIC_PATHS = {
   list: `${PUBLIC_PREFIX}/reports`,
   ndjson: `${PUBLIC_PREFIX}/reports.ndjson`,
@@ -31,7 +31,7 @@ export const LIST_PAGE_SIZE_MAX = 1000;
 export const CSV_PAGE_SIZE_DEFAULT = 1000;
 /** Largest `pageSize` the CSV endpoint accepts. */
 export const CSV_PAGE_SIZE_MAX = 10_000;
-/** `page` when none is given: pages are 1-based (DESIGN.md §2). */
+/** `page` when none is given: pages are 1-based (docs/sources.md). */
 export const PAGE_DEFAULT = 1;
 /** Largest `page` accepted: keeps `page * pageSize` an exact integer far below 2^53. */
 export const PAGE_MAX = 1_000_000_000;
@@ -110,7 +110,7 @@ export interface ApiErrorDetail {
 }
 
 /**
- * The error body of every public endpoint (DESIGN.md §2): `{"error": {"code", "message", "details"?}}`.
+ * The error body of every public endpoint (docs/sources.md): `{"error": {"code", "message", "details"?}}`.
  * Codes used: `INVALID_QUERY` (400), `NOT_FOUND` (404), `METHOD_NOT_ALLOWED` (405), `RATE_LIMITED` (429),
  * `UNAVAILABLE` (503), `INTERNAL` (other 5xx); the simulator's admin endpoints add `INVALID_FAULT` and its
  * `status` fault `SIMULATED_FAULT` (other 4xx).

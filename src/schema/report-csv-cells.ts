@@ -3,7 +3,7 @@ import { jsonTextOf } from './json-text.js';
 
 /**
  * The cells of one report's CSV row: `CSV_COLUMNS` order (`id,status,destination,category,description,
- * lat,lng,address,createdAt,updatedAt`, DESIGN.md §2; `null` for NULL, see {@link CsvCell}), then one cell per name in `extraColumns` taken from
+ * lat,lng,address,createdAt,updatedAt`, docs/sources.md; `null` for NULL, see {@link CsvCell}), then one cell per name in `extraColumns` taken from
  * `report.extra`. Cell rules are {@link csvCell}'s. The simulator and the reader both build their rows here,
  * which is what keeps their CSV bodies byte-equal.
  */

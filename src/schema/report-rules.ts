@@ -1,5 +1,5 @@
 /**
- * The limits and patterns of a valid report (DESIGN.md §2), in one place so the zod schema of report.ts
+ * The limits and patterns of a valid report (docs/sources.md), in one place so the zod schema of report.ts
  * (the source of truth) and its hot path (fast-core.ts) cannot drift apart. Lengths are in UTF-16 code
  * units, as zod's `.max()` counts them.
  */

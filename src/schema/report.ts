@@ -18,7 +18,7 @@ export { JsonText };
 
 /**
  * One citizen report in canonical form — what the warehouse stores and the reader serves.
- * Source of the shape: the seed's Report (`destination`, `status`, a location) and DESIGN.md §2.
+ * Source of the shape: the seed's Report (`destination`, `status`, a location) and docs/sources.md.
  *
  * - `id`: the upstream key, always a string (numbers are coerced).
  * - `status`, `destination`: upper-snake codes from open lists (unknown values are drift, not errors).
@@ -65,7 +65,7 @@ export const WIRE_FIELDS = [
   'updatedAt',
 ] as const;
 
-/** CSV export columns (DESIGN.md §2), before any extra columns. */
+/** CSV export columns (docs/sources.md), before any extra columns. */
 export const CSV_COLUMNS = [
   'id',
   'status',
@@ -79,10 +79,10 @@ export const CSV_COLUMNS = [
   'updatedAt',
 ] as const;
 
-/** Known values (seed: `ROAD_CONTROL`, `SUBMITTED`; the rest from DESIGN.md §3's lifecycle). Lists are open. */
+/** Known values (seed: `ROAD_CONTROL`, `SUBMITTED`; the rest from docs/architecture.md's lifecycle). Lists are open. */
 export const KNOWN_STATUSES = ['SUBMITTED', 'IN_PROGRESS', 'RESOLVED', 'REJECTED'] as const;
 
-// Keys that are aliases of the location (DESIGN.md §2) and so never land in `extra`.
+// Keys that are aliases of the location (docs/sources.md) and so never land in `extra`.
 const LOCATION_KEYS = new Set(['location', 'lat', 'lng', 'lon', 'latitude', 'longitude']);
 const MODELLED_KEYS = new Set<string>([...WIRE_FIELDS, ...LOCATION_KEYS]);
 
@@ -180,7 +180,7 @@ export type ValidationResult = { ok: true; report: Report } | { ok: false; issue
 /**
  * Validates one NDJSON object (or list item). Accepts the location as `location: {lat, lng|lon}`,
  * `location: {latitude, longitude}`, a GeoJSON `Point` or top-level `latitude/longitude` / `lat` + `lng|lon`
- * (DESIGN.md §2 aliases; other keys of `location` go to `extra` as `location.<key>`, see readLocation).
+ * (docs/sources.md aliases; other keys of `location` go to `extra` as `location.<key>`, see readLocation).
  * Unknown fields go to `extra` unchanged, within `limits` (quarantined past them, see {@link checkExtra}).
  * Never throws.
  *
@@ -442,7 +442,7 @@ const WIRE_FIELD_SET = new Set<string>(WIRE_FIELDS);
 
 /**
  * Content hash of a report (hex SHA-1 of its canonical wire JSON, see {@link canonicalJson}): equal hashes
- * mean no business change. Used by the merge to tell changed from unchanged (DESIGN.md §6).
+ * mean no business change. Used by the merge to tell changed from unchanged (docs/how-a-sync-works.md).
  * Pass `json` when it is at hand (one serialisation per record).
  */
 export function contentHash(report: Report, json = canonicalJson(report)): string {

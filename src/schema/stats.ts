@@ -2,7 +2,7 @@ import type { Report } from './report.js';
 
 /**
  * The body of `GET /reports/stats`: counters over the published, valid reports. The seed names no field
- * ("Fields of the aggregate counters: not shown"); this is our reading (DESIGN.md §2: `total`, `byStatus`,
+ * ("Fields of the aggregate counters: not shown"); this is our reading (docs/sources.md: `total`, `byStatus`,
  * `byDestination`). Keys of both maps are sorted, so equal data gives byte-equal JSON.
  */
 export interface ReportStats {

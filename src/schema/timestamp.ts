@@ -15,7 +15,7 @@ export const TIMESTAMP_RANGE = { min: '0001-01-01T00:00:00.000Z', max: '9999-12-
  * `Date#toISOString()` form (`2024-05-27T03:10:05.000Z`, millisecond precision), or `null` when the text
  * is not such a timestamp, names an impossible date (Feb 30, hour 25), or an instant outside
  * {@link TIMESTAMP_RANGE} once in UTC (`9999-12-31T23:59:59-01:00` is year 10000). Timestamps without an
- * offset are refused: their instant is ambiguous (DESIGN.md §2: "ISO 8601 with offset").
+ * offset are refused: their instant is ambiguous (docs/sources.md: ISO 8601 with offset).
  *
  * Text already in that normalised form (what exports mostly carry) is checked field by field without a
  * regex or a `Date` (the general path costs ~1 µs); the result is the same as the general path's

@@ -3,7 +3,7 @@ import { toWire, type Report } from './report.js';
 /**
  * The GeoJSON feature of a report that has a location (RFC 7946 §3.2): `Point` geometry with
  * `coordinates: [lng, lat]` (§3.1.1: longitude first), the report id as feature `id`, and the wire report
- * without `location` as `properties` (DESIGN.md §2). The simulator and the reader both serialise through
+ * without `location` as `properties` (docs/sources.md). The simulator and the reader both serialise through
  * this, so their GeoJSON bodies are byte-equal. Callers leave out reports without a location.
  */
 export function toFeature(report: Report): Record<string, unknown> {

@@ -4,8 +4,8 @@ import { unitHash } from './seeded-random.js';
 export const DAY_MS = 86_400_000;
 
 /**
- * Daily probabilities of the simulated upstream (DESIGN.md §3: "status moves `SUBMITTED → IN_PROGRESS →
- * RESOLVED`/`REJECTED`, unpublished reports"). Each published report draws once per day per rule.
+ * Daily probabilities of the simulated upstream (docs/architecture.md: status moves `SUBMITTED → IN_PROGRESS →
+ * RESOLVED`/`REJECTED`, unpublished reports). Each published report draws once per day per rule.
  * `newShareOfFile`: new reports per day in a file dataset, as a share of its valid reports (a generated
  * dataset instead keeps its own creation rate, see generate.ts).
  */

@@ -3,7 +3,7 @@ import { csvCell as cell, reportCsvCells, type CsvCell } from '../schema/report-
 import type { BodyRecord } from './record-faults.js';
 
 /**
- * The cells of one CSV row, in `CSV_COLUMNS` order followed by `extraColumns` (DESIGN.md §2).
+ * The cells of one CSV row, in `CSV_COLUMNS` order followed by `extraColumns` (docs/sources.md).
  * Cell rules: `null`/missing → an unquoted empty cell (NULL), `""` → a quoted empty cell; numbers → `String(n)`; strings as they are; other values
  * (objects, arrays, booleans) → their JSON text.
  *

@@ -89,7 +89,7 @@ interface StateParts {
  * once, so its validators and its body always describe the same state even when days advance while an
  * export is still streaming.
  *
- * The upstream's database holds the valid reports; its export job also leaks the warts (DESIGN.md §3):
+ * The upstream's database holds the valid reports; its export job also leaks the warts (docs/architecture.md):
  * - {@link exportEntries} (NDJSON/CSV) gives every entry, warts included, in slot order;
  * - {@link query}, {@link queryAll}, {@link stats} see only published reports that are in the database.
  */
@@ -215,7 +215,7 @@ export class DatasetSnapshot {
 
   /**
    * One page of the list: published reports matching `filter`, newest first (`createdAt` desc, then `id`
-   * asc; DESIGN.md §2), skipping `offset` matches and returning at most `limit`. Filters are checked on the
+   * asc; docs/sources.md), skipping `offset` matches and returning at most `limit`. Filters are checked on the
    * cheap status/destination of a slot, so a deep page costs no full records.
    */
   query(filter: ReportFilter, offset: number, limit: number): Report[] {
@@ -409,7 +409,7 @@ export class Dataset {
   }
 
   /**
-   * Moves the data `days` simulated days forward (DESIGN.md §3), one day at a time: the day's status moves
+   * Moves the data `days` simulated days forward (docs/architecture.md), one day at a time: the day's status moves
    * and unpublishing ({@link planDay}, deterministic by seed), then the day's new reports (from the
    * source). Each day publishes a new snapshot with a new version, and so a new export `ETag`.
    *

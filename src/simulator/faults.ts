@@ -2,8 +2,8 @@ import { z } from 'zod';
 import type { PublicEndpoint } from '../schema/public-query.js';
 
 /**
- * Fault switches of the simulator (DESIGN.md §3): deterministic misbehaviour of the upstream that the
- * extractor must survive (DESIGN.md §4). A fault targets one endpoint (or `all`) and, with `times`, only
+ * Fault switches of the simulator (docs/architecture.md): deterministic misbehaviour of the upstream that the
+ * extractor must survive (docs/how-a-sync-works.md). A fault targets one endpoint (or `all`) and, with `times`, only
  * the first N requests it applies to. Faults are plain JSON data: settable in-process, through
  * `POST /__admin/faults`, and from the CLI in the compact syntax of parse-fault-spec.ts.
  */

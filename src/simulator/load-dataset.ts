@@ -16,7 +16,7 @@ export interface LoadDatasetOptions {
 }
 
 /**
- * Loads an NDJSON dataset file (the wire shape of DESIGN.md §2, one object per line) into a {@link Dataset}.
+ * Loads an NDJSON dataset file (the wire shape of docs/sources.md, one object per line) into a {@link Dataset}.
  *
  * Each non-blank line becomes an entry, in file order: a line that passes `validateWireReport` is a report
  * of the upstream's database; any other line (not JSON, missing id, impossible coordinate, unparseable date)
@@ -105,7 +105,7 @@ class FileSource implements DatasetSource {
       slots.push(slot);
       this.#slotsById.set(report.id, slots);
       const winner = this.#byId.get(report.id);
-      // Latest updatedAt wins, the last of equals: the rule the warehouse merge applies (DESIGN.md §6).
+      // Latest updatedAt wins, the last of equals: the rule the warehouse merge applies (docs/how-a-sync-works.md).
       if (winner === undefined || report.updatedAt >= this.#reportOf(winner).updatedAt) {
         if (winner !== undefined) this.#shadow(winner);
         this.#byId.set(report.id, slot);
@@ -190,7 +190,7 @@ class FileSource implements DatasetSource {
   }
 }
 
-/** `createdAt` desc, then `id` asc (DESIGN.md §2). Timestamps are canonical ISO strings, so text order is time order. */
+/** `createdAt` desc, then `id` asc (docs/sources.md). Timestamps are canonical ISO strings, so text order is time order. */
 export function compareNewestFirst(a: Report, b: Report): number {
   if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? 1 : -1;
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;

@@ -34,7 +34,7 @@ export function hasRecordFaults(faults: RecordFaults): boolean {
  *   version, rotating three patterns: (1) current first, then an older version (`updatedAt` one hour earlier,
  *   status one step back); (2) the older version first, then the current one; (3) a tie: a version with the
  *   same `updatedAt` and a description ending in " (superseded)" first, then the current one. The rule
- *   "latest `updatedAt` wins, then the last seen" (DESIGN.md §6) always yields the current version.
+ *   "latest `updatedAt` wins, then the last seen" (docs/how-a-sync-works.md) always yields the current version.
  */
 export function* withRecordFaults(
   entries: Iterable<DatasetEntry>,

@@ -3,7 +3,7 @@ import { apiError, type ApiErrorBody } from '../schema/public-query.js';
 
 /**
  * Small HTTP helpers shared by the simulator routes: JSON bodies, error bodies in the public shape
- * (DESIGN.md §2), and the validators (`ETag`, `Last-Modified`) of a data state.
+ * (docs/sources.md), and the validators (`ETag`, `Last-Modified`) of a data state.
  */
 
 /** Sends a complete JSON body with `Content-Length` (`HEAD`: headers only). */

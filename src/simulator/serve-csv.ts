@@ -23,7 +23,7 @@ const BATCH = 500;
 
 /**
  * `GET /reports.csv`: `302` to the file's real location ({@link CSV_EXPORT_PATH}) with the query kept as
- * it came (seed: "Clients may need to follow an HTTP redirect"; DESIGN.md §2).
+ * it came (seed: "Clients may need to follow an HTTP redirect"; docs/sources.md).
  */
 export function redirectCsv(ctx: RouteContext): void {
   const location = `${ctx.url.origin}${CSV_EXPORT_PATH}${ctx.url.search}`;

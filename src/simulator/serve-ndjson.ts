@@ -8,7 +8,7 @@ import { responseValidators, validatorHeaders, type RouteContext } from './route
 
 /**
  * `GET /reports.ndjson`: the whole export, one JSON object per line in dataset order, warts as their raw
- * line (DESIGN.md §2–3). Streamed in chunks of many lines with backpressure, never built whole.
+ * line (docs/sources.md). Streamed in chunks of many lines with backpressure, never built whole.
  * `ETag`/`Last-Modified` of the data state; a matching `If-None-Match` answers 304. A regenerated export
  * (fault) starts at another record each time and ignores `Range` and `If-None-Match`.
  *

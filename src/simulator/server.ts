@@ -83,7 +83,7 @@ const ROUTES = new Map<string, { endpoint: PublicEndpoint; stage: 'entry' | 'pag
 ]);
 
 /**
- * Starts the upstream simulator (DESIGN.md §3): a real `node:http` server on loopback that plays the
+ * Starts the upstream simulator (docs/architecture.md): a real `node:http` server on loopback that plays the
  * public API of the seed under `/api/v1/public` (list, NDJSON/CSV exports, GeoJSON, stats), with the
  * fault switches of faults.ts and the admin endpoints of admin.ts.
  *

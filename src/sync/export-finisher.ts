@@ -20,8 +20,8 @@ export interface ExportFinisherOptions {
 }
 
 /**
- * The end of every export run (DESIGN.md §6: "the run row, the merge, the checkpoint clearing and the stats
- * snapshot commit in one transaction"), as the two runner hooks:
+ * The end of every export run (docs/how-a-sync-works.md: the run row, the merge, the checkpoint clearing and the stats
+ * snapshot commit in one transaction), as the two runner hooks:
  * - `beforeMerge`, outside the transaction: fetch the upstream `/stats` (with retries) unless the source
  *   already asked for its total while paging (`upstreamTotal`: one fetch per run). A failure does not
  *   fail the export: it is logged, and the run then infers no tombstones (there is nothing to check against);

@@ -54,7 +54,7 @@ export type SourceItem = BlockItem | ExportAnswered | NotModified | BytesRead | 
 /**
  * How a source's read ended (what its generator returns; returning nothing means complete).
  * - `complete: false`: the source stopped before the end of the export (e.g. the server ignored `page`):
- *   what was read is still merged, but no tombstones are inferred (DESIGN.md §6); `reason` says why.
+ *   what was read is still merged, but no tombstones are inferred (docs/how-a-sync-works.md); `reason` says why.
  * - `complete: true` with `tombstonesBlocked`: read to its end, but it cannot be proven to be one version
  *   (a paged export without a validator): merged and complete, no tombstones; the reason goes to
  *   `sync_runs.tombstones_note`.
@@ -127,7 +127,7 @@ export interface PagedExport {
 }
 
 /**
- * One upstream export declared as data (STYLE.md: a stream is a small declared unit): how to read it from
+ * One upstream export declared as data (a stream as a small declared unit, as in the Singer SDK): how to read it from
  * the start (called again on every retry), yielding its records as decoded blocks.
  */
 export interface ExportSource {

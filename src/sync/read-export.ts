@@ -38,7 +38,7 @@ export interface ExportRead {
 
 /**
  * Reads the export once (attempt `attempt` of the runner's retries) into staging: a restart discards what
- * earlier attempts staged (never splicing attempts, DESIGN.md §4); a paged source's first attempt may adopt
+ * earlier attempts staged (never splicing attempts, docs/how-a-sync-works.md); a paged source's first attempt may adopt
  * an interrupted run's committed pages (resume-run.ts). Blocks are staged in batches of
  * `config.batchSize` records, a paged source's only at page ends (a page cut in two could not be resumed
  * exactly); the export's validator is saved before the first batch.

@@ -35,7 +35,7 @@ export interface PrepareResumeOptions {
 }
 
 /**
- * Resume of a paged export (DESIGN.md §6). A CSV run killed mid-export leaves its committed pages
+ * Resume of a paged export (docs/how-a-sync-works.md). A CSV run killed mid-export leaves its committed pages
  * (staging rows, rejects, one checkpoint per page; see `closeStaleRuns`). This looks at the newest such
  * interrupted run of the same source, and adopts its pages (moves them to `runId` in one transaction, and
  * records `resumed_from_run`/`resumed_at_page`) when all of these hold:

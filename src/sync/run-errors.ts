@@ -35,7 +35,7 @@ export function checkStaged(staged: number, c: RunCounters): void {
 }
 
 /**
- * Fails a run whose rejected/read ratio is over the limit (DESIGN.md §5, default 5%).
+ * Fails a run whose rejected/read ratio is over the limit (docs/guarantees.md, default 5%).
  *
  * @throws SyncError `REJECT_RATIO`
  */

@@ -24,7 +24,7 @@ export class RunState {
   /** What the run is doing: reading (and staging) its export, or merging it (the failure message says it). */
   phase: 'reading' | 'merging' = 'reading';
 
-  /** Starts attempt `attempt`; from the second on, everything read before is forgotten (DESIGN.md §4). */
+  /** Starts attempt `attempt`; from the second on, everything read before is forgotten (docs/how-a-sync-works.md). */
   startAttempt(attempt: number): void {
     this.attempts = attempt;
     this.outcome = { complete: true };

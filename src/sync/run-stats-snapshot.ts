@@ -26,7 +26,7 @@ export interface RunStatsSnapshotOptions {
 /**
  * `reports-sync sync --source stats`: one run (`sync_runs` row with `source = 'stats'`, job `snapshot-stats`)
  * that snapshots the upstream `/stats` body and the warehouse's own counters into `stats_snapshots` and
- * `stats_values`, and records both totals and their difference, all in one transaction (DESIGN.md §6).
+ * `stats_values`, and records both totals and their difference, all in one transaction (docs/how-a-sync-works.md).
  * Export runs take the same snapshots in their own finishing transaction (export-finisher.ts); this one
  * exists to watch the counters between exports.
  *

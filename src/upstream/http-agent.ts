@@ -12,7 +12,7 @@ export function userAgent(): string {
  * `NO_PROXY`, lower case too, are honoured; without them it connects directly) with the configured
  * connect/headers/body timeouts (ms), and a `User-Agent: reports-sync/<version>` on every request that sets
  * none. `bodyTimeout` is the longest silence between two body chunks, so a stalled body fails with
- * `UND_ERR_BODY_TIMEOUT` instead of hanging (DESIGN.md §4).
+ * `UND_ERR_BODY_TIMEOUT` instead of hanging (docs/how-a-sync-works.md).
  */
 export function createHttpAgent(
   config: Pick<Config, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs'>,

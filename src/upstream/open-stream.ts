@@ -50,7 +50,7 @@ export interface OpenStreamOptions {
   dispatcher: Dispatcher;
   /** Sent as `X-API-Key` to the origin of the first URL only: dropped when a redirect leaves it. */
   apiKey?: string | undefined;
-  /** Redirects followed before giving up (DESIGN.md §4: at most 5). */
+  /** Redirects followed before giving up (docs/how-a-sync-works.md: at most 5). */
   maxRedirects: number;
   headers?: Record<string, string>;
   signal?: AbortSignal | undefined;
@@ -73,7 +73,7 @@ const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 
 /**
  * GETs `url` and follows redirects by hand (so the key can be dropped on a cross-origin hop and a
- * redirect limit is an error — undici hands the 3xx back silently past its own limit, DESIGN.md §4).
+ * redirect limit is an error — undici hands the 3xx back silently past its own limit, docs/how-a-sync-works.md).
  * Resolves with the open body of the final 200, decoded from its `Content-Encoding` (`Accept-Encoding:
  * gzip, deflate, br` is sent).
  *
@@ -229,7 +229,7 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
     const body = decoded.body;
     if (!OK_STATUS.has(res.statusCode)) {
       // An error page may echo the request's headers (a 401 quoting the key it refused): never let the
-      // key into the message, the log or the run log through it (DESIGN.md §2).
+      // key into the message, the log or the run log through it (docs/sources.md).
       throw statusError(res.statusCode, res.headers, current, await readExcerpt(body, options.apiKey));
     }
     const contentType = header(res.headers, 'content-type') ?? '';

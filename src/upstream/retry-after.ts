@@ -1,7 +1,7 @@
 /**
  * Parses an HTTP `Retry-After` header (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
  * Returns the wait in ms, or `undefined` when there is no usable hint (absent, malformed, 0 or in the past
- * — DESIGN.md §4: "0 or past = no hint").
+ * — docs/how-a-sync-works.md: 0 or past = no hint).
  *
  * @param now the current time in ms since the epoch (injectable for tests)
  */

@@ -16,7 +16,7 @@ export interface RetryPolicy {
  * runs out); a `Retry-After` longer than what is left of it ends the retries at once, without knocking
  * again early. Every attempt restarts from its
  * beginning: callers pass a function that re-opens the request and discards partial work (never a
- * `Range` splice, DESIGN.md §4).
+ * `Range` splice, docs/how-a-sync-works.md).
  *
  * @param attempt receives the 1-based attempt number
  * @throws the last error when it is not retryable or the budget is spent

@@ -3,7 +3,7 @@
  * - `request`: the same request may succeed later (429/5xx, a reset connection, a corrupt compressed body);
  *   retried with backoff where it was made (a CSV page by its own retries, the NDJSON export by the run's);
  * - `export`: the export must be read again from its start (its body was cut, or it changed while read);
- *   the runner discards what the attempt staged, never splicing attempts (DESIGN.md §4);
+ *   the runner discards what the attempt staged, never splicing attempts (docs/how-a-sync-works.md);
  * - `none`: retrying cannot help (bad configuration, a bug, a refused upstream answer).
  */
 export type RetryScope = 'request' | 'export' | 'none';

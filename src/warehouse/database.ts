@@ -23,7 +23,7 @@ export interface WarehouseOptions {
 
 /**
  * The process's one handle on the warehouse file. DuckDB allows one read-write process per file, and two
- * `DuckDBInstance`s on one file in one process silently become two databases (DESIGN.md §6, measured), so
+ * `DuckDBInstance`s on one file in one process silently become two databases (docs/how-a-sync-works.md, measured), so
  * jobs and the reader share this instance and take connections from it.
  */
 export interface Warehouse {

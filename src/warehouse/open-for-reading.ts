@@ -17,8 +17,8 @@ export interface ReadingHandle {
 
 /**
  * Opens the warehouse read-only for one-shot readers (`sql`, `status`). When another process holds the
- * live file (the daemon: DuckDB then refuses even read-only opens, DESIGN.md §6), it opens the published
- * snapshot instead (DESIGN.md §7) and says so in the handle, so the caller can tell the user which copy
+ * live file (the daemon: DuckDB then refuses even read-only opens, docs/how-a-sync-works.md), it opens the published
+ * snapshot instead (docs/reader.md) and says so in the handle, so the caller can tell the user which copy
  * it read.
  *
  * @throws SyncError `WAREHOUSE_LOCKED` (naming the holder and the published path) when the live

@@ -14,7 +14,7 @@ export interface SnapshotTotals {
 }
 
 /**
- * Stores the stats snapshots of a run (DESIGN.md §6 `stats_snapshots`/`stats_values`): the upstream body
+ * Stores the stats snapshots of a run (docs/how-a-sync-works.md `stats_snapshots`/`stats_values`): the upstream body
  * as it came (any shape, as JSON) when there is one, and the warehouse's own counters ({@link warehouseStats},
  * `source = 'warehouse'`), each with every numeric leaf flattened into `stats_values` (`byStatus.SUBMITTED`).
  * Call inside the transaction that finishes the run, after the merge and tombstones, so the warehouse side

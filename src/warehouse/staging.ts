@@ -37,7 +37,7 @@ interface Batch extends WrittenBatch {
  * Stages the decoded blocks of one run in batches. Blocks are written to batch files (normalize/batch-
  * files.ts); {@link flush} hands the batch to DuckDB, which loads it with `read_json` into
  * `staging_reports`/`staging_seen` in one transaction holding the batch's rejects, a `sync_checkpoints` row
- * and the run's counters, so a crash leaves whole batches only (DESIGN.md §6).
+ * and the run's counters, so a crash leaves whole batches only (docs/how-a-sync-works.md).
  *
  * The commit runs in the background (DuckDB's threads) while the caller reads the next batch: at most one
  * batch commits at a time, the next {@link flush} waits for it, and {@link finish} waits for the last one

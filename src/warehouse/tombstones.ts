@@ -10,7 +10,7 @@ export interface TombstoneInput {
   seen: number;
   /** The merge time: `removed_at` and the SCD2 `valid_from`/`valid_to` of the removal. */
   now: Date;
-  /** The export was a full export read to its end (DESIGN.md §6: "an incomplete run never infers deletes"). */
+  /** The export was a full export read to its end (docs/how-a-sync-works.md: an incomplete run never infers deletes). */
   complete: boolean;
   /** Why it is not complete, for the note. */
   incompleteReason?: string | undefined;

@@ -13,7 +13,7 @@ const STORAGE_FAILURE =
  * error (SQL errors, bugs), which callers report as they are.
  *
  * Why it is safe to say "committed data is intact": DuckDB commits through its write-ahead log, so a write
- * that fails leaves the last committed state on disk (DESIGN.md §6; proven by test/reliability/disk.test.ts).
+ * that fails leaves the last committed state on disk (docs/how-a-sync-works.md; proven by test/reliability/disk.test.ts).
  *
  * @param path the warehouse file (absolute), named in the message
  */

@@ -7,7 +7,7 @@ import type { ReaderContext } from '../reader-context.js';
 import { countsInTransaction, streamPage } from '../report-pages.js';
 
 /**
- * `GET /api/v1/public/reports.ndjson` (our default NDJSON path, DESIGN.md §2): the whole current table, one
+ * `GET /api/v1/public/reports.ndjson` (our default NDJSON path, docs/sources.md): the whole current table, one
  * wire report (`toWire`) per line, each line ending in `\n`, in export order (`createdAt` ascending, then
  * `id`: creation order, as the upstream's export is). Takes no parameters. Read time bucket range by range
  * in order (report-pages.ts: no sort of the whole table before the first line) and sent while it is

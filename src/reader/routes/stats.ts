@@ -8,7 +8,7 @@ import { warehouseStats } from '../warehouse-stats.js';
 
 /**
  * `GET /api/v1/public/reports/stats`: `{"total", "byStatus", "byDestination"}` over the current reports
- * (DESIGN.md §2; `computeStats`, keys sorted), so `total` is the number of reports the list pages through.
+ * (docs/sources.md; `computeStats`, keys sorted), so `total` is the number of reports the list pages through.
  * No parameters. Computed in one read transaction with its validators and cached per data state.
  */
 export function statsRoute(ctx: ReaderContext): RouteHandlerMethod {

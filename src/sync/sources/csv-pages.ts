@@ -222,7 +222,7 @@ export function pageDeadline(config: Config): { ms: number; setting: string } {
 
 /**
  * The API key for a request to `url`: only when `url` is on the configured upstream's origin. A `Link` (or a
- * resume URL) may point at the origin a redirect led to; the key must not follow it there (DESIGN.md §2).
+ * resume URL) may point at the origin a redirect led to; the key must not follow it there (docs/sources.md).
  */
 export function keyFor(config: Config, url: URL): string | undefined {
   return new URL(requireBaseUrl(config)).origin === url.origin ? config.apiKey : undefined;

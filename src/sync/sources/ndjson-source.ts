@@ -11,7 +11,7 @@ import { isNotModified } from '../conditional.js';
 
 /**
  * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the seed does not
- * show the path, DESIGN.md §2): one streamed GET, one report per line. A conditional GET answered 304 yields
+ * show the path, docs/sources.md): one streamed GET, one report per line. A conditional GET answered 304 yields
  * only `not-modified`.
  */
 export const ndjsonSource: ExportSource = {

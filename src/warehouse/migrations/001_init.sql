@@ -1,4 +1,4 @@
--- 001: the warehouse model of DESIGN.md §6.
+-- 001: the warehouse model of docs/how-a-sync-works.md.
 -- Times are TIMESTAMPTZ (UTC instants). Counts are BIGINT. `extra` keeps unknown upstream fields as JSON.
 
 CREATE TABLE sync_runs (

@@ -1,4 +1,4 @@
--- 002: resume of paged exports (DESIGN.md §6 "a checkpoint row per committed page/batch allows resume").
+-- 002: resume of paged exports (docs/how-a-sync-works.md: a checkpoint row per committed page/batch allows resume).
 -- A CSV run killed mid-export leaves its staging and page checkpoints; the next CSV run with the same upstream,
 -- page size and export validator (ETag/Last-Modified of page 1) adopts them and goes on from the next page.
 
