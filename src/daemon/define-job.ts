@@ -1,6 +1,6 @@
 /**
- * One scheduled job as declared in `jobs/<name>.ts`: a line of a crontab, no logic (
- * docs/deployment.md). The daemon (`reports-sync run`) schedules it with node-cron and runs it through
+ * One scheduled job as declared in `jobs/<name>.ts`: a line of a crontab, no logic
+ * (docs/deployment.md). The daemon (`reports-sync run`) schedules it with node-cron and runs it through
  * `syncTarget`.
  */
 export interface JobDeclaration {
