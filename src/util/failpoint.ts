@@ -13,7 +13,8 @@ export type FailpointName =
  * A crash-test hook, off unless the environment variable `REPORTS_FAILPOINT` names this point. When it
  * does, the process writes `failpoint <name> reached` on stderr and then waits forever at that point (the
  * event loop kept alive), so a test can SIGKILL it there and check that the warehouse file holds only
- * committed work; `<name>@<ms>` waits that long instead and goes on (a test sends a signal meanwhile).
+ * committed work; `<name>@<ms>` waits that long instead and goes on (a test sends a signal meanwhile);
+ * `<name>:fail` throws there instead (a failure at that point: the transaction around it rolls back).
  * Points: `after-batch` (a staging batch and its checkpoint committed), `before-merge` (every batch
  * committed, the merge not begun), `merge-slice` (the first of several slices of the merge done, inside its
  * transaction), `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is
@@ -28,6 +29,7 @@ export type FailpointName =
  */
 export async function failpoint(name: FailpointName, prepare?: () => Promise<void>): Promise<void> {
   const armed = process.env.REPORTS_FAILPOINT;
+  if (armed === `${name}:fail`) throw new Error(`failpoint ${name}: injected failure`);
   if (armed !== name && !armed?.startsWith(`${name}@`)) return;
   await prepare?.();
   process.stderr.write(`failpoint ${name} reached\n`);
