@@ -4,26 +4,33 @@ import { failpoint } from '../util/failpoint.js';
 import type { SyncError } from '../util/errors.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import type { ExportRead } from './read-export.js';
-import { asSyncError } from './run-errors.js';
-import { memoryByTag, readMemoryLimit } from '../warehouse/memory-limit.js';
+import { memoryByTag } from '../warehouse/memory-limit.js';
+import { logFailure, runFailure } from './run-life.js';
 import type { Logger } from '../util/logger.js';
-import { clearStaging, dropMergeTables, mergeStaging, prepareMerge } from '../warehouse/merge.js';
+import {
+  clearStaging,
+  dropMergeTables,
+  mergeStaging,
+  prepareMerge,
+  type PreparedMerge,
+} from '../warehouse/merge.js';
 import { recordSeen } from '../warehouse/merge-seen.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { flagQuality } from '../warehouse/quality-flags.js';
 import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
-import { changedAny } from '../warehouse/run-counters.js';
-import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
+import { changedAny, type MergeFigures } from '../warehouse/run-counters.js';
+import type { RunFacts, RunLog } from '../warehouse/runs.js';
 import { updateServingIndex } from '../warehouse/serving-index.js';
 import { withThreads } from '../warehouse/threads.js';
 import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
-import type { AfterMergeContext } from './run-types.js';
+import type { AfterMergeContext, AfterMergeResult } from './run-types.js';
 import { checkStaged } from './run-errors.js';
 import type { RunState } from './run-state.js';
 
-/** The run {@link mergeRun} finishes: its id, source name, state, logger and clock. */
+/** The run {@link mergeRun} finishes: its id, log row, source name, state, logger and clock. */
 export interface MergedRun {
   runId: string;
+  log: RunLog;
   source: string;
   state: RunState;
   logger: Logger;
@@ -52,81 +59,154 @@ export interface MergedRun {
 export async function mergeRun(
   connection: DuckDBConnection,
   run: MergedRun,
-  afterMerge: ((ctx: AfterMergeContext) => Promise<void>) | undefined,
+  afterMerge: AfterMerge | undefined,
 ): Promise<void> {
   await withThreads(connection, run.mergeThreads, () => mergeInTransaction(connection, run, afterMerge));
+}
+
+type AfterMerge = (ctx: AfterMergeContext) => Promise<AfterMergeResult | void>;
+
+/** Milliseconds of each phase of a merge, logged once committed: where a large warehouse's merge spends its time. */
+class PhaseTimes {
+  readonly ms: Record<string, number> = {};
+
+  async timed<T>(phase: string, fn: () => Promise<T>): Promise<T> {
+    const started = Date.now();
+    try {
+      return await fn();
+    } finally {
+      this.ms[phase] = Date.now() - started;
+    }
+  }
 }
 
 async function mergeInTransaction(
   connection: DuckDBConnection,
   run: MergedRun,
-  afterMerge: ((ctx: AfterMergeContext) => Promise<void>) | undefined,
+  afterMerge: AfterMerge | undefined,
 ): Promise<void> {
-  const { runId, state } = run;
-  const counters = state.counters;
-  // Milliseconds of each phase, logged once committed: where a large warehouse's merge spends its time.
-  const phases: Record<string, number> = {};
-  const timed = async <T>(phase: string, fn: () => Promise<T>): Promise<T> => {
-    const started = Date.now();
-    try {
-      return await fn();
-    } finally {
-      phases[phase] = Date.now() - started;
-    }
-  };
+  const { runId, source, fullExport, sliceRows } = run;
+  const times = new PhaseTimes();
   const started = Date.now();
   let committing = 0;
-  const { source, fullExport, sliceRows } = run;
-  const prepared = await timed('prepareMs', () =>
+  const prepared = await times.timed('prepareMs', () =>
     prepareMerge(connection, { runId, source, fullExport, sliceRows }),
   );
-  await withTransaction(connection, async () => {
+  const figures = await withTransaction(connection, async () => {
     const now = await mergeTime(connection, (run.clock ?? systemClock)(), run.logger);
-    const merged = await timed('mergeMs', () =>
-      mergeStaging(connection, { runId, source, now, fullExport, sliceRows }, prepared),
+    const merged = await mergeAndFlag(connection, run, { now, prepared, times });
+    const added = await times.timed('afterMergeMs', async () =>
+      afterMerge?.(afterMergeContext(connection, run, merged, now)),
     );
-    checkStaged(merged.staged, counters);
-    const { duplicates, inserted, updated, unchanged, refined, revived } = merged;
-    Object.assign(counters, { duplicates, inserted, updated, unchanged, refined, revived });
-    // Impossible values are loaded, and flagged on the versions this run wrote.
-    if (inserted + updated + revived > 0) {
-      counters.qualityFlags = await timed('qualityMs', () => flagQuality(connection, { runId, now }));
-      if (counters.qualityFlags > 0) {
-        run.logger.warn(
-          { qualityFlags: counters.qualityFlags },
-          'data quality: impossible values loaded and flagged',
-        );
-      }
-    }
-    const context = { connection, runId, now, counters, seen: merged.unique, exportInfo: state.exportInfo };
-    const { complete, incompleteReason, tombstonesBlocked } = state;
-    await timed('afterMergeMs', async () =>
-      afterMerge?.({ ...context, complete, incompleteReason, tombstonesBlocked }),
-    );
-    if (run.fullExport) {
-      await timed('seenMs', () =>
-        recordSeen(connection, { runId, now: now.toISOString(), seen: merged.unique }),
+    if (added?.removed !== undefined) merged.figures.removed = added.removed;
+    await finishMerged(connection, run, { ...merged, now, times, facts: added?.facts ?? {} });
+    committing = Date.now();
+    return merged.figures;
+  });
+  times.ms.commitMs = Date.now() - committing;
+  // Only now: a merge that rolled back leaves its figures off the run's counters (and its failed row).
+  run.state.mergeCommitted(figures);
+  await times.timed('clearMs', () => clearStaging(connection, runId));
+  run.logger.info({ ...times.ms, totalMs: Date.now() - started }, 'merge committed');
+}
+
+/** What the merge step of the finishing transaction found: its figures and the distinct reports seen. */
+interface Merged {
+  figures: MergeFigures;
+  /** Distinct valid reports the merge took from the run (`MergeResult.unique`). */
+  seen: number;
+}
+
+/**
+ * Merges the run's staging at `now` (merge.ts) and flags impossible values on the versions it wrote
+ * (quality-flags.ts): they are loaded, and flagged.
+ *
+ * @throws SyncError `COUNT_MISMATCH` when staging does not hold the records counted as loaded
+ */
+async function mergeAndFlag(
+  connection: DuckDBConnection,
+  run: MergedRun,
+  step: { now: Date; prepared: PreparedMerge; times: PhaseTimes },
+): Promise<Merged> {
+  const { runId, source, fullExport, sliceRows, state } = run;
+  const { now, times } = step;
+  const merged = await times.timed('mergeMs', () =>
+    mergeStaging(connection, { runId, source, now, fullExport, sliceRows }, step.prepared),
+  );
+  checkStaged(merged.staged, state.counters);
+  const { duplicates, inserted, updated, unchanged, refined, revived } = merged;
+  const figures = { duplicates, inserted, updated, unchanged, refined, revived, removed: 0, qualityFlags: 0 };
+  if (inserted + updated + revived > 0) {
+    figures.qualityFlags = await times.timed('qualityMs', () => flagQuality(connection, { runId, now }));
+    if (figures.qualityFlags > 0) {
+      run.logger.warn(
+        { qualityFlags: figures.qualityFlags },
+        'data quality: impossible values loaded and flagged',
       );
     }
-    if (changedAny(counters)) {
-      await timed('servingMs', () => updateServingIndex(connection, { now, refined: counters.refined > 0 }));
-    }
-    await saveCounters(connection, runId, counters);
-    await saveFacts(connection, runId, {
+  }
+  return { figures, seen: merged.unique };
+}
+
+/** What `afterMerge` sees: the open transaction, and the run's counters as they are if it commits. */
+function afterMergeContext(
+  connection: DuckDBConnection,
+  run: MergedRun,
+  merged: Merged,
+  now: Date,
+): AfterMergeContext {
+  const { state } = run;
+  const { complete, incompleteReason, tombstonesBlocked } = state;
+  return {
+    connection,
+    runId: run.runId,
+    now,
+    counters: state.withMerge(merged.figures),
+    seen: merged.seen,
+    exportInfo: state.exportInfo,
+    complete,
+    incompleteReason,
+    tombstonesBlocked,
+  };
+}
+
+/**
+ * The rest of the finishing transaction: records what a full export saw (merge-seen.ts), applies what
+ * changed to the reader's serving index (serving-index.ts), drops the merge's work tables and ends the run
+ * log row `succeeded` with its counters and facts (`facts`: those `afterMerge` returned).
+ */
+async function finishMerged(
+  connection: DuckDBConnection,
+  run: MergedRun,
+  step: Merged & { now: Date; times: PhaseTimes; facts: RunFacts },
+): Promise<void> {
+  const { runId, state, log } = run;
+  const { figures, now, times } = step;
+  if (run.fullExport) {
+    const seenAll = await times.timed('seenMs', () =>
+      recordSeen(connection, { runId, now: now.toISOString(), seen: step.seen }),
+    );
+    if (seenAll) await log.note({ seenAllAt: now });
+  }
+  if (changedAny(figures)) {
+    await times.timed('servingMs', () =>
+      updateServingIndex(connection, { now, refined: figures.refined > 0 }),
+    );
+  }
+  await dropMergeTables(connection);
+  await log.succeed(
+    state.withMerge(figures),
+    {
+      ...step.facts,
       attempts: state.attempts,
       complete: state.complete,
-      outcome: changedAny(counters) ? 'changed' : 'unchanged',
+      outcome: changedAny(figures) ? 'changed' : 'unchanged',
       exportEtag: state.exportInfo?.etag ?? null,
       exportLastModified: state.exportInfo?.lastModified ?? null,
-    });
-    await dropMergeTables(connection);
-    await finishRun(connection, runId, 'succeeded', undefined, now);
-    await failpoint('in-merge');
-    committing = Date.now();
-  });
-  phases.commitMs = Date.now() - committing;
-  await timed('clearMs', () => clearStaging(connection, runId));
-  run.logger.info({ ...phases, totalMs: Date.now() - started }, 'merge committed');
+    },
+    now,
+  );
+  await failpoint('in-merge');
 }
 
 /**
@@ -140,33 +220,25 @@ async function mergeInTransaction(
  */
 export async function failRun(
   run: ExportRead,
-  status: 'failed' | 'aborted',
   err: unknown,
 ): Promise<{ status: 'failed' | 'aborted'; error: SyncError }> {
   const uncommitted = await run.staging.writer.close();
-  const { config } = run;
-  const error = asSyncError(err, {
-    warehousePath: run.warehousePath,
-    memoryLimit: config.duckdbMemoryLimit,
-    readMemoryLimit: readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes),
-    phase: run.state.phase,
-  });
-  if (error.code === 'WAREHOUSE_OUT_OF_MEMORY') {
+  const failure = runFailure(err, { ...run, phase: run.state.phase });
+  if (failure.error.code === 'WAREHOUSE_OUT_OF_MEMORY') {
     // Before anything is freed: which of DuckDB's uses filled its limit (a bug report needs it).
     run.logger.warn({ duckdbMemory: await memoryByTag(run.connection) }, 'DuckDB memory at the failure');
   }
   try {
-    await recordFailure(run.connection, status, error, run.state, { ...run.target, rejects: uncommitted });
+    await recordFailure(run.log, failure.status, failure.error, run.state, {
+      ...run.target,
+      rejects: uncommitted,
+    });
   } catch (recordErr) {
-    run.logger.error({ err: error.toJSON() }, 'run failed and could not be recorded');
-    throw warehouseWriteError(recordErr, run.warehousePath) ?? error;
+    run.logger.error({ err: failure.error.toJSON() }, 'run failed and could not be recorded');
+    throw warehouseWriteError(recordErr, run.warehousePath) ?? failure.error;
   }
-  // A stop that was asked for (a signal, a shutdown) is no error. `outcome` marks the run's last word,
-  // which a one-shot command's summary prints (util/logger.ts leaves it out of its brief terminal lines).
-  const entry = { err: error.toJSON(), ...run.state.counters, outcome: status };
-  if (status === 'aborted') run.logger.warn(entry, 'run aborted');
-  else run.logger.error(entry, 'run failed');
-  return { status, error };
+  logFailure(run.logger, failure, run.state.counters);
+  return failure;
 }
 
 /**
@@ -178,43 +250,41 @@ export async function failRun(
  * @throws what DuckDB throws when not even the run log can be written
  */
 export async function recordFailure(
-  connection: DuckDBConnection,
+  log: RunLog,
   status: 'failed' | 'aborted',
   error: SyncError,
   state: RunState,
   uncommitted: QuarantineTarget & { rejects: Reject[] },
 ): Promise<void> {
   try {
-    await writeFailure(connection, status, error, state, uncommitted, uncommitted.rejects);
+    await writeFailure(log, status, error, state, uncommitted, uncommitted.rejects);
   } catch (err) {
     if (uncommitted.rejects.length === 0) throw err;
-    state.counters.recordsRejected -= uncommitted.rejects.length;
-    await writeFailure(connection, status, error, state, uncommitted, []);
+    state.unstored(uncommitted.rejects.length);
+    await writeFailure(log, status, error, state, uncommitted, []);
   }
 }
 
 async function writeFailure(
-  connection: DuckDBConnection,
+  log: RunLog,
   status: 'failed' | 'aborted',
   error: SyncError,
   state: RunState,
   target: QuarantineTarget,
   rejects: Reject[],
 ): Promise<void> {
-  const runId = target.runId;
+  const connection = log.connection;
   await withTransaction(connection, async () => {
-    await saveCounters(connection, runId, state.counters);
-    await saveFacts(connection, runId, {
+    await log.fail(status, error.toJSON(), state.counters, {
       attempts: state.attempts,
       complete: false,
       exportEtag: state.exportInfo?.etag ?? null,
       exportLastModified: state.exportInfo?.lastModified ?? null,
     });
-    await finishRun(connection, runId, status, error.toJSON());
     await appendRejects(connection, target, rejects);
   });
   // Apart from the run log (like a succeeded run's, merge.ts `clearStaging`): a large staging deleted in
   // the same transaction could keep the failure from being recorded. What a crash leaves, the next start
-  // removes (runs.ts, `closeStaleRuns`).
-  await withTransaction(connection, () => dropRunStaging(connection, runId)).catch(() => undefined);
+  // removes (stale-runs.ts, `closeStaleRuns`).
+  await withTransaction(connection, () => dropRunStaging(connection, log.runId)).catch(() => undefined);
 }

@@ -2,8 +2,8 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { LAST_RESET_SQL } from '../warehouse/data-tables.js';
 import { isSyncError } from '../util/errors.js';
 import type { RunCounters } from '../warehouse/run-counters.js';
-import { finishRun, saveCounters, saveFacts } from '../warehouse/runs.js';
-import { dropRunStaging } from '../warehouse/transaction.js';
+import type { RunLog } from '../warehouse/runs.js';
+import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
 import { mergeTime } from '../warehouse/merge-time.js';
 import type { Logger } from '../util/logger.js';
 import type { ExportInfo, ExportValidator } from './export-source.js';
@@ -65,9 +65,8 @@ export function isNotModified(err: unknown): boolean {
  * validators it sent.
  */
 export async function finishNotModified(
-  connection: DuckDBConnection,
+  log: RunLog,
   run: {
-    runId: string;
     now: Date;
     counters: RunCounters;
     attempts: number;
@@ -75,28 +74,19 @@ export async function finishNotModified(
     logger: Logger;
   },
 ): Promise<void> {
-  await connection.run('BEGIN TRANSACTION');
-  try {
-    const at = await mergeTime(connection, run.now, run.logger);
-    await connection.run(`UPDATE sync_runs SET seen_all_at = $at::TIMESTAMPTZ WHERE run_id = $run`, {
-      at: at.toISOString(),
-      run: run.runId,
-    });
-    await saveCounters(connection, run.runId, run.counters);
-    await saveFacts(connection, run.runId, {
+  await withTransaction(log.connection, async (c) => {
+    const at = await mergeTime(c, run.now, run.logger);
+    // Nothing was staged but a checkpoint row perhaps (the 304 ends the read at once).
+    await dropRunStaging(c, log.runId);
+    const facts = {
+      seenAllAt: at,
       attempts: run.attempts,
       complete: true,
       notModified: true,
-      outcome: 'unchanged',
+      outcome: 'unchanged' as const,
       exportEtag: run.exportInfo?.etag ?? null,
       exportLastModified: run.exportInfo?.lastModified ?? null,
-    });
-    // Nothing was staged but a checkpoint row perhaps (the 304 ends the read at once).
-    await dropRunStaging(connection, run.runId);
-    await finishRun(connection, run.runId, 'succeeded', undefined, at);
-    await connection.run('COMMIT');
-  } catch (err) {
-    await connection.run('ROLLBACK').catch(() => undefined);
-    throw err;
-  }
+    };
+    await log.succeed(run.counters, facts, at);
+  });
 }

@@ -10,6 +10,7 @@ import {
   type DriftEvent,
 } from '../warehouse/drift.js';
 import type { RunSyncOptions } from './run-sync.js';
+import type { AfterMergeResult } from './run-types.js';
 
 /** Runner hooks of {@link driftHooks}, and the events of the last run they saw. */
 export interface DriftHooks extends Required<Pick<RunSyncOptions, 'beforeMerge' | 'afterMerge'>> {
@@ -75,7 +76,13 @@ export function chainHooks(
       for (const h of hooks) await h.beforeMerge?.(ctx);
     },
     afterMerge: async (ctx) => {
-      for (const h of hooks) await h.afterMerge?.(ctx);
+      const result: AfterMergeResult = {};
+      for (const h of hooks) {
+        const added = await h.afterMerge?.(ctx);
+        if (added?.removed !== undefined) result.removed = added.removed;
+        if (added?.facts) result.facts = { ...result.facts, ...added.facts };
+      }
+      return result;
     },
   };
 }

@@ -4,7 +4,6 @@ import { errorMessage, isSyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { fetchStats } from '../upstream/fetch-stats.js';
 import { statsTotal } from '../schema/flatten-stats.js';
-import { saveFacts } from '../warehouse/runs.js';
 import { recordStatsSnapshots, type SnapshotTotals } from '../warehouse/snapshots.js';
 import { applyTombstones } from '../warehouse/tombstones.js';
 import type { ExportSource } from './export-source.js';
@@ -25,10 +24,10 @@ export interface ExportFinisherOptions {
  * - `beforeMerge`, outside the transaction: fetch the upstream `/stats` (with retries) unless the source
  *   already asked for its total while paging (`upstreamTotal`: one fetch per run). A failure does not
  *   fail the export: it is logged, and the run then infers no tombstones (there is nothing to check against);
- * - `afterMerge`, inside it: tombstones with their guards (tombstones.ts, `sync_runs.tombstones_note` and
- *   `removed`), then the stats snapshots of the upstream body and of the warehouse as committed
- *   (`stats_snapshots`, `stats_values`), the totals and their difference in `sync_runs.stats_total_*`, and a
- *   warning when the difference is over `REPORTS_STATS_DIFF_WARN`.
+ * - `afterMerge`, inside it: tombstones with their guards (tombstones.ts), then the stats snapshots of the
+ *   upstream body and of the warehouse as committed (`stats_snapshots`, `stats_values`), and a warning
+ *   when the totals differ by more than `REPORTS_STATS_DIFF_WARN`; it returns what the run log row records
+ *   of them (`removed`, `tombstones_note`, `sync_runs.stats_total_*`).
  */
 export function exportFinisher(
   options: ExportFinisherOptions,
@@ -75,15 +74,17 @@ export function exportFinisher(
         minShare: config.tombstoneMinShare,
         statsTolerance: config.statsDiffWarn,
       });
-      ctx.counters.removed = tombstones.removed;
       logger.info({ removed: tombstones.removed, note: tombstones.note }, 'tombstones');
       const totals = await recordStatsSnapshots(ctx.connection, {
         runId: ctx.runId,
         takenAt: ctx.now,
         upstream,
       });
-      await saveFacts(ctx.connection, ctx.runId, { tombstonesNote: tombstones.note, ...totalsFacts(totals) });
       warnOnDiff(totals, config.statsDiffWarn, logger);
+      return {
+        removed: tombstones.removed,
+        facts: { tombstonesNote: tombstones.note, ...totalsFacts(totals) },
+      };
     },
   };
 }

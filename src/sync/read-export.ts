@@ -4,10 +4,10 @@ import type { Config } from '../config/config.js';
 import type { KnownLines } from '../normalize/known-lines.js';
 import { failpoint } from '../util/failpoint.js';
 import type { Logger } from '../util/logger.js';
-import { saveFacts } from '../warehouse/runs.js';
+import type { RunLog } from '../warehouse/runs.js';
 import { StagingWriter, type CheckpointInfo, type StagingTarget } from '../warehouse/staging.js';
 import { conditionalHeaders } from './conditional.js';
-import type { ExportSource, ExportValidator, ReadContext } from './export-source.js';
+import type { ExportSource, ExportValidator, ReadContext, ReadOutcome, SourceItem } from './export-source.js';
 import { prepareResume } from './resume-run.js';
 import type { RunState } from './run-state.js';
 import { abortError } from './run-errors.js';
@@ -20,6 +20,8 @@ export interface ExportRead {
   logger: Logger;
   source: ExportSource;
   runId: string;
+  /** The run's log row (runs.ts): the only writer of it. */
+  log: RunLog;
   /** Absolute path of the warehouse file (for `WAREHOUSE_WRITE` errors). */
   warehousePath: string;
   /** The upstream's base URL without credentials (a resume only adopts a run of the same upstream). */
@@ -46,15 +48,11 @@ export interface ExportRead {
  * @throws the source's failure, a commit failure, or `RUN_ABORTED` when `signal` aborts
  */
 export async function readExport(run: ExportRead, attempt: number): Promise<void> {
-  const { connection, config, source, state, staging } = run;
+  const { state, staging } = run;
   state.startAttempt(attempt);
-  if (attempt > 1) {
-    await staging.writer.discard();
-    staging.writer = new StagingWriter(connection, run.target);
-    if (source.paging) await saveFacts(connection, run.runId, { resumedFromRun: null, resumedAtPage: null });
-  }
+  if (attempt > 1) await restart(run);
   const ctx: ReadContext = {
-    config,
+    config: run.config,
     dispatcher: run.dispatcher,
     logger: run.logger,
     signal: run.signal,
@@ -62,68 +60,93 @@ export async function readExport(run: ExportRead, attempt: number): Promise<void
     knownLines: run.knownLines,
     conditional: run.validators ? conditionalHeaders(run.validators) : undefined,
   };
-  if (attempt === 1 && source.paging) await resume(run, ctx);
+  if (attempt === 1 && run.source.paging) await resume(run, ctx);
   const writer = staging.writer;
-  const flush = async (checkpoint: CheckpointInfo) => {
-    if (state.exportInfo && !state.exportInfoSaved) {
-      await writer.drain(); // the connection is the background commit's until it is done
-      await saveFacts(connection, run.runId, {
-        exportEtag: state.exportInfo.etag ?? null,
-        exportLastModified: state.exportInfo.lastModified ?? null,
-      });
-      state.exportInfoSaved = true;
-    }
-    await writer.flush(state.counters, checkpoint);
-  };
   await writer.open();
-  const items = source.read(ctx);
-  let sinceYield = 0;
+  const items = run.source.read(ctx);
   try {
-    for (;;) {
-      const next = await items.next();
-      if (next.done) {
-        state.outcome = next.value ?? { complete: true };
-        break;
-      }
-      const item = next.value;
-      // Items of a buffered page (or a fast body) arrive as microtasks only: let the event loop run now and
-      // then so sockets are read meanwhile and a daemon's reader keeps answering.
-      if (++sinceYield === 1024) {
-        sinceYield = 0;
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
-      if (run.signal?.aborted) throw abortError();
-      state.apply(item);
-      if (item.kind === 'checkpoint') {
-        // Whole pages per commit, at least a batch of records each: a commit per page of 5,000 rows cost
-        // ~110 ms of WAL write and sync (measured); resume loses at most one batch of pages.
-        if (writer.pending >= config.batchSize) await flush(state.lastMark ?? {});
-        run.progress();
-      } else if (item.kind === 'block') {
-        writer.addBlock(item.block);
-        if (writer.pending >= config.batchSize && !source.paging) {
-          await flush({ page: state.page });
-          await failpoint('after-batch', () => writer.drain());
-        }
-        // Every block (the reporter throttles): a run shorter than a batch shows progress too.
-        run.progress();
-      } else if (item.kind === 'not-modified') {
-        // A 304 to the conditional request: the export is still the version its validators name.
-        state.exportInfo = { url: item.url, ...run.validators };
-      }
-    }
+    state.outcome = await stageItems(run, items);
   } finally {
     await items.return(undefined).catch(() => undefined); // the source's clean-up, when it did not end
   }
-  if (writer.pending > 0 || !source.paging) await flush(state.lastMark ?? { page: state.page });
+  if (writer.pending > 0 || !run.source.paging) await flush(run, state.lastMark ?? { page: state.page });
   await writer.finish();
   run.progress();
 }
 
+/** A read again from the start: drops what earlier attempts staged, and the resume they recorded. */
+async function restart(run: ExportRead): Promise<void> {
+  await run.staging.writer.discard();
+  run.staging.writer = new StagingWriter(run.connection, run.target);
+  if (run.source.paging) await run.log.note({ resumedFromRun: null, resumedAtPage: null });
+}
+
+/**
+ * Ends the current batch: hands it to its commit with the run's counters and `checkpoint`, after saving
+ * the export's validator when it is not saved yet (a resume checks it).
+ */
+async function flush(run: ExportRead, checkpoint: CheckpointInfo): Promise<void> {
+  const { state } = run;
+  const writer = run.staging.writer;
+  if (state.exportInfo && !state.exportInfoSaved) {
+    await writer.drain(); // the connection is the background commit's until it is done
+    await run.log.note({
+      exportEtag: state.exportInfo.etag ?? null,
+      exportLastModified: state.exportInfo.lastModified ?? null,
+    });
+    state.exportInfoSaved = true;
+  }
+  await writer.flush(state.counters, checkpoint);
+}
+
+/**
+ * Counts and stages the source's items until it ends; returns how its read ended.
+ *
+ * @throws the source's failure, a commit failure, or `RUN_ABORTED` when `signal` aborts
+ */
+async function stageItems(
+  run: ExportRead,
+  items: AsyncGenerator<SourceItem, ReadOutcome | void>,
+): Promise<ReadOutcome> {
+  const { state, config, source } = run;
+  const writer = run.staging.writer;
+  let sinceYield = 0;
+  for (;;) {
+    const next = await items.next();
+    if (next.done) return next.value ?? { complete: true };
+    const item = next.value;
+    // Items of a buffered page (or a fast body) arrive as microtasks only: let the event loop run now and
+    // then so sockets are read meanwhile and a daemon's reader keeps answering.
+    if (++sinceYield === 1024) {
+      sinceYield = 0;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    if (run.signal?.aborted) throw abortError();
+    state.apply(item);
+    if (item.kind === 'checkpoint') {
+      // Whole pages per commit, at least a batch of records each: a commit per page of 5,000 rows cost
+      // ~110 ms of WAL write and sync (measured); resume loses at most one batch of pages.
+      if (writer.pending >= config.batchSize) await flush(run, state.lastMark ?? {});
+      run.progress();
+    } else if (item.kind === 'block') {
+      writer.addBlock(item.block);
+      if (writer.pending >= config.batchSize && !source.paging) {
+        await flush(run, { page: state.page });
+        await failpoint('after-batch', () => writer.drain());
+      }
+      // Every block (the reporter throttles): a run shorter than a batch shows progress too.
+      run.progress();
+    } else if (item.kind === 'not-modified') {
+      // A 304 to the conditional request: the export is still the version its validators name.
+      state.exportInfo = { url: item.url, ...run.validators };
+    }
+  }
+}
+
 /** Adopts an interrupted run of the same paged export when it is safe (resume-run.ts). */
 async function resume(run: ExportRead, ctx: ReadContext): Promise<void> {
-  const { connection, runId, source, upstreamUrl, logger } = run;
-  const point = await prepareResume({ connection, runId, source, upstreamUrl, ctx, logger });
+  const { connection, log, source, upstreamUrl, logger } = run;
+  const point = await prepareResume({ connection, log, source, upstreamUrl, ctx, logger });
   if (!point) return;
   run.state.resume(point);
   run.staging.writer = new StagingWriter(connection, { ...run.target, startBatch: point.batch });

@@ -1,7 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../util/logger.js';
 import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
-import { saveCounters, saveFacts } from '../warehouse/runs.js';
+import type { RunLog } from '../warehouse/runs.js';
 import type { ExportSource, ExportValidator, ReadContext } from './export-source.js';
 import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
 
@@ -24,8 +24,8 @@ export interface ResumePoint {
 /** Options of {@link prepareResume}. */
 export interface PrepareResumeOptions {
   connection: DuckDBConnection;
-  /** The new run, already in `sync_runs`. */
-  runId: string;
+  /** The new run's log row, already in `sync_runs`. */
+  log: RunLog;
   source: ExportSource;
   /** Upstream base URL of this run (only a run of the same upstream is resumed). */
   upstreamUrl: string | undefined;
@@ -52,20 +52,9 @@ export interface PrepareResumeOptions {
  *   first), and DuckDB errors
  */
 export async function prepareResume(options: PrepareResumeOptions): Promise<ResumePoint | undefined> {
-  const { connection: c, runId, source, logger } = options;
-  const paging = source.paging;
-  if (!paging) return undefined;
-  const candidates = (
-    await c.runAndReadAll(
-      `SELECT run_id, upstream_url, page_size, export_etag, export_last_modified, bytes_wire
-       FROM sync_runs r
-       WHERE source = $source AND status = 'aborted' AND run_id <> $run
-         AND EXISTS (SELECT 1 FROM sync_checkpoints k WHERE k.run_id = r.run_id AND k.page IS NOT NULL)
-       ORDER BY started_at DESC`,
-      { source: source.name, run: runId },
-    )
-  ).getRowObjectsJS();
-  const [newest, ...older] = candidates;
+  const { connection: c, log, source, logger } = options;
+  if (!source.paging) return undefined;
+  const [newest, ...older] = await interruptedRuns(c, source.name, log.runId);
   for (const old of older) await dropLeftovers(c, String(old.run_id));
   if (newest === undefined) return undefined;
   const fromRunId = String(newest.run_id);
@@ -80,24 +69,7 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
     etag: optional(newest.export_etag),
     lastModified: optional(newest.export_last_modified),
   };
-  const pageSize = paging.pageSize(options.ctx.config);
-  let reason: string | undefined;
-  if (last === undefined || last.next_url === null) reason = 'its last page was the end of the export';
-  else if (optional(newest.upstream_url) !== options.upstreamUrl) reason = 'it read another upstream';
-  else if (Number(newest.page_size) !== pageSize) reason = `it used pageSize ${String(newest.page_size)}`;
-  else if (saved.etag === undefined && saved.lastModified === undefined)
-    reason = 'the export had no ETag or Last-Modified';
-  if (reason === undefined) {
-    let now: ExportValidator;
-    try {
-      now = await paging.probe(options.ctx);
-    } catch (err) {
-      // The run fails or restarts from page 1: these pages must not be picked up later instead.
-      await dropLeftovers(c, fromRunId);
-      throw err;
-    }
-    if (!sameExport(saved, now)) reason = 'the export changed since (page 1 has another validator)';
-  }
+  const reason = await whyNotResume(options, { newest, last, saved });
   if (reason !== undefined || last === undefined) {
     logger.info(
       { interruptedRun: fromRunId, reason },
@@ -117,18 +89,7 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
     bytesWire: Number(newest.bytes_wire ?? 0),
     pages: page,
   };
-  await withTransaction(c, async () => {
-    for (const table of ['staging_reports', 'staging_seen', 'sync_checkpoints', 'rejected_records']) {
-      await c.run(`UPDATE ${table} SET run_id = $new WHERE run_id = $old`, { new: runId, old: fromRunId });
-    }
-    await saveCounters(c, runId, counters);
-    await saveFacts(c, runId, {
-      resumedFromRun: fromRunId,
-      resumedAtPage: page + 1,
-      exportEtag: saved.etag ?? null,
-      exportLastModified: saved.lastModified ?? null,
-    });
-  });
+  await adopt(c, log, { fromRunId, counters, page, saved });
   logger.info(
     { interruptedRun: fromRunId, page: page + 1, recordsRead: counters.recordsRead },
     'resuming an interrupted run: its committed pages are adopted',
@@ -141,6 +102,77 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
     batch: Number(last.batch),
     validator: saved,
   };
+}
+
+type Row = Record<string, unknown>;
+
+/** The aborted runs of `source` (but `runId`) that left committed pages, newest first. */
+async function interruptedRuns(c: DuckDBConnection, source: string, runId: string): Promise<Row[]> {
+  const rows = await c.runAndReadAll(
+    `SELECT run_id, upstream_url, page_size, export_etag, export_last_modified, bytes_wire
+     FROM sync_runs r
+     WHERE source = $source AND status = 'aborted' AND run_id <> $run
+       AND EXISTS (SELECT 1 FROM sync_checkpoints k WHERE k.run_id = r.run_id AND k.page IS NOT NULL)
+     ORDER BY started_at DESC`,
+    { source, run: runId },
+  );
+  return rows.getRowObjectsJS() as Row[];
+}
+
+/**
+ * Why the newest interrupted run cannot be resumed (see {@link prepareResume}), or `undefined` when it
+ * can: page 1 is probed last, only when everything else holds.
+ *
+ * @throws what the probe throws (the interrupted run's pages are dropped first)
+ */
+async function whyNotResume(
+  options: PrepareResumeOptions,
+  run: { newest: Row; last: Row | undefined; saved: ExportValidator },
+): Promise<string | undefined> {
+  const { newest, last, saved } = run;
+  const paging = options.source.paging!;
+  const pageSize = paging.pageSize(options.ctx.config);
+  if (last === undefined || last.next_url === null) return 'its last page was the end of the export';
+  if (optional(newest.upstream_url) !== options.upstreamUrl) return 'it read another upstream';
+  if (Number(newest.page_size) !== pageSize) return `it used pageSize ${String(newest.page_size)}`;
+  if (saved.etag === undefined && saved.lastModified === undefined) {
+    return 'the export had no ETag or Last-Modified';
+  }
+  let now: ExportValidator;
+  try {
+    now = await paging.probe(options.ctx);
+  } catch (err) {
+    // The run fails or restarts from page 1: these pages must not be picked up later instead.
+    await dropLeftovers(options.connection, String(newest.run_id));
+    throw err;
+  }
+  return sameExport(saved, now) ? undefined : 'the export changed since (page 1 has another validator)';
+}
+
+/**
+ * Moves the interrupted run's staging, checkpoints and rejects to the new run, and records the resume,
+ * its counters and the export's validator in the new run's log row, in one transaction.
+ */
+async function adopt(
+  c: DuckDBConnection,
+  log: RunLog,
+  from: { fromRunId: string; counters: RunCounters; page: number; saved: ExportValidator },
+): Promise<void> {
+  await withTransaction(c, async () => {
+    for (const table of ['staging_reports', 'staging_seen', 'sync_checkpoints', 'rejected_records']) {
+      await c.run(`UPDATE ${table} SET run_id = $new WHERE run_id = $old`, {
+        new: log.runId,
+        old: from.fromRunId,
+      });
+    }
+    await log.progress(from.counters);
+    await log.note({
+      resumedFromRun: from.fromRunId,
+      resumedAtPage: from.page + 1,
+      exportEtag: from.saved.etag ?? null,
+      exportLastModified: from.saved.lastModified ?? null,
+    });
+  });
 }
 
 /**

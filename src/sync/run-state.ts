@@ -1,4 +1,4 @@
-import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
+import { emptyCounters, type MergeFigures, type RunCounters } from '../warehouse/run-counters.js';
 import type { CheckpointInfo } from '../warehouse/staging.js';
 import type { ExportInfo, ReadOutcome, SourceItem } from './export-source.js';
 import type { ResumePoint } from './resume-run.js';
@@ -6,7 +6,9 @@ import type { ResumePoint } from './resume-run.js';
 /**
  * The state of one run, owned here and nowhere else: its counters, the export it read (and whether that
  * was saved to `sync_runs`), how the read ended, the last checkpoint (page end) and the attempt number.
- * The runner feeds it the source's items ({@link apply}) and starts it over when the export is read again.
+ * The runner feeds it the source's items ({@link apply}) and starts it over when the export is read again;
+ * the staging writer's refusals ({@link refused}), the failure path's unstored rejects ({@link unstored})
+ * and a committed merge's figures ({@link mergeCommitted}) are the only other changes of its counters.
  */
 export class RunState {
   counters: RunCounters = emptyCounters();
@@ -69,6 +71,27 @@ export class RunState {
         this.lastMark = { page: item.page, nextUrl: item.nextUrl };
         return;
     }
+  }
+
+  /** `records` staged rows DuckDB refused were quarantined instead: loaded becomes rejected. */
+  refused(records: number): void {
+    this.counters.recordsLoaded -= records;
+    this.counters.recordsRejected += records;
+  }
+
+  /** `records` rejects counted could not be stored with a failed run's log: they are not counted. */
+  unstored(records: number): void {
+    this.counters.recordsRejected -= records;
+  }
+
+  /** The counters as they are once `figures` (a merge's, not committed yet) count too. */
+  withMerge(figures: MergeFigures): RunCounters {
+    return { ...this.counters, ...figures };
+  }
+
+  /** Folds the figures of a merge into the counters; call only once its transaction committed. */
+  mergeCommitted(figures: MergeFigures): void {
+    Object.assign(this.counters, figures);
   }
 
   /** The export was read to its end. */

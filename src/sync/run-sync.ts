@@ -1,20 +1,17 @@
 import { tmpdir } from 'node:os';
-import { resolve } from 'node:path';
 import { clearSpool, spoolDirFor } from '../normalize/batch-files.js';
-import { safeUrl } from '../util/safe-url.js';
+import type { KnownLines } from '../normalize/known-lines.js';
 import { withRetry } from '../upstream/with-retry.js';
-import { isSyncError, SyncError } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
 import { mergeSliceRows } from '../warehouse/merge.js';
 import { readMemoryLimit, withMemoryLimit } from '../warehouse/memory-limit.js';
-import { newRunId, saveFacts, startRun } from '../warehouse/runs.js';
 import { StagingWriter } from '../warehouse/staging.js';
-import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import { failRun, mergeRun } from './close-run.js';
 import { finishNotModified, lastCompleteValidators } from './conditional.js';
 import { readExport, type ExportRead } from './read-export.js';
 import { checkAccounting, checkRejectRatio } from './run-errors.js';
+import { openRunLog, pointOfNoReturn } from './run-life.js';
 import { RunState } from './run-state.js';
 import type { RunSummary, RunSyncOptions } from './run-types.js';
 
@@ -41,109 +38,120 @@ export type {
  */
 export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   const run = await openRun(options);
-  const { config, source, state, logger } = run;
-  const summary = () => ({
-    runId: run.runId,
-    source: source.name,
-    counters: state.counters,
-    durationMs: Date.now() - run.started.getTime(),
-    attempts: state.attempts,
-    exportInfo: state.exportInfo,
-  });
   try {
     // Reading only appends to staging: a lower DuckDB memory limit keeps its cache of written blocks small.
+    const { config, source, logger } = run;
     const readLimit = readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes);
     await withMemoryLimit(run.connection, readLimit, () =>
       withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal),
     );
-    if (state.notModified) {
-      pointOfNoReturn(options, run.runId, 0);
-      const { counters, attempts, exportInfo } = state;
-      await finishNotModified(run.connection, {
-        runId: run.runId,
-        now: new Date(),
-        counters,
-        attempts,
-        exportInfo,
-        logger,
-      });
-      logger.info(
-        { durationMs: summary().durationMs, outcome: 'succeeded' },
-        'run succeeded: the export is not modified (304)',
-      );
-      return { ...summary(), status: 'succeeded', notModified: true };
-    }
-    checkAccounting(state.counters);
-    checkRejectRatio(state.counters, config.maxRejectRatio);
-    await options.beforeMerge?.({
-      runId: run.runId,
-      counters: state.counters,
-      exportInfo: state.exportInfo,
-      complete: state.complete,
-      incompleteReason: state.incompleteReason,
-      tombstonesBlocked: state.tombstonesBlocked,
-    });
-    pointOfNoReturn(options, run.runId, state.counters.recordsLoaded);
-    await failpoint('before-merge');
-    state.phase = 'merging';
-    const mergeRunOf = {
+    if (run.state.notModified) return await commitNotModified(run);
+    await checkBeforeMerge(run, options);
+    return await commitMerge(run, options);
+  } catch (err) {
+    const failure = await failRun(run, err);
+    return { ...summaryOf(run), ...failure };
+  }
+}
+
+type OpenedExportRun = ExportRead & { started: Date };
+
+/** The summary of a run as it stands (its status and what it adds are the caller's). */
+function summaryOf(run: OpenedExportRun): Omit<RunSummary, 'status'> {
+  const { state } = run;
+  return {
+    runId: run.runId,
+    source: run.source.name,
+    counters: state.counters,
+    durationMs: Date.now() - run.started.getTime(),
+    attempts: state.attempts,
+    exportInfo: state.exportInfo,
+  };
+}
+
+/** Ends a run whose export answered 304: nothing to merge (conditional.ts). */
+async function commitNotModified(run: OpenedExportRun): Promise<RunSummary> {
+  const { state, logger } = run;
+  pointOfNoReturn(run, run.runId, 0);
+  const { counters, attempts, exportInfo } = state;
+  await finishNotModified(run.log, { now: new Date(), counters, attempts, exportInfo, logger });
+  const summary = summaryOf(run);
+  logger.info(
+    { durationMs: summary.durationMs, outcome: 'succeeded' },
+    'run succeeded: the export is not modified (304)',
+  );
+  return { ...summary, status: 'succeeded', notModified: true };
+}
+
+/**
+ * What must hold before a merge: the accounting (run-errors.ts), the reject ratio, and the caller's
+ * `beforeMerge` hook (which may throw).
+ */
+async function checkBeforeMerge(run: OpenedExportRun, options: RunSyncOptions): Promise<void> {
+  const { state } = run;
+  checkAccounting(state.counters);
+  checkRejectRatio(state.counters, run.config.maxRejectRatio);
+  await options.beforeMerge?.({
+    runId: run.runId,
+    counters: state.counters,
+    exportInfo: state.exportInfo,
+    complete: state.complete,
+    incompleteReason: state.incompleteReason,
+    tombstonesBlocked: state.tombstonesBlocked,
+  });
+}
+
+/** Merges the run in its finishing transaction (close-run.ts) and returns its summary. */
+async function commitMerge(run: OpenedExportRun, options: RunSyncOptions): Promise<RunSummary> {
+  const { state, config, source, logger } = run;
+  pointOfNoReturn(run, run.runId, state.counters.recordsLoaded);
+  await failpoint('before-merge');
+  state.phase = 'merging';
+  await mergeRun(
+    run.connection,
+    {
       ...run,
       source: source.name,
       clock: options.clock,
       mergeThreads: config.duckdbMergeThreads,
       fullExport: source.fullExport,
       sliceRows: mergeSliceRows(config.mergeSliceRows, config.duckdbMemoryLimit),
-    };
-    await mergeRun(run.connection, mergeRunOf, options.afterMerge);
-    await failpoint('after-commit');
-    logger.info(
-      { ...state.counters, durationMs: summary().durationMs, outcome: 'succeeded' },
-      'run succeeded',
-    );
-    const incomplete = state.complete ? {} : { incompleteReason: state.incompleteReason ?? 'stopped early' };
-    return { ...summary(), status: 'succeeded', ...incomplete };
-  } catch (err) {
-    const aborted = options.signal?.aborted === true || isSyncError(err, 'RUN_ABORTED');
-    const failure = await failRun(run, aborted ? 'aborted' : 'failed', err);
-    return { ...summary(), ...failure };
-  }
+    },
+    options.afterMerge,
+  );
+  await failpoint('after-commit');
+  const summary = summaryOf(run);
+  logger.info({ ...state.counters, durationMs: summary.durationMs, outcome: 'succeeded' }, 'run succeeded');
+  const incomplete = state.complete ? {} : { incompleteReason: state.incompleteReason ?? 'stopped early' };
+  return { ...summary, status: 'succeeded', ...incomplete };
 }
 
 /**
- * The last point where a signal stops the run (throws `RUN_ABORTED`: nothing merged, recorded `aborted`);
- * past it the finishing transaction runs to its commit, and `onCommit` says so in the same tick.
- */
-function pointOfNoReturn(options: RunSyncOptions, runId: string, records: number): void {
-  if (options.signal?.aborted) throw new SyncError('RUN_ABORTED', 'the run was stopped before its merge');
-  options.onCommit?.(runId, records);
-}
-
-/**
- * Starts a run: its `sync_runs` row, a clean spool folder, the known-line hashes, and what reading its
- * export needs ({@link ExportRead}).
+ * Starts a run: its `sync_runs` row (run-life.ts), a clean spool folder, the known-line hashes, and what
+ * reading its export needs ({@link ExportRead}).
  *
  * @throws SyncError `WAREHOUSE_WRITE` when the warehouse cannot take the run row
  */
-async function openRun(options: RunSyncOptions): Promise<ExportRead & { started: Date }> {
+async function openRun(options: RunSyncOptions): Promise<OpenedExportRun> {
   const { connection, config, source } = options;
-  const started = new Date();
-  const runId = newRunId(source.name, started);
-  const job = options.job ?? `sync-${source.name}`;
-  const logger = options.logger.child({ runId, job, source: source.name });
-  const warehousePath = resolve(config.warehouse);
-  // Credentials out; the form config gives it otherwise (no trailing slash), as resume compares it.
-  const upstreamUrl = config.baseUrl === undefined ? undefined : safeUrl(config.baseUrl).replace(/\/$/, '');
-  try {
-    await startRun(connection, { runId, job, source: source.name, upstreamUrl, startedAt: started });
-  } catch (err) {
-    throw warehouseWriteError(err, warehousePath) ?? err;
-  }
-  logger.info('run started');
-  if (source.paging) await saveFacts(connection, runId, { pageSize: source.paging.pageSize(config) });
+  const opened = await openRunLog({
+    ...options,
+    job: options.job ?? `sync-${source.name}`,
+    source: source.name,
+  });
+  const { log, runId, started, upstreamUrl, warehousePath } = opened;
+  if (source.paging) await log.note({ pageSize: source.paging.pageSize(config) });
   const spoolDir = spoolDirFor(config.warehouse === ':memory:' ? ':memory:' : warehousePath, tmpdir());
   clearSpool(spoolDir);
-  const target = { runId, source: source.name, rawMaxBytes: config.rejectRawMaxBytes, spoolDir };
   const state = new RunState();
+  const target = {
+    runId,
+    source: source.name,
+    rawMaxBytes: config.rejectRawMaxBytes,
+    spoolDir,
+    log,
+    onRefused: (records: number) => state.refused(records),
+  };
   // A full export asks conditionally with the validators of the last complete run of it (a 304 ends the run).
   const validators =
     config.conditionalExports && source.fullExport
@@ -151,23 +159,10 @@ async function openRun(options: RunSyncOptions): Promise<ExportRead & { started:
       : undefined;
   return {
     ...options,
-    started,
-    runId,
-    logger,
-    upstreamUrl,
-    warehousePath,
+    ...opened,
     target,
     state,
-    // Lines a current report came from are skipped before parsing; loaded once per run, within the reading
-    // limit (DuckDB keeps the blocks it scanned cached up to its limit).
-    knownLines:
-      source.lineHashes === false
-        ? undefined
-        : await withMemoryLimit(
-            connection,
-            readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes),
-            () => loadKnownLines(connection, source.name),
-          ),
+    knownLines: await knownLinesOf(options),
     validators,
     staging: { writer: new StagingWriter(connection, target) },
     progress: () =>
@@ -179,4 +174,15 @@ async function openRun(options: RunSyncOptions): Promise<ExportRead & { started:
         page: state.page,
       }),
   };
+}
+
+/**
+ * Lines a current report came from are skipped before parsing; loaded once per run, within the reading
+ * limit (DuckDB keeps the blocks it scanned cached up to its limit).
+ */
+async function knownLinesOf(options: RunSyncOptions): Promise<KnownLines | undefined> {
+  const { connection, config, source } = options;
+  if (source.lineHashes === false) return undefined;
+  const limit = readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes);
+  return withMemoryLimit(connection, limit, () => loadKnownLines(connection, source.name));
 }

@@ -6,7 +6,7 @@ import type { Logger } from '../util/logger.js';
 import type { DriftEvent } from '../warehouse/drift.js';
 import type { Clock } from '../warehouse/merge-time.js';
 import type { RunCounters } from '../warehouse/run-counters.js';
-import type { RunStatus } from '../warehouse/runs.js';
+import type { RunFacts, RunStatus } from '../warehouse/runs.js';
 import type { ExportInfo, ExportSource } from './export-source.js';
 
 /** Figures a long run reports while it goes (see `onProgress`). */
@@ -41,8 +41,11 @@ export interface RunSyncOptions {
    * not inside the transaction: e.g. fetching `/stats` for the tombstone guard). A throw fails the run.
    */
   beforeMerge?: (ctx: BeforeMergeContext) => Promise<void>;
-  /** Hook run inside the final transaction, after the merge (tombstones, stats snapshot). */
-  afterMerge?: (ctx: AfterMergeContext) => Promise<void>;
+  /**
+   * Hook run inside the final transaction, after the merge (tombstones, stats snapshot). What it returns
+   * (reports removed, facts) goes into the run log row the transaction commits.
+   */
+  afterMerge?: (ctx: AfterMergeContext) => Promise<AfterMergeResult | void>;
   /** Given to the source as `ReadContext.upstreamTotal` (the `/stats` total, fetched once). */
   upstreamTotal?: () => Promise<number | undefined>;
   /** The clock of the merge time (default: the system clock; tests inject one that goes backwards). */
@@ -73,7 +76,8 @@ export interface AfterMergeContext {
   connection: DuckDBConnection;
   runId: string;
   now: Date;
-  counters: RunCounters;
+  /** The run's counters as they are if this transaction commits (the merge's figures counted in). */
+  counters: Readonly<RunCounters>;
   /** Distinct valid reports the merge took from the run (`MergeResult.unique`). */
   seen: number;
   exportInfo: ExportInfo | undefined;
@@ -83,6 +87,16 @@ export interface AfterMergeContext {
   incompleteReason: string | undefined;
   /** Why the export, though complete, cannot be proven consistent (`ReadOutcome.tombstonesBlocked`). */
   tombstonesBlocked: string | undefined;
+}
+
+/**
+ * What an `afterMerge` hook adds to the run log row of the finishing transaction: the reports it removed
+ * (tombstones) and facts (its note, the stats totals). Written only by that transaction, so a rollback
+ * leaves none of it.
+ */
+export interface AfterMergeResult {
+  removed?: number;
+  facts?: RunFacts;
 }
 
 /** The outcome of a run, as the CLI prints it and `sync_runs` stores it. */

@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { newRunId } from './runs.js';
+import { RunLog } from './runs.js';
 import { withTransaction } from './transaction.js';
 
 /**
@@ -75,16 +75,12 @@ export interface ResetResult {
  * @throws what DuckDB throws (nothing is deleted then)
  */
 export async function resetData(connection: DuckDBConnection, now: Date = new Date()): Promise<ResetResult> {
-  const runId = newRunId('reset', now);
+  let runId = '';
   const emptied = await withTransaction(connection, async (c) => {
     const counts = await tableRows(c, DATA_TABLES);
     for (const { table } of counts) await c.run(`DELETE FROM "${table}"`);
     const note = `full refresh: emptied ${counts.map((t) => `${t.table} (${t.rows} rows)`).join(', ')}; the run log is kept`;
-    await c.run(
-      `INSERT INTO sync_runs (run_id, job, source, status, started_at, finished_at, complete, outcome, note)
-       VALUES ($run, 'reset', 'reset', 'succeeded', $at::TIMESTAMPTZ, $at::TIMESTAMPTZ, true, 'changed', $note)`,
-      { run: runId, at: now.toISOString(), note },
-    );
+    runId = await RunLog.recordReset(c, now, note);
     return counts;
   });
   await connection.run('CHECKPOINT');

@@ -82,19 +82,21 @@ export async function findUnseen(
  * The end of a full export run's merge, after its tombstones (inside the finishing transaction): the
  * reports it saw get its merge time and run id as their `last_seen_at` and `run_id`, without writing
  * their rows when they are most of the warehouse (migration 020):
- * - when the run saw at least as many current reports as it did not: the run is recorded as having seen
- *   them all (`sync_runs.seen_all_at`), which the `reports` view lifts them to, except the current
- *   reports it did not see (`merge_unseen` not tombstoned), whose lifted values are stored and which are
- *   marked `unseen_since`; and reports marked so earlier that it saw are written and unmarked;
+ * - when the run saw at least as many current reports as it did not: it has seen them all (returns true:
+ *   the caller records its merge time as `sync_runs.seen_all_at` through the run log, runs.ts, at once:
+ *   the `reports` view lifts them to it), except the current reports it did not see (`merge_unseen` not
+ *   tombstoned), whose lifted values are stored and which are marked `unseen_since`; and reports marked so
+ *   earlier that it saw are written and unmarked;
  * - otherwise (an export that holds less than half the warehouse and was kept from tombstoning): the
  *   reports it saw are written one by one (touched), as a `recent` run's are.
  *
  * @param now the merge time (ISO)
+ * @returns true when the run counts as having seen every current report (the first case)
  */
 export async function recordSeen(
   c: DuckDBConnection,
   run: { runId: string; now: string; seen: number },
-): Promise<void> {
+): Promise<boolean> {
   const params = { run: run.runId, now: run.now };
   await c.run('CREATE TEMP TABLE IF NOT EXISTS merge_removed (id VARCHAR)');
   const unseen = Number(
@@ -113,7 +115,7 @@ export async function recordSeen(
        WHERE r.removed_at IS NULL AND r.last_seen_at < $now::TIMESTAMPTZ AND r.id NOT IN (SELECT id FROM merge_unseen)`,
       params,
     );
-    return;
+    return false;
   }
   // merge_old holds every row marked unseen and every one in merge_unseen (merge.ts); rows in merge_batch
   // were rewritten by the merge, those in merge_removed by the tombstones.
@@ -131,5 +133,5 @@ export async function recordSeen(
        AND r.id NOT IN (SELECT id FROM merge_removed)`,
     params,
   );
-  await c.run(`UPDATE sync_runs SET seen_all_at = $now::TIMESTAMPTZ WHERE run_id = $run`, params);
+  return true;
 }

@@ -18,8 +18,8 @@ export const systemClock: Clock = () => new Date();
  * Call inside the finishing transaction (the writer lock makes the latest version stable).
  */
 export async function mergeTime(connection: DuckDBConnection, now: Date, logger: Logger): Promise<Date> {
-  // Every time a merge stamps is its run's merge time, recorded as `merged_at` (runs.ts, `finishRun`): the
-  // run log alone bounds them, without a scan of the reports (~0.2 s and two columns cached at 10M).
+  // Every time a merge stamps is its run's merge time, recorded as `merged_at` (runs.ts, `RunLog.succeed`):
+  // the run log alone bounds them, without a scan of the reports (~0.2 s and two columns cached at 10M).
   const reader = await connection.runAndReadAll(
     `SELECT epoch_ms(max(merged_at))::DOUBLE AS latest FROM sync_runs`,
   );

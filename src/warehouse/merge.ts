@@ -229,7 +229,7 @@ export async function dropMergeTables(connection: DuckDBConnection): Promise<voi
  * Removes the run's staging rows, known lines and checkpoints, and the merge's TEMP tables, in a transaction
  * of its own once the run is committed. Deleting a 4M-row CSV staging in the merge's transaction made its
  * commit run out of memory at 100MiB, where the same delete committed alone took 63 ms (measured). Rows a
- * process killed in between leaves are removed at the next start (runs.ts, `closeStaleRuns`): they carry
+ * process killed in between leaves are removed at the next start (stale-runs.ts, `closeStaleRuns`): they carry
  * a run that succeeded, which no other run reads.
  */
 export async function clearStaging(connection: DuckDBConnection, runId: string): Promise<void> {

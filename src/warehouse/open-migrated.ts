@@ -1,7 +1,7 @@
 import type { Config } from '../config/config.js';
 import { openWarehouse, type Warehouse } from './database.js';
 import { migrate } from './migrate.js';
-import { closeStaleRuns } from './runs.js';
+import { closeStaleRuns } from './stale-runs.js';
 import { ensureServingIndex } from './serving-index.js';
 import { warehouseWriteError } from './warehouse-write-error.js';
 import { join, dirname } from 'node:path';

@@ -24,10 +24,20 @@ export interface RunCounters {
 }
 
 /**
+ * The counters a run's merge sets (merge.ts, quality-flags.ts, tombstones.ts): written to the run log in
+ * the merge's transaction, and folded into the run's counters only once that transaction committed, so a
+ * merge that rolls back leaves none of them on the failed run.
+ */
+export type MergeFigures = Pick<
+  RunCounters,
+  'duplicates' | 'inserted' | 'updated' | 'unchanged' | 'refined' | 'revived' | 'removed' | 'qualityFlags'
+>;
+
+/**
  * True when a run inserted, updated, revived, refined or removed a report: `sync_runs.outcome` is `changed`, and the
  * daemon publishes after it (a no-change run leaves the published copy and the reader's validators alone).
  */
-export function changedAny(c: RunCounters): boolean {
+export function changedAny(c: MergeFigures): boolean {
   return c.inserted + c.updated + c.revived + c.refined + c.removed > 0;
 }
 

@@ -7,7 +7,7 @@ import { failpointRefusal } from '../util/failpoint.js';
 import { appendRejects, type QuarantineTarget } from './quarantine.js';
 import { findRefusedRows, StagedRowsRefused } from './refused-rows.js';
 import type { RunCounters } from './run-counters.js';
-import { saveCounters } from './runs.js';
+import type { RunLog } from './runs.js';
 import { dropRunStaging, withTransaction } from './transaction.js';
 
 /** What a checkpoint records besides the counters: where a resumed run continues. */
@@ -22,14 +22,19 @@ export interface StagingTarget extends QuarantineTarget {
   spoolDir: string;
   /** Batches already committed by the run being resumed. */
   startBatch?: number | undefined;
+  /** The run's log row: each batch's transaction writes its checkpoint's counters there. */
+  log: RunLog;
+  /**
+   * Told how many rows of a committed batch DuckDB refused (quarantined instead): the run's live counters
+   * move them from loaded to rejected (the batch's own copy is moved here).
+   */
+  onRefused: (records: number) => void;
 }
 
 /** One batch handed to the background commit: its files, rejects and the figures of its checkpoint. */
 interface Batch extends WrittenBatch {
   number: number;
   counters: RunCounters;
-  /** The run's live counters: rows DuckDB refuses move from loaded to rejected there too. */
-  live: RunCounters;
   checkpoint: CheckpointInfo;
 }
 
@@ -85,7 +90,7 @@ export class StagingWriter {
   async flush(counters: RunCounters, checkpoint: CheckpointInfo = {}): Promise<void> {
     const number = ++this.#batch;
     const written = this.#files.take();
-    const batch: Batch = { ...written, number, counters, live: counters, checkpoint: { ...checkpoint } };
+    const batch: Batch = { ...written, number, counters, checkpoint: { ...checkpoint } };
     try {
       await this.drain();
     } catch (err) {
@@ -174,10 +179,9 @@ export class StagingWriter {
       writeFileSync(rows.path, found.kept.join(''));
       batch.rows = { path: rows.path, lines: found.kept.length, longestLine: rows.longestLine };
       batch.rejects.push(...found.rejects);
-      for (const counters of new Set([batch.counters, batch.live])) {
-        counters.recordsLoaded -= found.rejects.length;
-        counters.recordsRejected += found.rejects.length;
-      }
+      batch.counters.recordsLoaded -= found.rejects.length;
+      batch.counters.recordsRejected += found.rejects.length;
+      this.#t.onRefused(found.rejects.length);
     }
     await this.#commitOnce(batch);
   }
@@ -208,7 +212,7 @@ export class StagingWriter {
           next: batch.checkpoint.nextUrl ?? null,
         },
       );
-      await saveCounters(c, run, batch.counters);
+      await this.#t.log.progress(batch.counters);
     });
   }
 

@@ -132,7 +132,20 @@ describe('re-sync with known lines', () => {
       const now = new Date();
       const run = { runId: 'resumed', source: 'ndjson', now, fullExport: true, sliceRows: 1_000_000 };
       const merged = await mergeStaging(connection, run, await prepareMerge(connection, run));
-      await recordSeen(connection, { runId: 'resumed', now: now.toISOString(), seen: merged.unique });
+      const seenAll = await recordSeen(connection, {
+        runId: 'resumed',
+        now: now.toISOString(),
+        seen: merged.unique,
+      });
+      // What the runner's run log records then (sync/close-run.ts): the `reports` view lifts to it.
+      if (seenAll) {
+        await connection.run(
+          `UPDATE sync_runs SET seen_all_at = $now::TIMESTAMPTZ WHERE run_id = 'resumed'`,
+          {
+            now: now.toISOString(),
+          },
+        );
+      }
       await connection.run('COMMIT');
       expect(merged).toMatchObject({ staged: 2, unique: 1, duplicates: 1, unchanged: 1 });
     } finally {
