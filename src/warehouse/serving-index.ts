@@ -1,5 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { rebuildExtraKeys, updateExtraKeys } from './serving-extra-keys.js';
+import { withTransaction } from './transaction.js';
 
 /**
  * The reader's serving index (migration 030, docs/reader.md "Paging at any depth"): per (status,
@@ -44,14 +45,7 @@ export async function readServingMeta(
  */
 export async function ensureServingIndex(c: DuckDBConnection): Promise<void> {
   if ((await readServingMeta(c)).bucketUs !== null) return;
-  await c.run('BEGIN TRANSACTION');
-  try {
-    await rebuildServingIndex(c);
-    await c.run('COMMIT');
-  } catch (err) {
-    await c.run('ROLLBACK').catch(() => undefined);
-    throw err;
-  }
+  await withTransaction(c, () => rebuildServingIndex(c));
 }
 
 /**
