@@ -1,8 +1,8 @@
 import { tmpdir } from 'node:os';
-import { clearSpool, spoolDirFor } from '../normalize/batch-files.js';
 import type { KnownLines } from '../normalize/known-lines.js';
 import { withRetry } from '../upstream/with-retry.js';
 import { failpoint } from '../util/failpoint.js';
+import { clearSpool, spoolDirFor } from '../warehouse/batch-files.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
 import { mergeSliceRows } from '../warehouse/merge.js';
 import { readMemoryLimit, withMemoryLimit } from '../warehouse/memory-limit.js';

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { BatchFiles, type BatchFile, type WrittenBatch } from '../normalize/batch-files.js';
+import { BatchFiles, type BatchFile, type WrittenBatch } from './batch-files.js';
 import type { DecodedBlock, Reject } from '../normalize/reject.js';
 import { SyncError } from '../util/errors.js';
 import { failpointRefusal } from '../util/failpoint.js';
@@ -39,10 +39,10 @@ interface Batch extends WrittenBatch {
 }
 
 /**
- * Stages the decoded blocks of one run in batches. Blocks are written to batch files (normalize/batch-
- * files.ts); {@link flush} hands the batch to DuckDB, which loads it with `read_json` into
- * `staging_reports`/`staging_seen` in one transaction holding the batch's rejects, a `sync_checkpoints` row
- * and the run's counters, so a crash leaves whole batches only (docs/how-a-sync-works.md).
+ * Stages the decoded blocks of one run in batches. Blocks are written to batch files (batch-files.ts);
+ * {@link flush} hands the batch to DuckDB, which loads it with `read_json` into `staging_reports`/
+ * `staging_seen` in one transaction holding the batch's rejects, a `sync_checkpoints` row and the run's
+ * counters, so a crash leaves whole batches only (docs/how-a-sync-works.md).
  *
  * The commit runs in the background (DuckDB's threads) while the caller reads the next batch: at most one
  * batch commits at a time, the next {@link flush} waits for it, and {@link finish} waits for the last one
@@ -249,5 +249,3 @@ const SEEN_ROWS = (maxObjectBytes: number) => `
   SELECT $run, s, lh::BIGINT
   FROM read_json($file, format = 'newline_delimited', maximum_object_size = ${maxObjectBytes},
     columns = {s: 'BIGINT', lh: 'VARCHAR'})`;
-
-export { clearSpool, spoolDirFor } from '../normalize/batch-files.js';

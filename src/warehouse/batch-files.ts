@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineFile, type EncodedLines } from '../util/line-file.js';
 import { holdsSecret, redactSecrets } from '../util/redact.js';
-import type { DecodedBlock, Reject } from './reject.js';
+import type { DecodedBlock, Reject } from '../normalize/reject.js';
 
 /** A closed batch file: where it is, its lines and its longest line (bytes). */
 export interface BatchFile {
