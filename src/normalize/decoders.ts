@@ -80,7 +80,19 @@ export function startDecoders(
       close: async () => undefined,
     };
   }
-  const pending = new Map<number, { resolve: (r: unknown) => void; reject: (e: Error) => void }>();
+  const init: DecodeInit = { kind: 'init', known: known.state(), rawMaxBytes, limits };
+  return workerDecoders(script, workers, init);
+}
+
+/** A decode waiting for its worker's answer. */
+interface PendingDecode {
+  resolve: (r: unknown) => void;
+  reject: (e: Error) => void;
+}
+
+/** {@link startDecoders} with `workers` threads running `script`, each started with `init`. */
+function workerDecoders(script: string, workers: number, init: DecodeInit): BlockDecoders {
+  const pending = new Map<number, PendingDecode>();
   let nextId = 0;
   let closed = false;
   // Once a worker dies, every decode fails with its error: a job posted to a dead thread never answers.
@@ -92,17 +104,8 @@ export function startDecoders(
   };
   const threads = Array.from({ length: workers }, () => {
     const worker = takeDecoderThread(script);
-    worker.postMessage({ kind: 'init', known: known.state(), rawMaxBytes, limits } satisfies DecodeInit);
-    worker.on('message', (m: DecodeReply) => {
-      const p = pending.get(m.id);
-      if (!p) return;
-      pending.delete(m.id);
-      if ('result' in m) p.resolve(m.result);
-      else if (m.error.sync) {
-        const { code = 'DECODE_FAILED', message, context, retry = 'none' } = m.error;
-        p.reject(new SyncError(code, message, { context: context ?? {}, retry }));
-      } else p.reject(new Error(`decode worker failed: ${m.error.message}`));
-    });
+    worker.postMessage(init);
+    worker.on('message', (m: DecodeReply) => settle(pending, m));
     worker.on('error', (err) => failAll(err));
     worker.on('exit', (code) => {
       if (!closed) failAll(new Error(`decode worker exited with code ${code}`));
@@ -133,4 +136,16 @@ export function startDecoders(
       await Promise.all(threads.map((t) => t.terminate()));
     },
   };
+}
+
+/** Settles the decode a worker answered: its result, or its error (a SyncError rebuilt as one). */
+function settle(pending: Map<number, PendingDecode>, m: DecodeReply): void {
+  const p = pending.get(m.id);
+  if (!p) return;
+  pending.delete(m.id);
+  if ('result' in m) p.resolve(m.result);
+  else if (m.error.sync) {
+    const { code = 'DECODE_FAILED', message, context, retry = 'none' } = m.error;
+    p.reject(new SyncError(code, message, { context: context ?? {}, retry }));
+  } else p.reject(new Error(`decode worker failed: ${m.error.message}`));
 }

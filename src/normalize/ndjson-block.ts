@@ -39,20 +39,17 @@ export function decodeBlock(
   limits: ExtraLimits,
   fastLane = true,
 ): DecodedBlock {
-  const rows = new LineBuffer();
-  const seen = new LineBuffer();
-  const rejects: Reject[] = [];
+  const out: BlockOut = { rows: new LineBuffer(), seen: new LineBuffer(), rejects: [] };
+  const rules: LineRules = { known, rawMaxBytes, limits, fastLane };
   let read = 0;
   let loaded = 0;
-  let rejected = 0;
   const { bytes, offsets, lineNumbers, overLong } = block;
   const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let o = 0; // next over-long line: merged in by line number, so rejects stay in line order
   const overLongBefore = (line: number) => {
     for (; o < overLong.length && overLong[o]!.lineNumber < line; o++) {
       read++;
-      rejected++;
-      rejects.push(overLongReject(overLong[o]!));
+      out.rejects.push(overLongReject(overLong[o]!));
     }
   };
   for (let i = 0; i < block.count; i++) {
@@ -61,56 +58,91 @@ export function decodeBlock(
     overLongBefore(line);
     if (isBlank(raw)) continue;
     read++;
-    const location = { line };
     if (block.unterminated && i === block.count - 1) checkComplete(raw, line, block.unterminated.url);
-    const check = known.check(raw);
-    if (check.known) {
-      loaded++;
-      seen.write(seenLine(line, check.hash));
-      continue;
-    }
-    const invalid = firstInvalidUtf8(raw);
-    if (invalid !== -1) {
-      rejected++;
-      rejects.push(invalidUtf8Reject(location, raw, invalid, rawMaxBytes, readableJsonId(raw)));
-      continue;
-    }
-    const text = raw.toString('utf8');
-    const canonical = fastLane ? canonicalLine(text, raw, limits) : undefined;
-    if (canonical !== undefined) {
-      loaded++;
-      const { hash, csvHash, extraJson } = canonical;
-      rows.writeParts(stagedLineHead(line, location, hash, csvHash, check.hash, extraJson), raw, '}');
-      continue;
-    }
-    const parsed = parseJsonLine(text);
-    if ('error' in parsed) {
-      rejected++;
-      const cut = raw.length > rawMaxBytes;
-      rejects.push({
-        location,
-        raw: cut ? raw.subarray(0, rawMaxBytes).toString('utf8') : text,
-        ...(cut ? { rawTruncated: true, rawBytes: raw.length } : {}),
-        recordId: readableJsonId(raw),
-        issues: [
-          { path: '', message: `malformed JSON: ${parsed.error}`, code: RECORD_ISSUE_CODES.malformedJson },
-        ],
-      });
-      continue;
-    }
-    const result = validateWireLine(text, parsed.value, limits);
-    if (!result.ok) {
-      rejected++;
-      rejects.push({ location, raw: text, recordId: recordIdOf(parsed.value), issues: result.issues });
-      continue;
-    }
-    loaded++;
-    const json = canonicalJson(result.report);
-    const hash = contentHash(result.report, json);
-    rows.write(stagedRowLine(line, location, result.report, json, hash, check.hash));
+    if (decodeLine(raw, line, rules, out)) loaded++;
   }
   overLongBefore(Infinity);
-  return { rows: rows.take(), seen: seen.take(), rejects, read, loaded, rejected };
+  // Every line read is either loaded (staged or known) or rejected.
+  const { rows, seen, rejects } = out;
+  return { rows: rows.take(), seen: seen.take(), rejects, read, loaded, rejected: read - loaded };
+}
+
+/** Where the lines of one block go: staged rows, known lines, rejects. */
+interface BlockOut {
+  rows: LineBuffer;
+  seen: LineBuffer;
+  rejects: Reject[];
+}
+
+/** What decoding a line goes by (the arguments of {@link decodeBlock}). */
+interface LineRules {
+  known: KnownLines;
+  rawMaxBytes: number;
+  limits: ExtraLimits;
+  fastLane: boolean;
+}
+
+/**
+ * Decodes one non-blank line into `out`: a known line, invalid UTF-8 (rejected), a line in canonical form
+ * (the fast lane), else the general path. True when the line is loaded, false when it is rejected.
+ */
+function decodeLine(raw: Buffer, line: number, rules: LineRules, out: BlockOut): boolean {
+  const location = { line };
+  const check = rules.known.check(raw);
+  if (check.known) {
+    out.seen.write(seenLine(line, check.hash));
+    return true;
+  }
+  const invalid = firstInvalidUtf8(raw);
+  if (invalid !== -1) {
+    out.rejects.push(invalidUtf8Reject(location, raw, invalid, rules.rawMaxBytes, readableJsonId(raw)));
+    return false;
+  }
+  const text = raw.toString('utf8');
+  const canonical = rules.fastLane ? canonicalLine(text, raw, rules.limits) : undefined;
+  if (canonical !== undefined) {
+    const { hash, csvHash, extraJson } = canonical;
+    out.rows.writeParts(stagedLineHead(line, location, hash, csvHash, check.hash, extraJson), raw, '}');
+    return true;
+  }
+  return decodeParsed(raw, text, { line, lineHash: check.hash }, rules, out);
+}
+
+/**
+ * The general path of a UTF-8 line: parsed (malformed → reject, its raw text cut at `rawMaxBytes`),
+ * validated (invalid → reject with the zod issues), else staged with its canonical JSON and content hash.
+ */
+function decodeParsed(
+  raw: Buffer,
+  text: string,
+  at: { line: number; lineHash: bigint },
+  rules: LineRules,
+  out: BlockOut,
+): boolean {
+  const location = { line: at.line };
+  const parsed = parseJsonLine(text);
+  if ('error' in parsed) {
+    const cut = raw.length > rules.rawMaxBytes;
+    out.rejects.push({
+      location,
+      raw: cut ? raw.subarray(0, rules.rawMaxBytes).toString('utf8') : text,
+      ...(cut ? { rawTruncated: true, rawBytes: raw.length } : {}),
+      recordId: readableJsonId(raw),
+      issues: [
+        { path: '', message: `malformed JSON: ${parsed.error}`, code: RECORD_ISSUE_CODES.malformedJson },
+      ],
+    });
+    return false;
+  }
+  const result = validateWireLine(text, parsed.value, rules.limits);
+  if (!result.ok) {
+    out.rejects.push({ location, raw: text, recordId: recordIdOf(parsed.value), issues: result.issues });
+    return false;
+  }
+  const json = canonicalJson(result.report);
+  const hash = contentHash(result.report, json);
+  out.rows.write(stagedRowLine(at.line, location, result.report, json, hash, at.lineHash));
+  return true;
 }
 
 function isBlank(raw: Buffer): boolean {

@@ -99,49 +99,58 @@ function formatSeconds(ms: number): string {
  */
 export function createProgressReporter(options: ProgressReporterOptions): ProgressReporter {
   const now = options.now ?? Date.now;
-  const intervalMs = options.intervalMs ?? 5_000;
+  return options.line ? statusLineReporter(options, options.line, now) : logReporter(options, now);
+}
+
+/** Status-line mode of {@link createProgressReporter}: one line redrawn every `tickMs`. */
+function statusLineReporter(
+  options: ProgressReporterOptions,
+  line: StatusLine,
+  now: () => number,
+): ProgressReporter {
   let total: number | undefined;
   let last: { p: Progress; at: number } | undefined;
   let merge: { runId: string; source: string; records: number; at: number } | undefined;
-  const line = options.line;
+  let timer: NodeJS.Timeout | undefined;
+  const draw = () => {
+    const t = now();
+    if (merge) line.set(formatMerging(merge.source, merge.records, t - merge.at));
+    else if (last) line.set(formatProgress(progressFigures(last.p, total, last.p.elapsedMs + t - last.at)));
+  };
+  const start = () => {
+    if (timer) return;
+    timer = setInterval(draw, options.tickMs ?? 500);
+    timer.unref();
+  };
+  return {
+    update(p) {
+      if (merge?.runId !== p.runId) merge = undefined;
+      last = { p, at: now() };
+      start();
+      draw();
+    },
+    merging(runId, records) {
+      merge = { runId, source: last?.p.source ?? 'sync', records, at: now() };
+      start();
+      draw();
+    },
+    setTotal(value) {
+      total = value;
+    },
+    done() {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      last = undefined;
+      merge = undefined;
+      line.clear();
+    },
+  };
+}
 
-  if (line) {
-    let timer: NodeJS.Timeout | undefined;
-    const draw = () => {
-      const t = now();
-      if (merge) line.set(formatMerging(merge.source, merge.records, t - merge.at));
-      else if (last) line.set(formatProgress(progressFigures(last.p, total, last.p.elapsedMs + t - last.at)));
-    };
-    const start = () => {
-      if (timer) return;
-      timer = setInterval(draw, options.tickMs ?? 500);
-      timer.unref();
-    };
-    return {
-      update(p) {
-        if (merge?.runId !== p.runId) merge = undefined;
-        last = { p, at: now() };
-        start();
-        draw();
-      },
-      merging(runId, records) {
-        merge = { runId, source: last?.p.source ?? 'sync', records, at: now() };
-        start();
-        draw();
-      },
-      setTotal(value) {
-        total = value;
-      },
-      done() {
-        if (timer) clearInterval(timer);
-        timer = undefined;
-        last = undefined;
-        merge = undefined;
-        line.clear();
-      },
-    };
-  }
-
+/** Log mode of {@link createProgressReporter}: an `info` line at most every `intervalMs`. */
+function logReporter(options: ProgressReporterOptions, now: () => number): ProgressReporter {
+  const intervalMs = options.intervalMs ?? 5_000;
+  let total: number | undefined;
   let lastRun: string | undefined;
   let lastShown = Number.NEGATIVE_INFINITY;
   let logged = false;

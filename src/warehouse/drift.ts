@@ -75,48 +75,63 @@ export async function detectDrift(
     `SELECT kind, field, value FROM drift_catalog WHERE kind = 'value' OR (kind = 'field' AND format = $format)`,
     { format },
   );
+  const detection: DriftDetection = { events: [], additions: [], baseline };
+  compareValues(values, catalog, detection);
+  compareFields(fields, catalog, format, detection);
+  return detection;
+}
+
+type Row = Record<string, unknown>;
+
+/** New `status`/`destination` values (rows: field, value, n) against the catalog, into `out`. */
+function compareValues(values: Row[], catalog: Row[], out: DriftDetection): void {
   const knownValues = new Set(
-    catalog.filter((c) => c.kind === 'value').map((c) => `${c.field}\u0000${c.value}`),
+    catalog.filter((c) => c.kind === 'value').map((c) => `${String(c.field)}\u0000${String(c.value)}`),
   );
-  const knownTypes = new Map<string, Set<string>>();
-  for (const c of catalog.filter((c) => c.kind === 'field')) {
-    const set = knownTypes.get(String(c.field)) ?? new Set<string>();
-    set.add(String(c.value));
-    knownTypes.set(String(c.field), set);
-  }
-  const events: DriftEvent[] = [];
-  const additions: DriftDetection['additions'] = [];
   for (const v of values) {
     const field = String(v.field);
     const value = String(v.value);
     if (knownValues.has(`${field}\u0000${value}`)) continue;
-    additions.push({ kind: 'value', format: '', field, value });
-    if (!baseline.values) events.push({ kind: 'new_value', field, value, count: Number(v.n) });
+    out.additions.push({ kind: 'value', format: '', field, value });
+    if (!out.baseline.values) out.events.push({ kind: 'new_value', field, value, count: Number(v.n) });
   }
-  const byField = new Map<string, { type: string; n: number }[]>();
-  for (const f of fields) {
-    const list = byField.get(String(f.field)) ?? [];
-    list.push({ type: String(f.type), n: Number(f.n) });
-    byField.set(String(f.field), list);
-  }
+}
+
+/** New unknown fields and new JSON types of known ones (rows: field, type, n) against the catalog, into `out`. */
+function compareFields(fields: Row[], catalog: Row[], format: string, out: DriftDetection): void {
+  const knownTypes = groupBy(
+    catalog.filter((c) => c.kind === 'field'),
+    (c) => String(c.value),
+  );
+  const byField = groupBy(fields, (f) => ({ type: String(f.type), n: Number(f.n) }));
   for (const [field, types] of byField) {
-    const known = knownTypes.get(field);
+    const known = knownTypes.has(field) ? new Set(knownTypes.get(field)) : undefined;
     const fresh = types.filter((t) => !known?.has(t.type));
-    for (const t of fresh) additions.push({ kind: 'field', format, field, value: t.type });
-    if (baseline.fields || fresh.length === 0) continue;
+    for (const t of fresh) out.additions.push({ kind: 'field', format, field, value: t.type });
+    if (out.baseline.fields || fresh.length === 0) continue;
     if (known === undefined) {
       const value = types.map((t) => t.type).join('|');
-      events.push({ kind: 'new_field', field, value, count: types.reduce((a, t) => a + t.n, 0) });
+      out.events.push({ kind: 'new_field', field, value, count: types.reduce((a, t) => a + t.n, 0) });
       continue;
     }
     // A field seen only as null so far gets its first real type: not a change.
     const hadType = [...known].some((t) => t !== 'null');
     for (const t of fresh) {
       if (t.type !== 'null' && hadType)
-        events.push({ kind: 'type_changed', field, value: t.type, count: t.n });
+        out.events.push({ kind: 'type_changed', field, value: t.type, count: t.n });
     }
   }
-  return { events, additions, baseline };
+}
+
+/** Rows grouped by their `field` column, in first-seen order, each mapped by `item`. */
+function groupBy<T>(rows: Row[], item: (row: Row) => T): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const row of rows) {
+    const list = groups.get(String(row.field)) ?? [];
+    list.push(item(row));
+    groups.set(String(row.field), list);
+  }
+  return groups;
 }
 
 /**
