@@ -1,11 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { Reject } from '../normalize/reject.js';
 import { failpoint } from '../util/failpoint.js';
-import type { SyncError } from '../util/errors.js';
-import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
-import type { ExportRead } from './read-export.js';
-import { memoryByTag } from '../warehouse/memory-limit.js';
-import { logFailure, runFailure } from './run-life.js';
 import type { Logger } from '../util/logger.js';
 import {
   clearStaging,
@@ -17,12 +11,11 @@ import {
 import { recordSeen } from '../warehouse/merge-seen.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { flagQuality } from '../warehouse/quality-flags.js';
-import { appendRejects, type QuarantineTarget } from '../warehouse/quarantine.js';
 import { changedAny, type MergeFigures } from '../warehouse/run-counters.js';
 import type { RunFacts, RunLog } from '../warehouse/runs.js';
 import { updateServingIndex } from '../warehouse/serving-index.js';
 import { withThreads } from '../warehouse/threads.js';
-import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
+import { withTransaction } from '../warehouse/transaction.js';
 import type { AfterMergeContext, AfterMergeResult } from './run-types.js';
 import { checkStaged } from './run-errors.js';
 import type { RunState } from './run-state.js';
@@ -49,9 +42,10 @@ export interface MergedRun {
  * then one transaction that merges its staging (merge.ts) at the merge time of `clock`, flags impossible
  * values on the versions it wrote (quality-flags.ts), runs `afterMerge` (tombstones, stats snapshot),
  * records what a full export saw (merge-seen.ts), applies what changed to the reader's serving index
- * (serving-index.ts), saves counters and facts and marks the run `succeeded`,
- * all or nothing; then its staging is cleared (merge.ts, `clearStaging`). The merge runs with
- * `mergeThreads` DuckDB threads.
+ * (serving-index.ts) and ends the run log row `succeeded` with its counters and facts (runs.ts), all or
+ * nothing. Once committed, the merge's figures join the run's counters (`RunState.mergeCommitted`: a
+ * rolled-back merge leaves none on the failed run) and its staging is cleared (merge.ts, `clearStaging`).
+ * The merge runs with `mergeThreads` DuckDB threads.
  *
  * @throws SyncError `COUNT_MISMATCH` when staging does not hold the records counted as loaded; whatever
  *   `afterMerge` or DuckDB throws (the transaction is rolled back)
@@ -207,84 +201,4 @@ async function finishMerged(
     now,
   );
   await failpoint('in-merge');
-}
-
-/**
- * Ends a run that failed (or was aborted): drops the batch not flushed and waits for a commit still running
- * (its rejects and those of a batch whose commit failed are stored with the run log, so `records_rejected`
- * matches them), then records the failure ({@link recordFailure}) and logs it. Returns the run's status and
- * error.
- *
- * @throws SyncError `WAREHOUSE_WRITE` (or the run's error) when the warehouse cannot take even the run
- *   log: the run stays `running` in the file and the next start closes it as aborted (closeStaleRuns)
- */
-export async function failRun(
-  run: ExportRead,
-  err: unknown,
-): Promise<{ status: 'failed' | 'aborted'; error: SyncError }> {
-  const uncommitted = await run.staging.writer.close();
-  const failure = runFailure(err, { ...run, phase: run.state.phase });
-  if (failure.error.code === 'WAREHOUSE_OUT_OF_MEMORY') {
-    // Before anything is freed: which of DuckDB's uses filled its limit (a bug report needs it).
-    run.logger.warn({ duckdbMemory: await memoryByTag(run.connection) }, 'DuckDB memory at the failure');
-  }
-  try {
-    await recordFailure(run.log, failure.status, failure.error, run.state, {
-      ...run.target,
-      rejects: uncommitted,
-    });
-  } catch (recordErr) {
-    run.logger.error({ err: failure.error.toJSON() }, 'run failed and could not be recorded');
-    throw warehouseWriteError(recordErr, run.warehousePath) ?? failure.error;
-  }
-  logFailure(run.logger, failure, run.state.counters);
-  return failure;
-}
-
-/**
- * Records a failed or aborted run: drops its staging, saves its counters and facts, finishes its run row
- * with `error`, and stores the rejects that were counted but never committed, in one transaction. When
- * even those rejects cannot be written (disk full?), the run log alone is written, counting only the
- * rejects that are stored.
- *
- * @throws what DuckDB throws when not even the run log can be written
- */
-export async function recordFailure(
-  log: RunLog,
-  status: 'failed' | 'aborted',
-  error: SyncError,
-  state: RunState,
-  uncommitted: QuarantineTarget & { rejects: Reject[] },
-): Promise<void> {
-  try {
-    await writeFailure(log, status, error, state, uncommitted, uncommitted.rejects);
-  } catch (err) {
-    if (uncommitted.rejects.length === 0) throw err;
-    state.unstored(uncommitted.rejects.length);
-    await writeFailure(log, status, error, state, uncommitted, []);
-  }
-}
-
-async function writeFailure(
-  log: RunLog,
-  status: 'failed' | 'aborted',
-  error: SyncError,
-  state: RunState,
-  target: QuarantineTarget,
-  rejects: Reject[],
-): Promise<void> {
-  const connection = log.connection;
-  await withTransaction(connection, async () => {
-    await log.fail(status, error.toJSON(), state.counters, {
-      attempts: state.attempts,
-      complete: false,
-      exportEtag: state.exportInfo?.etag ?? null,
-      exportLastModified: state.exportInfo?.lastModified ?? null,
-    });
-    await appendRejects(connection, target, rejects);
-  });
-  // Apart from the run log (like a succeeded run's, merge.ts `clearStaging`): a large staging deleted in
-  // the same transaction could keep the failure from being recorded. What a crash leaves, the next start
-  // removes (stale-runs.ts, `closeStaleRuns`).
-  await withTransaction(connection, () => dropRunStaging(connection, log.runId)).catch(() => undefined);
 }

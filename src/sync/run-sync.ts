@@ -7,7 +7,8 @@ import { loadKnownLines } from '../warehouse/known-line-hashes.js';
 import { mergeSliceRows } from '../warehouse/merge.js';
 import { readMemoryLimit, withMemoryLimit } from '../warehouse/memory-limit.js';
 import { StagingWriter } from '../warehouse/staging.js';
-import { failRun, mergeRun } from './close-run.js';
+import { mergeRun } from './close-run.js';
+import { failRun } from './fail-run.js';
 import { finishNotModified, lastCompleteValidators } from './conditional.js';
 import { readExport, type ExportRead } from './read-export.js';
 import { checkAccounting, checkRejectRatio } from './run-errors.js';
@@ -28,9 +29,9 @@ export type {
  * at start; the source's decoded blocks staged in batches (each batch a transaction with its checkpoint,
  * read-export.ts); on a retryable failure the export restarts from its beginning and the run's staging is
  * discarded; at the end one transaction merges, runs `afterMerge`, clears staging and finishes the run row
- * (close-run.ts). Rejected records are quarantined, never dropped; a run whose reject ratio passes
- * `maxRejectRatio` fails without merging. A paged source is committed only at page ends, and its first
- * attempt may resume an interrupted run of the same export (resume-run.ts).
+ * (close-run.ts; a failure is recorded by fail-run.ts). Rejected records are quarantined, never dropped;
+ * a run whose reject ratio passes `maxRejectRatio` fails without merging. A paged source is committed only
+ * at page ends, and its first attempt may resume an interrupted run of the same export (resume-run.ts).
  *
  * Never throws for a failed run: the failure is in the summary (`status`, `error`) and in `sync_runs`; a
  * warehouse write failure (disk full, read-only folder) is such a failure, coded `WAREHOUSE_WRITE`.
