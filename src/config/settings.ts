@@ -65,7 +65,7 @@ export const SETTINGS = {
     env: 'REPORTS_NDJSON_PATH',
     schema: urlPath.default('/api/v1/public/reports.ndjson'),
     allowed: 'a path starting with /',
-    doc: 'Path of the NDJSON export (not shown in the seed).',
+    doc: 'Path of the NDJSON export (not shown upstream: docs/upstream-contract.md).',
   },
   csvPath: {
     env: 'REPORTS_CSV_PATH',
@@ -105,7 +105,7 @@ export const SETTINGS = {
     env: 'REPORTS_LIST_PATH',
     schema: urlPath.default('/api/v1/public/reports'),
     allowed: 'a path starting with /',
-    doc: 'Path of the list endpoint the `recent` source reads (newest reports first, seed rule 3).',
+    doc: 'Path of the list endpoint the `recent` source reads (newest reports first, docs/upstream-contract.md rule 3).',
   },
   recentPageSize: {
     env: 'REPORTS_RECENT_PAGE_SIZE',

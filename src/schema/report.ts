@@ -18,7 +18,7 @@ export { JsonText };
 
 /**
  * One citizen report in canonical form — what the warehouse stores and the reader serves.
- * Source of the shape: the seed's Report (`destination`, `status`, a location) and docs/sources.md.
+ * Source of the shape: the Report of docs/upstream-contract.md (`destination`, `status`, a location) and docs/sources.md.
  *
  * - `id`: the upstream key, always a string (numbers are coerced).
  * - `status`, `destination`: upper-snake codes from open lists (unknown values are drift, not errors).
@@ -79,7 +79,7 @@ export const CSV_COLUMNS = [
   'updatedAt',
 ] as const;
 
-/** Known values (seed: `ROAD_CONTROL`, `SUBMITTED`; the rest from docs/architecture.md's lifecycle). Lists are open. */
+/** Known values (stated upstream: `ROAD_CONTROL`, `SUBMITTED`, docs/upstream-contract.md; the rest from docs/architecture.md's lifecycle). Lists are open. */
 export const KNOWN_STATUSES = ['SUBMITTED', 'IN_PROGRESS', 'RESOLVED', 'REJECTED'] as const;
 
 // Keys that are aliases of the location (docs/sources.md) and so never land in `extra`.

@@ -8,7 +8,7 @@ import { withRetry } from './with-retry.js';
 
 /** The aggregate counters as the upstream answered them. */
 export interface UpstreamStats {
-  /** The parsed JSON body, whatever its shape (the seed names no field). */
+  /** The parsed JSON body, whatever its shape (the upstream names no field: docs/upstream-contract.md). */
   body: unknown;
   /** URL that answered, without secrets. */
   url: string;
@@ -24,8 +24,8 @@ export interface FetchStatsOptions {
 }
 
 /**
- * GETs the aggregate counters (`REPORTS_STATS_PATH`, default `/api/v1/public/reports/stats`; seed: "Aggregate
- * counters") with the retries, redirects and key handling of every upstream call, and parses the body as
+ * GETs the aggregate counters (`REPORTS_STATS_PATH`, default `/api/v1/public/reports/stats`;
+ * docs/upstream-contract.md: "Aggregate counters") with the retries, redirects and key handling of every upstream call, and parses the body as
  * JSON of any shape. The body is bounded by `REPORTS_MAX_RECORD_BYTES`.
  *
  * @throws SyncError `STATS_INVALID` (body not JSON, too large, or an object giving a key twice), or what

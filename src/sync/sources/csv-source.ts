@@ -17,7 +17,7 @@ import type {
 } from '../export-source.js';
 
 /**
- * The paged CSV export (`REPORTS_CSV_PATH?pageSize=N&page=P`; seed rule 2, docs/how-a-sync-works.md).
+ * The paged CSV export (`REPORTS_CSV_PATH?pageSize=N&page=P`; docs/upstream-contract.md rule 2, docs/how-a-sync-works.md).
  *
  * Each page is fetched with its own retries (a broken body refetches that page from its start, never a
  * `Range` splice), following up to `REPORTS_MAX_REDIRECTS` redirects with the key dropped cross-origin

@@ -10,8 +10,8 @@ import { safeUrl } from '../../util/safe-url.js';
 import { isNotModified } from '../conditional.js';
 
 /**
- * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the seed does not
- * show the path, docs/sources.md): one streamed GET, one report per line. A conditional GET answered 304 yields
+ * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the upstream does not show
+ * the path, docs/upstream-contract.md): one streamed GET, one report per line. A conditional GET answered 304 yields
  * only `not-modified`.
  */
 export const ndjsonSource: ExportSource = {

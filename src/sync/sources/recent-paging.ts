@@ -57,7 +57,7 @@ export interface PageInput {
  *    others wait for the next full export. Records that fail validation neither stop nor extend the run:
  *    they are quarantined whichever page they are on; a page of only invalid records is read past;
  * 4. a page shorter than the page size in force is the last one (`end`, complete), but for a short page 1:
- *    the server may cap `pageSize` (the seed names no maximum), so page 2 is read, and page 1's length is
+ *    the server may cap `pageSize` (the upstream names no maximum: docs/upstream-contract.md), so page 2 is read, and page 1's length is
  *    the size in force from then on (`size`);
  * 5. page `maxPages` is the last one read (`max-pages`, incomplete);
  * 6. otherwise the next page is read.

@@ -23,7 +23,7 @@ const MAX_PAGE_BYTES = 256 * 1024 * 1024;
 const PAGE_SEQ = 2 ** 29;
 
 /**
- * The `recent` source: an incremental sync from the list endpoint (`REPORTS_LIST_PATH`, seed rule 3: "the
+ * The `recent` source: an incremental sync from the list endpoint (`REPORTS_LIST_PATH`, docs/upstream-contract.md rule 3: "the
  * latest published reports when no filter is given", newest first). It reads `?pageSize=N&page=K` from
  * page 1 and stops where {@link decidePage} says: at the first page whose reports are all already current
  * in the warehouse (by id, looked up through `lookup`, a connection of its own; changed ones on the pages
