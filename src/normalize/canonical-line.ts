@@ -71,7 +71,7 @@ export function canonicalLine(
   if (tail === '') {
     return {
       hash: contentHash,
-      csvHash: csvProjectionHash(text.slice(0, -1), [], contentHash),
+      csvHash: csvProjectionHashOfLine(text.slice(0, -1), [], contentHash),
       extraJson: null,
     };
   }
@@ -80,7 +80,7 @@ export function canonicalLine(
   const extraJson = `{${tail!.slice(1)}}`;
   if (Buffer.byteLength(extraJson) > limits.maxBytes) return undefined;
   const known = text.slice(0, text.length - tail!.length - 1);
-  return { hash: contentHash, csvHash: csvProjectionHash(known, fields, contentHash), extraJson };
+  return { hash: contentHash, csvHash: csvProjectionHashOfLine(known, fields, contentHash), extraJson };
 }
 
 interface ExtraField {
@@ -111,7 +111,7 @@ function extraFields(tail: string, limits: ExtraLimits): ExtraField[] | undefine
  * text), then each unknown field's projection, keys in code-unit order. A line whose text fields and
  * unknown fields all project to themselves, in that order, is its own projection: its hash is the line's.
  */
-function csvProjectionHash(known: string, fields: ExtraField[], lineHash: string): string {
+function csvProjectionHashOfLine(known: string, fields: ExtraField[], lineHash: string): string {
   // `""` in the known text is an empty string (or an escaped quote ending one: read again, to be sure).
   const knownOwn = !known.includes('""') && !known.includes('\\r\\n');
   let own = knownOwn;

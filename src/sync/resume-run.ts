@@ -3,6 +3,7 @@ import type { Logger } from '../util/logger.js';
 import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
 import { saveCounters, saveFacts } from '../warehouse/runs.js';
 import type { ExportSource, ExportValidator, ReadContext } from './export-source.js';
+import { compareValidators } from './sources/export-validators.js';
 import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
 
 /** Where a run goes on from after adopting the committed pages of an interrupted run. */
@@ -96,7 +97,8 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
       await dropLeftovers(c, fromRunId);
       throw err;
     }
-    if (!sameExport(saved, now)) reason = 'the export changed since (page 1 has another validator)';
+    if (compareValidators(saved, now) !== 'same')
+      reason = 'the export changed since (page 1 has another validator)';
   }
   if (reason !== undefined || last === undefined) {
     logger.info(
@@ -141,16 +143,6 @@ export async function prepareResume(options: PrepareResumeOptions): Promise<Resu
     batch: Number(last.batch),
     validator: saved,
   };
-}
-
-/**
- * True only when both validators name the same export version: equal ETags, or (when either lacks an ETag)
- * equal Last-Modified dates. No common validator means "cannot tell", so false (no resume).
- */
-export function sameExport(a: ExportValidator, b: ExportValidator): boolean {
-  if (a.etag !== undefined && b.etag !== undefined) return a.etag === b.etag;
-  if (a.lastModified !== undefined && b.lastModified !== undefined) return a.lastModified === b.lastModified;
-  return false;
 }
 
 /** Drops what an interrupted run left in the working tables (its rejects stay, as evidence of that run). */

@@ -16,11 +16,10 @@ import type { ExportSource, ReadContext, ReadOutcome, SourceItem } from '../expo
 import { safeUrl as redactedUrl } from '../../util/safe-url.js';
 import { isPastEndAnswer } from './csv-paging.js';
 import { decidePage, type PageRecord } from './recent-paging.js';
+import { PAGE_SEQ_STRIDE } from '../../normalize/csv-page-decode.js';
 
 // A list page is held whole to parse it as one JSON array: bounded so a runaway body cannot exhaust memory.
 const MAX_PAGE_BYTES = 256 * 1024 * 1024;
-// Records are numbered page × 2^29 + row, as the CSV export's (arrival order for "last seen wins").
-const PAGE_SEQ = 2 ** 29;
 
 /**
  * The `recent` source: an incremental sync from the list endpoint (`REPORTS_LIST_PATH`, docs/upstream-contract.md rule 3: "the
@@ -101,11 +100,11 @@ async function* readRecent(
           maxRecordBytes: config.maxRecordBytes,
           rejectRawMaxBytes: config.rejectRawMaxBytes,
           url: safeUrl,
-          lineOffset: page * PAGE_SEQ,
+          lineOffset: page * PAGE_SEQ_STRIDE,
           decoders,
         })) {
           for (const r of block.rejects) {
-            const row = r.location.line - page * PAGE_SEQ;
+            const row = r.location.line - page * PAGE_SEQ_STRIDE;
             r.location = { page, row, line: row };
           }
           yield { kind: 'block', block };
