@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import { projectedCell } from '../schema/csv-projection.js';
-import { isModelledKey } from '../schema/report.js';
+import { isModelledKey } from '../schema/wire-format.js';
 import { REPORT_RULES as R } from '../schema/report-rules.js';
 import { normalizeTimestamp } from '../schema/timestamp.js';
 import type { ExtraLimits } from '../schema/value-rules.js';
@@ -35,7 +35,7 @@ const INDEX_LIKE = /^(?:0|[1-9]\d*)$/;
 
 /**
  * The fast lane of NDJSON decoding: a line already in canonical form — exactly `canonicalJson` of the
- * report it validates to (schema/report.ts: known fields in wire order with `location` as `{lat, lng}`
+ * report it validates to (schema/wire-format.ts: known fields in wire order with `location` as `{lat, lng}`
  * or null, canonical UTC timestamps, numbers and strings as `JSON.stringify` writes them, no white space),
  * unknown fields scalar, none of them a modelled key, an array index or repeated — is staged without
  * parsing into objects or serialising again: its content hash is the SHA-1 of the line, and its unknown

@@ -1,4 +1,5 @@
-import { canonicalJson, contentHash, validateCsvReport, type CsvRow } from '../schema/report.js';
+import { validateCsvReport, type CsvRow } from '../schema/report.js';
+import { canonicalJson, contentHash } from '../schema/wire-format.js';
 import { scanCsvPage, type CsvPage, type CsvPageOptions } from '../extract/csv.js';
 import type { ExtractedRecord } from '../extract/record.js';
 import { SyncError } from '../util/errors.js';

@@ -3,7 +3,7 @@ import { parseJsonLine } from '../extract/ndjson.js';
 import { readableJsonId } from '../extract/readable-id.js';
 import { firstInvalidUtf8, invalidUtf8Reject } from '../extract/utf8.js';
 import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
-import { canonicalJson, contentHash } from '../schema/report.js';
+import { canonicalJson, contentHash } from '../schema/wire-format.js';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { validateWireLine } from '../schema/wire-line.js';
 import { SyncError } from '../util/errors.js';

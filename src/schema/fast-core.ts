@@ -1,4 +1,4 @@
-import type { Report } from './report.js';
+import type { Report } from './wire-format.js';
 import { REPORT_RULES as R } from './report-rules.js';
 import { normalizeTimestamp } from './timestamp.js';
 import { isWellFormedText } from './value-rules.js';

@@ -1,5 +1,5 @@
 import type { CsvQuery } from '../schema/public-query.js';
-import { CSV_COLUMNS } from '../schema/report.js';
+import { CSV_COLUMNS } from '../schema/wire-format.js';
 import { toCsvRecords } from '../schema/to-csv-records.js';
 import type { CsvCell } from '../schema/report-csv-cells.js';
 import { BodySink, hasDeliveryFaults } from './body-sink.js';

@@ -1,5 +1,5 @@
 import type { ListQuery } from '../schema/public-query.js';
-import { canonicalJson } from '../schema/report.js';
+import { canonicalJson } from '../schema/wire-format.js';
 import { BodySink } from './body-sink.js';
 import { ifNoneMatchHits, sendNotModified } from './respond.js';
 import { responseValidators, type RouteContext } from './route-context.js';
