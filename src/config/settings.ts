@@ -178,7 +178,7 @@ export const SETTINGS = {
     env: 'REPORTS_PAGE_DEADLINE_MS',
     schema: int(1, 86_400_000).default(120_000),
     allowed: 'milliseconds from 1 to 86400000',
-    doc: 'Longest time one CSV page or `/stats` request may take, headers and body (ms); `DEADLINE_EXCEEDED` (not retried) past it.',
+    doc: 'Longest time one CSV page, list page (`recent`) or `/stats` request may take, headers and body (ms); `DEADLINE_EXCEEDED` (not retried) past it.',
   },
   retries: {
     env: 'REPORTS_RETRIES',

@@ -1,9 +1,10 @@
+import { requestOptions } from './request-options.js';
 import type { Dispatcher } from 'undici';
 import { apiUrl, type Config } from '../config/config.js';
 import { repeatedJsonKey } from '../schema/json-text.js';
 import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import { header, networkError, openStream, minSpeedOf } from './open-stream.js';
+import { header, networkError, openStream } from './open-stream.js';
 import { withRetry } from './with-retry.js';
 
 /** The aggregate counters as the upstream answered them. */
@@ -39,15 +40,10 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
     config,
     options.logger,
     async () => {
-      const res = await openStream(url, {
-        dispatcher: options.dispatcher,
-        apiKey: config.apiKey,
-        maxRedirects: config.maxRedirects,
-        minSpeed: minSpeedOf(config),
-        signal: options.signal,
-        headers: { accept: 'application/json' },
-        deadline: { ms: config.pageDeadlineMs, setting: 'REPORTS_PAGE_DEADLINE_MS' },
-      });
+      const res = await openStream(
+        url,
+        requestOptions(config, options, url, { accept: 'application/json', deadline: 'page' }),
+      );
       const chunks: Buffer[] = [];
       let size = 0;
       try {

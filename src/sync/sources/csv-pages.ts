@@ -1,10 +1,11 @@
+import { requestOptions } from '../../upstream/request-options.js';
 import type { Config } from '../../config/config.js';
 import { apiUrl, extraLimits, requireBaseUrl } from '../../config/config.js';
 import { charsetOf, toUtf8 } from '../../extract/charset.js';
 import type { DecodedCsvPage } from '../../normalize/csv-page-decode.js';
 import type { BlockDecoders } from '../../normalize/decoders.js';
 import { nextLink } from '../../upstream/link-header.js';
-import { bodyEndChecked, header, networkError, openStream, minSpeedOf } from '../../upstream/open-stream.js';
+import { bodyEndChecked, header, networkError, openStream } from '../../upstream/open-stream.js';
 import { safeUrl } from '../../util/safe-url.js';
 import { readBody } from '../../upstream/read-body.js';
 import { withRetry } from '../../upstream/with-retry.js';
@@ -143,15 +144,14 @@ async function fetchPage(
       config,
       ctx.logger,
       async () => {
-        const res = await openStream(url, {
-          dispatcher: ctx.dispatcher,
-          apiKey: keyFor(config, url),
-          maxRedirects: config.maxRedirects,
-          minSpeed: minSpeedOf(config),
-          signal: ctx.signal,
-          headers: { accept: ACCEPT, ...(page === 1 ? ctx.conditional : undefined) },
-          deadline: pageDeadline(config),
-        });
+        const res = await openStream(
+          url,
+          requestOptions(config, ctx, url, {
+            accept: ACCEPT,
+            headers: page === 1 ? ctx.conditional : undefined,
+            deadline: 'page',
+          }),
+        );
         let body: Buffer;
         let wireBytes = 0;
         try {
@@ -213,11 +213,6 @@ async function fetchPage(
     }
     throw err;
   }
-}
-
-/** The time limit of one page request (`REPORTS_PAGE_DEADLINE_MS`). */
-export function pageDeadline(config: Config): { ms: number; setting: string } {
-  return { ms: config.pageDeadlineMs, setting: 'REPORTS_PAGE_DEADLINE_MS' };
 }
 
 /**

@@ -1,9 +1,7 @@
-import { startDecoders } from '../../normalize/decoders.js';
-import { KnownLines } from '../../normalize/known-lines.js';
+import { startSourceDecoders } from './source-decoders.js';
 import { CsvPager, type PageAnswer } from './csv-pager.js';
 import { csvPageUrl, PagesAhead, pastEndPage, type FetchedPage } from './csv-pages.js';
 import { probeFirstPage } from './csv-resume.js';
-import { extraLimits } from '../../config/config.js';
 import { isNotModified } from '../conditional.js';
 import { safeUrl } from '../../util/safe-url.js';
 import type {
@@ -61,12 +59,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
     yield { kind: 'export', info: { url: safeUrl(csvPageUrl(config, 1)), ...resumed } };
     logger.info({ page: pager.page, after: pager.page - 1 }, 'resuming the CSV export');
   }
-  const decoders = startDecoders(
-    config.decodeWorkers,
-    ctx.knownLines ?? (await KnownLines.empty('csv')),
-    config.rejectRawMaxBytes,
-    extraLimits(config),
-  );
+  const decoders = await startSourceDecoders(ctx, 'csv');
   // Fetches started ahead by a `Link: rel="next"` are aborted when the export ends early.
   const stop = new AbortController();
   const signal = ctx.signal ? AbortSignal.any([ctx.signal, stop.signal]) : stop.signal;

@@ -1,8 +1,8 @@
-import { bodyEndChecked, header, networkError, openStream, minSpeedOf } from '../../upstream/open-stream.js';
-import { apiUrl, extraLimits } from '../../config/config.js';
-import { startDecoders } from '../../normalize/decoders.js';
+import { startSourceDecoders } from './source-decoders.js';
+import { requestOptions } from '../../upstream/request-options.js';
+import { bodyEndChecked, header, networkError, openStream } from '../../upstream/open-stream.js';
+import { apiUrl } from '../../config/config.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
-import { KnownLines } from '../../normalize/known-lines.js';
 import { charsetOf, utf8Chunks } from '../../extract/charset.js';
 import { countBytes } from '../count-bytes.js';
 import type { ExportSource, ReadContext } from '../export-source.js';
@@ -21,15 +21,14 @@ export const ndjsonSource: ExportSource = {
     const url = apiUrl(ctx.config, ctx.config.ndjsonPath).toString();
     let res;
     try {
-      res = await openStream(url, {
-        dispatcher: ctx.dispatcher,
-        apiKey: ctx.config.apiKey,
-        maxRedirects: ctx.config.maxRedirects,
-        minSpeed: minSpeedOf(ctx.config),
-        signal: ctx.signal,
-        headers: { accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1', ...ctx.conditional },
-        deadline: { ms: ctx.config.exportDeadlineMs, setting: 'REPORTS_EXPORT_DEADLINE_MS' },
-      });
+      res = await openStream(
+        url,
+        requestOptions(ctx.config, ctx, url, {
+          accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1',
+          headers: ctx.conditional,
+          deadline: 'export',
+        }),
+      );
     } catch (err) {
       // A 304 to the conditional request: the export is the one the last complete run read.
       if (!ctx.conditional || !isNotModified(err)) throw err;
@@ -62,12 +61,7 @@ export const ndjsonSource: ExportSource = {
       res.body.destroy();
       throw err;
     }
-    const decoders = startDecoders(
-      ctx.config.decodeWorkers,
-      ctx.knownLines ?? (await KnownLines.empty('ndjson')),
-      ctx.config.rejectRawMaxBytes,
-      extraLimits(ctx.config),
-    );
+    const decoders = await startSourceDecoders(ctx, 'ndjson');
     try {
       for await (const block of decodeNdjson(body, {
         maxRecordBytes: ctx.config.maxRecordBytes,

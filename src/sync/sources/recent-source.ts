@@ -1,14 +1,14 @@
+import type { BlockDecoders } from '../../normalize/decoders.js';
+import { startSourceDecoders } from './source-decoders.js';
+import { requestOptions } from '../../upstream/request-options.js';
 import { Readable } from 'node:stream';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { apiUrl } from '../../config/config.js';
-import { extraLimits } from '../../config/config.js';
-import { startDecoders, type BlockDecoders } from '../../normalize/decoders.js';
-import { KnownLines } from '../../normalize/known-lines.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
 import { recordIdOf, type DecodedBlock } from '../../normalize/reject.js';
 import { isUtf8 } from 'node:buffer';
 import { arrayElementTexts } from '../../schema/json-text.js';
-import { header, networkError, openStream, minSpeedOf } from '../../upstream/open-stream.js';
+import { header, networkError, openStream } from '../../upstream/open-stream.js';
 import { SyncError } from '../../util/errors.js';
 import { currentHashes } from '../../warehouse/current-hashes.js';
 import type { ExportSource, ReadContext, ReadOutcome, SourceItem } from '../export-source.js';
@@ -51,12 +51,7 @@ async function* readRecent(
 ): AsyncGenerator<SourceItem, ReadOutcome | undefined> {
   const { config } = ctx;
   const pager = new RecentPager(config.recentPageSize, config.recentMaxPages);
-  const decoders = startDecoders(
-    config.decodeWorkers,
-    await KnownLines.empty('recent'),
-    config.rejectRawMaxBytes,
-    extraLimits(config),
-  );
+  const decoders = await startSourceDecoders(ctx, 'recent');
   try {
     for (;;) {
       const { page, pageSize } = pager.request();
@@ -141,14 +136,10 @@ interface ListPage {
 
 /** GETs one list page and parses it as a JSON array. */
 async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
-  const res = await openStream(url, {
-    dispatcher: ctx.dispatcher,
-    apiKey: ctx.config.apiKey,
-    maxRedirects: ctx.config.maxRedirects,
-    minSpeed: minSpeedOf(ctx.config),
-    signal: ctx.signal,
-    headers: { accept: 'application/json' },
-  });
+  const res = await openStream(
+    url,
+    requestOptions(ctx.config, ctx, url, { accept: 'application/json', deadline: 'page' }),
+  );
   const chunks: Buffer[] = [];
   let size = 0;
   try {
