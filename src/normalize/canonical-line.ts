@@ -1,7 +1,13 @@
 import { hash } from 'node:crypto';
 import { projectedCell } from '../schema/csv-projection.js';
 import { isModelledKey } from '../schema/wire-format.js';
-import { REPORT_RULES as R } from '../schema/report-rules.js';
+import {
+  isLatitude,
+  isLongitude,
+  isValidCode,
+  isValidId,
+  REPORT_RULES as R,
+} from '../schema/report-rules.js';
 import { normalizeTimestamp } from '../schema/timestamp.js';
 import type { ExtraLimits } from '../schema/value-rules.js';
 
@@ -63,8 +69,9 @@ export function canonicalLine(
   const m = LINE.exec(text);
   if (m === null) return undefined;
   const [, id, status, destination, lat, lng, created, updated, tail] = m;
-  if (!isId(decode(id!)) || !isCode(decode(status!)) || !isCode(decode(destination!))) return undefined;
-  if (lat !== undefined && !(isCoordinate(lat, R.maxLatitude) && isCoordinate(lng!, R.maxLongitude)))
+  if (!isValidId(decode(id!)) || !isValidCode(decode(status!)) || !isValidCode(decode(destination!)))
+    return undefined;
+  if (lat !== undefined && !(isCoordinate(lat, isLatitude) && isCoordinate(lng!, isLongitude)))
     return undefined;
   if (!isTimestamp(created!) || !isTimestamp(updated!)) return undefined;
   const contentHash = hash('sha1', bytes, 'hex');
@@ -161,17 +168,10 @@ function decode(literal: string): string {
   return literal.includes('\\') ? (JSON.parse(literal) as string) : literal.slice(1, -1);
 }
 
-function isId(id: string): boolean {
-  return id.length <= R.idMaxLength && R.nonBlank.test(id);
-}
-
-function isCode(code: string): boolean {
-  return code.length <= R.codeMaxLength && R.code.test(code);
-}
-
-function isCoordinate(text: string, max: number): boolean {
+/** A coordinate's number text in its canonical form (what `String(n)` writes), in range. */
+function isCoordinate(text: string, inRange: (degrees: number) => boolean): boolean {
   const n = Number(text);
-  return (SHORT_DECIMAL.test(text) || String(n) === text) && n >= -max && n <= max;
+  return (SHORT_DECIMAL.test(text) || String(n) === text) && inRange(n);
 }
 
 // A decimal that is its double's shortest text (`String(n)`), found without formatting the double: at most
