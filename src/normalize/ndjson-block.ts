@@ -1,5 +1,5 @@
 import type { NdjsonBlock, OverLongLine } from '../extract/block-packer.js';
-import { parseJsonLine } from '../extract/ndjson.js';
+import { parseJsonLine } from './json-line.js';
 import { readableJsonId } from '../extract/readable-id.js';
 import { firstInvalidUtf8, invalidUtf8Reject } from '../extract/utf8.js';
 import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
