@@ -1,3 +1,4 @@
+import { onTermSignals, SAME_SIGNAL_MS } from './stop-signal.js';
 import type { Command } from 'commander';
 import type { Daemon } from '../daemon/start-daemon.js';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
@@ -46,15 +47,12 @@ export function registerRun(program: Command): void {
       // already run) stops it as soon as it is up, instead of killing it mid-run.
       let early: NodeJS.Signals | undefined;
       let onSignal = (signal: NodeJS.Signals): void => void (early ??= signal);
-      const relay = (signal: NodeJS.Signals) => onSignal(signal);
-      process.on('SIGTERM', relay);
-      process.on('SIGINT', relay);
+      const unsubscribe = onTermSignals((signal) => onSignal(signal));
       let daemon: Daemon;
       try {
         daemon = await startDaemon({ config, logger, jobs });
       } catch (err) {
-        process.off('SIGTERM', relay);
-        process.off('SIGINT', relay);
+        unsubscribe();
         throw err;
       }
       const stopped = new Promise<void>((resolve, reject) => {
@@ -62,7 +60,7 @@ export function registerRun(program: Command): void {
         onSignal = (signal: NodeJS.Signals) => {
           if (firstSignalAt !== undefined) {
             // One Ctrl-C reaches every process of the group (npm and node): only a later signal counts.
-            if (Date.now() - firstSignalAt < 1_000) return;
+            if (Date.now() - firstSignalAt < SAME_SIGNAL_MS) return;
             const effect = daemon.abortNow();
             logger.warn(
               { signal },

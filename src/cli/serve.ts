@@ -1,3 +1,4 @@
+import { onTermSignals } from './stop-signal.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -77,9 +78,8 @@ export function registerServe(program: Command): void {
     const publishing = publishIfStale(warehouse, logger);
     // The handlers are in place before the line that tells a supervisor (or a test) the reader is up.
     const stopped = new Promise<void>((done) => {
-      const stop = (signal: NodeJS.Signals) => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
+      const unsubscribe = onTermSignals((signal) => {
+        unsubscribe();
         logger.info({ signal }, 'reader stopping');
         // A publish under way reads the warehouse: it ends first (a second signal kills the process, and
         // the next publish removes what it left).
@@ -90,9 +90,7 @@ export function registerServe(program: Command): void {
             warehouse.close();
             done();
           });
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
+      });
     });
     // The one announcement (stdout, for people and supervisors); the log has the details at debug.
     process.stdout.write(`listening on http://${host}:${port}\n`);

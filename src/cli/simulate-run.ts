@@ -1,3 +1,4 @@
+import { onTermSignals } from './stop-signal.js';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -70,17 +71,14 @@ export async function runSimulate(opts: SimulateOptions, logLevels: readonly str
   });
   process.stdout.write(`listening on ${sim.url}\n`);
   await new Promise<void>((done) => {
-    const stop = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+    const unsubscribe = onTermSignals((signal) => {
+      unsubscribe();
       logger.info({ signal }, 'simulator stopping');
       void sim.close().then(() => {
         if (exportCacheDir) rmSync(exportCacheDir, { recursive: true, force: true });
         done();
       });
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+    });
   });
   logger.flush?.();
 }

@@ -1,5 +1,21 @@
 import { EXIT_SUCCESS, signalExitCode } from './exit-codes.js';
 
+/**
+ * Calls `listener` on each SIGINT and SIGTERM (the stop signals of a terminal and of a supervisor) until
+ * the returned function is called. Every command that stops on a signal subscribes through this.
+ */
+export function onTermSignals(listener: (signal: NodeJS.Signals) => void): () => void {
+  process.on('SIGINT', listener);
+  process.on('SIGTERM', listener);
+  return () => {
+    process.off('SIGINT', listener);
+    process.off('SIGTERM', listener);
+  };
+}
+
+/** One Ctrl-C reaches every process of the group (npm and node): a signal within this of the first is it. */
+export const SAME_SIGNAL_MS = 1_000;
+
 /** Options of {@link onStopSignal}. */
 export interface StopSignalOptions {
   /** How long the command may take to stop after the first signal (ms); then the process exits. */
@@ -45,7 +61,7 @@ export function onStopSignal(options: StopSignalOptions): StopSignal {
   };
   const handler = (received: NodeJS.Signals) => {
     if (signal) {
-      if (Date.now() - at >= 1_000) exitNow();
+      if (Date.now() - at >= SAME_SIGNAL_MS) exitNow();
       return;
     }
     signal = received;
@@ -61,17 +77,14 @@ export function onStopSignal(options: StopSignalOptions): StopSignal {
     const code = process.exitCode;
     process.exit(typeof code === 'number' ? code : signalExitCode(received));
   };
-  process.on('SIGINT', handler);
-  process.on('SIGTERM', handler);
+  const unsubscribe = onTermSignals(handler);
   return {
     received: () => signal,
     exitCode,
     dispose() {
       if (timer) clearTimeout(timer);
-      process.off('SIGINT', handler);
-      process.off('SIGTERM', handler);
-      process.on('SIGINT', afterwards);
-      process.on('SIGTERM', afterwards);
+      unsubscribe();
+      onTermSignals(afterwards);
     },
   };
 }

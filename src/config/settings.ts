@@ -65,7 +65,7 @@ export const SETTINGS = {
     env: 'REPORTS_NDJSON_PATH',
     schema: urlPath.default('/api/v1/public/reports.ndjson'),
     allowed: 'a path starting with /',
-    doc: 'Path of the NDJSON export (not shown in the seed).',
+    doc: 'Path of the NDJSON export (not shown upstream: docs/upstream-contract.md).',
   },
   csvPath: {
     env: 'REPORTS_CSV_PATH',
@@ -105,7 +105,7 @@ export const SETTINGS = {
     env: 'REPORTS_LIST_PATH',
     schema: urlPath.default('/api/v1/public/reports'),
     allowed: 'a path starting with /',
-    doc: 'Path of the list endpoint the `recent` source reads (newest reports first, seed rule 3).',
+    doc: 'Path of the list endpoint the `recent` source reads (newest reports first, docs/upstream-contract.md rule 3).',
   },
   recentPageSize: {
     env: 'REPORTS_RECENT_PAGE_SIZE',
@@ -178,7 +178,7 @@ export const SETTINGS = {
     env: 'REPORTS_PAGE_DEADLINE_MS',
     schema: int(1, 86_400_000).default(120_000),
     allowed: 'milliseconds from 1 to 86400000',
-    doc: 'Longest time one CSV page or `/stats` request may take, headers and body (ms); `DEADLINE_EXCEEDED` (not retried) past it.',
+    doc: 'Longest time one CSV page, list page (`recent`) or `/stats` request may take, headers and body (ms); `DEADLINE_EXCEEDED` (not retried) past it.',
   },
   retries: {
     env: 'REPORTS_RETRIES',

@@ -1,25 +1,20 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { statSync } from 'node:fs';
-import { join } from 'node:path';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Config } from '../config/config.js';
 import { createProgressReporter } from '../sync/progress-reporter.js';
-import { syncTarget, type SyncTarget } from '../sync/sync-sources.js';
 import { createHttpAgent } from '../upstream/http-agent.js';
 import { errorMessage, SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
-import { PostgresPublisher } from '../warehouse/postgres/postgres-publisher.js';
-import { publishSnapshot, publishedDirFor } from '../warehouse/publish.js';
-import { changedAny } from '../warehouse/run-counters.js';
+import { publishedDirFor } from '../warehouse/publish.js';
 import { AlertCenter } from '../alerts/alert-center.js';
 import { snapshotLag } from '../alerts/snapshot-lag.js';
 import { Watchdog } from './watchdog.js';
-import { PublishPolicy } from './publish-policy.js';
 import { nextRuns } from './cron-times.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
-import { JobQueue, type RunReason } from './job-queue.js';
+import type { JobQueue } from './job-queue.js';
+import { JobRunner, type JobRunnerParts } from './job-runner.js';
 import { jobsDueAtStart } from './jobs-due.js';
 import { lastRunsByJob, type JobRunHistory } from './last-runs.js';
 import type { Job } from './load-jobs.js';
@@ -79,6 +74,57 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       'No upstream configured: set REPORTS_BASE_URL (or pass --base-url) for reports-sync run',
     );
   }
+  const parts = await openParts(options);
+  const runner = new JobRunner(parts, config, logger);
+  const queue = runner.queue;
+  let http: HttpServer | undefined;
+  let tasks: ScheduledTask[] = [];
+  try {
+    http = await startHttpServer({
+      warehouse: parts.warehouse,
+      config,
+      logger,
+      host: config.host,
+      port: config.port,
+      info: {
+        jobs: options.jobs,
+        timezone: config.timezone,
+        running: () => queue.running,
+        pending: () => queue.pending,
+        freshnessObjectives: () => parts.watchdog.objectives,
+        publishLags: () => parts.watchdog.lags,
+      },
+    });
+    tasks = scheduleJobs(options.jobs, queue, config.timezone, logger);
+    await catchUp(parts.warehouse, options.jobs, queue, config.timezone, logger);
+  } catch (err) {
+    // The one teardown, cut short: nothing ran yet that needs a grace period.
+    await closeAll({ parts, tasks, http, queue: undefined }, 0);
+    throw err;
+  }
+  for (const task of tasks) await task.start();
+  // Deliveries a stopped process left pending, then the first check; later ones on their own timer.
+  await parts.alerts.resumePending();
+  void parts.watchdog.check();
+  parts.watchdog.start(config.alertCheckIntervalMs);
+  logStarted(logger, http.url, parts, options.jobs, config.timezone);
+  const running = { parts, tasks, http, queue };
+  let stopping: Promise<void> | undefined;
+  const stop = (reason = 'stop') => (stopping ??= stopDaemon(running, runner, config, logger, reason));
+  return {
+    url: http.url,
+    warehouse: parts.warehouse,
+    watchdog: parts.watchdog,
+    stop,
+    abortNow: () => runner.abortNow(),
+  };
+}
+
+/** What the daemon opens before it serves or schedules anything; closed by {@link closeAll}. */
+type DaemonParts = JobRunnerParts;
+
+async function openParts(options: DaemonOptions): Promise<DaemonParts> {
+  const { config, logger } = options;
   const publishedDir = options.publishedDir ?? publishedDirFor(config.warehouse);
   const warehouse = await openMigratedWarehouse(config);
   const dispatcher = createHttpAgent(config);
@@ -93,132 +139,90 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     logger,
     clock: options.clock,
   });
+  return { warehouse, dispatcher, progress, alerts, watchdog, publishedDir };
+}
 
-  // PostgreSQL, when configured, gets each job's change set; a failure is retried after the next job.
-  const postgres = new PostgresPublisher(warehouse, config, logger);
-  const policy = new PublishPolicy(config.publishMinIntervalMs, publishedAt(publishedDir));
-  const publish = async (log: Logger, changed: boolean): Promise<void> => {
-    const decision = policy.afterJob(changed);
-    if (decision !== 'publish') {
-      log.info(
-        { decision },
-        decision === 'unchanged'
-          ? 'nothing changed: snapshot not republished'
-          : 'snapshot publish deferred (REPORTS_PUBLISH_MIN_INTERVAL_MS)',
-      );
-      return;
-    }
-    try {
-      const published = await publishSnapshot(warehouse, publishedDir, {
-        threads: config.duckdbMergeThreads,
-      });
-      policy.published();
-      log.info(
-        {
-          path: published.databasePath,
-          parquet: published.parquetPath,
-          // incremental: the previous snapshot brought forward by the change set; full: why not
-          mode: published.mode,
-          reason: published.reason,
-          changes: published.changes,
-          parquetFiles: published.parquet,
-          databaseMs: published.databaseMs,
-          parquetMs: published.parquetMs,
-        },
-        'snapshot published',
-      );
-    } catch (err) {
-      // The sync itself succeeded; the previous snapshot stays in place until the next success.
-      log.error(
-        { err: err instanceof SyncError ? err.toJSON() : errorMessage(err) },
-        'snapshot not published',
-      );
-    }
-  };
-  // The reader shares this DuckDB instance: a sync must not lower its memory limit while reading.
-  const syncConfig = { ...config, duckdbReadMemoryLimit: config.duckdbMemoryLimit };
-  // The running job's run once it is past its last stop point (merging, committing): a signal no longer
-  // aborts it. Reset when the job's next run starts and when the job ends.
-  let committing: string | undefined;
-  const runJob = async (job: Job, reason: RunReason, signal: AbortSignal): Promise<void> => {
-    const log = logger.child({ job: job.name });
-    log.info({ reason, target: job.target }, 'job started');
-    const started = Date.now();
-    let runIds: string[] = [];
-    try {
-      const summaries = await syncTarget({
-        warehouse,
-        config: syncConfig,
-        dispatcher,
-        logger, // runSync binds runId, job and source itself
-        target: job.target as SyncTarget,
-        job: job.name,
-        signal,
-        onProgress: (p) => progress.update(p),
-        onStep: () => (committing = undefined),
-        onCommit: (runId) => (committing = runId),
-      });
-      runIds = summaries.map((s) => s.runId);
-      const ok = summaries.length > 0 && summaries.every((s) => s.status === 'succeeded');
-      log.info(
-        { reason, durationMs: Date.now() - started, runs: summaries.map((s) => `${s.runId}: ${s.status}`) },
-        ok ? 'job succeeded' : 'job did not succeed',
-      );
-      // A stats snapshot is new data too; a report run counts when it changed a report.
-      const changed = summaries.some((s) => s.source === 'stats' || changedAny(s.counters));
-      if (ok && !signal.aborted) await publish(log, changed);
-      if (ok && !signal.aborted) await postgres.afterRuns(changed);
-    } catch (err) {
-      log.error({ err: err instanceof SyncError ? err.toJSON() : errorMessage(err) }, 'job failed');
-    } finally {
-      committing = undefined;
-      progress.done();
-      // Once the runs' outcomes are committed: alerts, then freshness at once (a success restores it).
-      await alerts.afterRuns(runIds, [job.name]);
-      await watchdog.check();
-    }
-  };
-  const abortRunning = (): 'aborted' | 'committing' | 'idle' => {
-    if (queue.running === undefined) return 'idle';
-    queue.abortRunning();
-    return committing === undefined ? 'aborted' : 'committing';
-  };
-  const queue = new JobQueue(runJob);
+/** Everything a daemon has open, in the order it is closed. */
+interface Running {
+  parts: DaemonParts;
+  tasks: ScheduledTask[];
+  http: HttpServer | undefined;
+  queue: JobQueue | undefined;
+}
 
-  let http: HttpServer;
-  try {
-    http = await startHttpServer({
-      warehouse,
-      config,
-      logger,
-      host: config.host,
-      port: config.port,
-      info: {
-        jobs: options.jobs,
-        timezone: config.timezone,
-        running: () => queue.running,
-        pending: () => queue.pending,
-        freshnessObjectives: () => watchdog.objectives,
-        publishLags: () => watchdog.lags,
-      },
-    });
-  } catch (err) {
-    await alerts.close(0);
-    await dispatcher.close();
-    warehouse.close();
-    throw err;
+/**
+ * The one teardown: schedules, the watchdog, the queue, the HTTP server, alert deliveries (given
+ * `alertDrainMs`; those cut stay pending for the next start), the upstream agent, the warehouse.
+ */
+async function closeAll(running: Running, alertDrainMs: number): Promise<void> {
+  const { parts, tasks, http, queue } = running;
+  for (const task of tasks) await task.destroy();
+  parts.watchdog.stop();
+  queue?.close();
+  await http?.close().catch(() => undefined);
+  await parts.alerts.close(alertDrainMs);
+  await parts.dispatcher.close();
+  parts.warehouse.close();
+}
+
+/**
+ * The graceful stop (see {@link Daemon.stop}): new work refused at once, the running job given
+ * `shutdownGraceMs` (then aborted, unless it merges: a merge is never cut), requests still streaming cut at
+ * the same deadline, then {@link closeAll}.
+ */
+async function stopDaemon(
+  running: Running & { http: HttpServer; queue: JobQueue },
+  runner: JobRunner,
+  config: Config,
+  logger: Logger,
+  reason: string,
+): Promise<void> {
+  const { http, queue } = running;
+  logger.info({ reason, running: queue.running?.job.name ?? null }, 'daemon stopping');
+  for (const task of running.tasks) await task.destroy();
+  running.parts.watchdog.stop();
+  queue.close();
+  const httpClosed = http.close().catch((err: unknown) => {
+    logger.warn({ err: errorMessage(err) }, 'http server close failed');
+  });
+  const deadline = Date.now() + config.shutdownGraceMs;
+  const idle = queue.idle();
+  if (!(await settlesWithin(idle, config.shutdownGraceMs))) {
+    const job = queue.running?.job.name;
+    const runId = runner.committing;
+    const effect = runner.abortNow();
+    logger.warn(
+      { job, runId, graceMs: config.shutdownGraceMs },
+      effect === 'committing'
+        ? 'grace period over while the running job merges: a merge is never cut; waiting for its commit'
+        : 'grace period over: aborting the running job (its run is not merged and is recorded as aborted)',
+    );
+    await idle;
   }
+  // Requests still streaming when the grace period is over (a slow client) are cut, not waited for.
+  if (!(await settlesWithin(httpClosed, deadline - Date.now()))) http.closeAllConnections();
+  await httpClosed;
+  await closeAll({ ...running, tasks: [], http: undefined }, config.alertDrainMs);
+  logger.info('daemon stopped');
+}
 
+/** One node-cron task per enabled job (`noOverlap`, in `timezone`), created stopped; disabled jobs logged. */
+function scheduleJobs(
+  jobs: readonly Job[],
+  queue: JobQueue,
+  timezone: string,
+  logger: Logger,
+): ScheduledTask[] {
   const cronLogger = logger.child({ component: 'cron' });
   const tasks: ScheduledTask[] = [];
-  for (const job of options.jobs) {
+  for (const job of jobs) {
     if (!job.enabled) {
       logger.warn({ job: job.name, reason: job.disabledReason }, 'job disabled');
       continue;
     }
     const task = cron.createTask(job.schedule, () => queue.enqueue(job, 'schedule'), {
       name: job.name,
-      timezone: config.timezone,
+      timezone,
       noOverlap: true,
       logger: {
         info: (m) => cronLogger.debug(m),
@@ -232,97 +236,55 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     );
     tasks.push(task);
   }
+  return tasks;
+}
 
-  // Catch-up before the schedules start, so a due job runs first.
+/** Queues, before the schedules start, every job whose last success is older than its period. */
+async function catchUp(
+  warehouse: Warehouse,
+  jobs: readonly Job[],
+  queue: JobQueue,
+  timezone: string,
+  logger: Logger,
+): Promise<void> {
   let history: Map<string, JobRunHistory>;
+  const connection = await warehouse.connect();
   try {
-    const connection = await warehouse.connect();
-    try {
-      history = await lastRunsByJob(connection);
-    } finally {
-      connection.closeSync();
-    }
-  } catch (err) {
-    for (const task of tasks) await task.destroy();
-    await http.close();
-    await alerts.close(0);
-    await dispatcher.close();
-    warehouse.close();
-    throw err;
+    history = await lastRunsByJob(connection);
+  } finally {
+    connection.closeSync();
   }
-  for (const due of jobsDueAtStart(options.jobs, history, config.timezone)) {
+  for (const due of jobsDueAtStart(jobs, history, timezone)) {
     logger.info(
-      {
-        job: due.job.name,
-        lastSuccessAt: due.lastSuccessAt?.toISOString() ?? null,
-        periodMs: due.periodMs,
-      },
+      { job: due.job.name, lastSuccessAt: due.lastSuccessAt?.toISOString() ?? null, periodMs: due.periodMs },
       'catch-up: last success older than the schedule period, running once now',
     );
     void queue.enqueue(due.job, 'catch-up');
   }
-  for (const task of tasks) await task.start();
-  // Deliveries a stopped process left pending, then the first check; later ones on their own timer.
-  await alerts.resumePending();
-  void watchdog.check();
-  watchdog.start(config.alertCheckIntervalMs);
+}
+
+function logStarted(
+  logger: Logger,
+  url: string,
+  parts: DaemonParts,
+  jobs: readonly Job[],
+  timezone: string,
+): void {
   logger.info(
     {
-      url: http.url,
-      warehouse: warehouse.path,
-      published: publishedDir,
-      timezone: config.timezone,
-      jobs: options.jobs.map((j) => ({
+      url,
+      warehouse: parts.warehouse.path,
+      published: parts.publishedDir,
+      timezone,
+      jobs: jobs.map((j) => ({
         job: j.name,
         schedule: j.schedule,
         target: j.target,
-        next: j.enabled ? nextRuns(j.schedule, config.timezone, 1)[0]?.toISOString() : 'disabled',
+        next: j.enabled ? nextRuns(j.schedule, timezone, 1)[0]?.toISOString() : 'disabled',
       })),
     },
     'daemon started',
   );
-
-  let stopping: Promise<void> | undefined;
-  const stop = (reason = 'stop') =>
-    (stopping ??= (async () => {
-      logger.info({ reason, running: queue.running?.job.name ?? null }, 'daemon stopping');
-      for (const task of tasks) await task.destroy();
-      watchdog.stop();
-      queue.close();
-      const httpClosed = http.close().catch((err: unknown) => {
-        logger.warn({ err: errorMessage(err) }, 'http server close failed');
-      });
-      const deadline = Date.now() + config.shutdownGraceMs;
-      const idle = queue.idle();
-      if (!(await settlesWithin(idle, config.shutdownGraceMs))) {
-        const job = queue.running?.job.name;
-        const runId = committing;
-        const effect = abortRunning();
-        logger.warn(
-          { job, runId, graceMs: config.shutdownGraceMs },
-          effect === 'committing'
-            ? 'grace period over while the running job merges: a merge is never cut; waiting for its commit'
-            : 'grace period over: aborting the running job (its run is not merged and is recorded as aborted)',
-        );
-        await idle;
-      }
-      // Requests still streaming when the grace period is over (a slow client) are cut, not waited for.
-      if (!(await settlesWithin(httpClosed, deadline - Date.now()))) http.closeAllConnections();
-      await httpClosed;
-      // Deliveries under way get REPORTS_ALERT_DRAIN_MS; those cut stay pending for the next start.
-      await alerts.close(config.alertDrainMs);
-      await dispatcher.close();
-      warehouse.close();
-      logger.info('daemon stopped');
-    })());
-
-  return {
-    url: http.url,
-    warehouse,
-    watchdog,
-    stop,
-    abortNow: abortRunning,
-  };
 }
 
 /** Whether `promise` settles within `ms` (it keeps running either way). */
@@ -338,14 +300,5 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
     ]);
   } finally {
     timer.abort();
-  }
-}
-
-/** When the published copy in `dir` was written (its file's mtime), or undefined when there is none. */
-function publishedAt(dir: string): Date | undefined {
-  try {
-    return statSync(join(dir, 'warehouse.duckdb')).mtime;
-  } catch {
-    return undefined;
   }
 }

@@ -1,4 +1,3 @@
-import JsonlParser from 'stream-json/jsonl/Parser.js';
 import { BlockPacker, type NdjsonBlock } from './block-packer.js';
 import { LineSplitter, type LineSink } from './split-lines.js';
 
@@ -27,28 +26,6 @@ export interface NdjsonOptions {
    * longer line travels in a block of its own.
    */
   blockBytes?: number | undefined;
-}
-
-// stream-json's JSONL parse step (`JsonlParser.checkedParse`, the function behind its `errorIndicator`
-// option) turns a bad line into a value instead of an exception (docs/how-a-sync-works.md: the default crashes the
-// process). We split lines ourselves because its stream counts only non-empty lines (we need physical
-// line numbers), has no line-length bound and cannot tell a cut last line from a bad one.
-const checkedParse = (
-  JsonlParser as unknown as {
-    checkedParse: (input: string, reviver: undefined, indicator: (error: Error) => unknown) => unknown;
-  }
-).checkedParse;
-const MALFORMED = Symbol('malformed');
-let lastParseError = '';
-const indicator = (error: Error) => {
-  lastParseError = error.message;
-  return MALFORMED;
-};
-
-/** Parses one NDJSON line with stream-json's checked parse: the value, or the parser's error message. */
-export function parseJsonLine(text: string): { value: unknown } | { error: string } {
-  const value = checkedParse(text, undefined, indicator);
-  return value === MALFORMED ? { error: lastParseError } : { value };
 }
 
 /**

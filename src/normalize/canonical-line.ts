@@ -1,7 +1,13 @@
 import { hash } from 'node:crypto';
 import { projectedCell } from '../schema/csv-projection.js';
-import { isModelledKey } from '../schema/report.js';
-import { REPORT_RULES as R } from '../schema/report-rules.js';
+import { isModelledKey } from '../schema/wire-format.js';
+import {
+  isLatitude,
+  isLongitude,
+  isValidCode,
+  isValidId,
+  REPORT_RULES as R,
+} from '../schema/report-rules.js';
 import { normalizeTimestamp } from '../schema/timestamp.js';
 import type { ExtraLimits } from '../schema/value-rules.js';
 
@@ -35,7 +41,7 @@ const INDEX_LIKE = /^(?:0|[1-9]\d*)$/;
 
 /**
  * The fast lane of NDJSON decoding: a line already in canonical form — exactly `canonicalJson` of the
- * report it validates to (schema/report.ts: known fields in wire order with `location` as `{lat, lng}`
+ * report it validates to (schema/wire-format.ts: known fields in wire order with `location` as `{lat, lng}`
  * or null, canonical UTC timestamps, numbers and strings as `JSON.stringify` writes them, no white space),
  * unknown fields scalar, none of them a modelled key, an array index or repeated — is staged without
  * parsing into objects or serialising again: its content hash is the SHA-1 of the line, and its unknown
@@ -63,15 +69,16 @@ export function canonicalLine(
   const m = LINE.exec(text);
   if (m === null) return undefined;
   const [, id, status, destination, lat, lng, created, updated, tail] = m;
-  if (!isId(decode(id!)) || !isCode(decode(status!)) || !isCode(decode(destination!))) return undefined;
-  if (lat !== undefined && !(isCoordinate(lat, R.maxLatitude) && isCoordinate(lng!, R.maxLongitude)))
+  if (!isValidId(decode(id!)) || !isValidCode(decode(status!)) || !isValidCode(decode(destination!)))
+    return undefined;
+  if (lat !== undefined && !(isCoordinate(lat, isLatitude) && isCoordinate(lng!, isLongitude)))
     return undefined;
   if (!isTimestamp(created!) || !isTimestamp(updated!)) return undefined;
   const contentHash = hash('sha1', bytes, 'hex');
   if (tail === '') {
     return {
       hash: contentHash,
-      csvHash: csvProjectionHash(text.slice(0, -1), [], contentHash),
+      csvHash: csvProjectionHashOfLine(text.slice(0, -1), [], contentHash),
       extraJson: null,
     };
   }
@@ -80,7 +87,7 @@ export function canonicalLine(
   const extraJson = `{${tail!.slice(1)}}`;
   if (Buffer.byteLength(extraJson) > limits.maxBytes) return undefined;
   const known = text.slice(0, text.length - tail!.length - 1);
-  return { hash: contentHash, csvHash: csvProjectionHash(known, fields, contentHash), extraJson };
+  return { hash: contentHash, csvHash: csvProjectionHashOfLine(known, fields, contentHash), extraJson };
 }
 
 interface ExtraField {
@@ -111,7 +118,7 @@ function extraFields(tail: string, limits: ExtraLimits): ExtraField[] | undefine
  * text), then each unknown field's projection, keys in code-unit order. A line whose text fields and
  * unknown fields all project to themselves, in that order, is its own projection: its hash is the line's.
  */
-function csvProjectionHash(known: string, fields: ExtraField[], lineHash: string): string {
+function csvProjectionHashOfLine(known: string, fields: ExtraField[], lineHash: string): string {
   // `""` in the known text is an empty string (or an escaped quote ending one: read again, to be sure).
   const knownOwn = !known.includes('""') && !known.includes('\\r\\n');
   let own = knownOwn;
@@ -161,17 +168,10 @@ function decode(literal: string): string {
   return literal.includes('\\') ? (JSON.parse(literal) as string) : literal.slice(1, -1);
 }
 
-function isId(id: string): boolean {
-  return id.length <= R.idMaxLength && R.nonBlank.test(id);
-}
-
-function isCode(code: string): boolean {
-  return code.length <= R.codeMaxLength && R.code.test(code);
-}
-
-function isCoordinate(text: string, max: number): boolean {
+/** A coordinate's number text in its canonical form (what `String(n)` writes), in range. */
+function isCoordinate(text: string, inRange: (degrees: number) => boolean): boolean {
   const n = Number(text);
-  return (SHORT_DECIMAL.test(text) || String(n) === text) && n >= -max && n <= max;
+  return (SHORT_DECIMAL.test(text) || String(n) === text) && inRange(n);
 }
 
 // A decimal that is its double's shortest text (`String(n)`), found without formatting the double: at most

@@ -1,4 +1,5 @@
-import { canonicalJson, contentHash, validateCsvReport, type CsvRow } from '../schema/report.js';
+import { validateCsvReport, type CsvRow } from '../schema/report.js';
+import { canonicalJson, contentHash } from '../schema/wire-format.js';
 import { scanCsvPage, type CsvPage, type CsvPageOptions } from '../extract/csv.js';
 import type { ExtractedRecord } from '../extract/record.js';
 import { SyncError } from '../util/errors.js';
@@ -7,8 +8,14 @@ import type { KnownLines } from './known-lines.js';
 import { recordIdOf, type DecodedBlock, type Reject } from './reject.js';
 import { seenLine, stagedRowLine } from './staged-line.js';
 
+/**
+ * Records of a paged source (CSV pages, `recent` list pages) are numbered `page × PAGE_SEQ_STRIDE + row`:
+ * arrival order, so the merge's "last seen wins" holds whichever thread decoded which page.
+ */
+export const PAGE_SEQ_STRIDE = 2 ** 29;
+
 /** Rows a page may hold: a record's `seq` is `page × 2^29 + row` (see {@link csvSeq}). */
-export const CSV_MAX_PAGE_ROWS = 2 ** 29 - 1;
+export const CSV_MAX_PAGE_ROWS = PAGE_SEQ_STRIDE - 1;
 
 /**
  * One CSV page decoded: what paging needs to know of it (`CsvPage` without its records; `rows` is the
@@ -25,7 +32,7 @@ export interface DecodedCsvPage {
  * 2^53 (a JS integer) for every page `REPORTS_CSV_MAX_PAGES` allows (≤ 10^7).
  */
 export function csvSeq(page: number, row: number): number {
-  return page * 2 ** 29 + row;
+  return page * PAGE_SEQ_STRIDE + row;
 }
 
 /**

@@ -1,9 +1,9 @@
 import type { NdjsonBlock, OverLongLine } from '../extract/block-packer.js';
-import { parseJsonLine } from '../extract/ndjson.js';
+import { parseJsonLine } from './json-line.js';
 import { readableJsonId } from '../extract/readable-id.js';
 import { firstInvalidUtf8, invalidUtf8Reject } from '../extract/utf8.js';
 import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
-import { canonicalJson, contentHash } from '../schema/report.js';
+import { canonicalJson, contentHash } from '../schema/wire-format.js';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { validateWireLine } from '../schema/wire-line.js';
 import { SyncError } from '../util/errors.js';

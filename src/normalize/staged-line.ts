@@ -1,5 +1,5 @@
 import { formatLocation, type RecordLocation } from '../extract/record.js';
-import type { Report } from '../schema/report.js';
+import type { Report } from '../schema/wire-format.js';
 import { extraObjectJson } from '../schema/json-text.js';
 import { csvProjectionHash } from '../schema/csv-projection.js';
 
@@ -7,7 +7,7 @@ import { csvProjectionHash } from '../schema/csv-projection.js';
  * The batch-file line of one staged report, as `StagingWriter` loads it with `read_json`: `s` seq, `l`
  * location, `h` content hash, `ph` the content hash of its CSV projection (schema/csv-projection.ts) or null
  * when it is `h`, `lh` raw-line hash (text, a signed 64-bit integer) or null, `x` the `extra` fields as JSON
- * text or null, `r` the canonical JSON (`canonicalJson` of schema/report.ts) embedded as it is — DuckDB
+ * text or null, `r` the canonical JSON (`canonicalJson` of schema/wire-format.ts) embedded as it is — DuckDB
  * reads the known fields from it and matches keys case-sensitively, so an extra field never shadows one.
  * Pure (no DuckDB): the decode workers build these lines too.
  */

@@ -1,4 +1,4 @@
-import type { Report } from '../schema/report.js';
+import type { Report } from '../schema/wire-format.js';
 import { csvCell, reportCsvCells } from '../schema/report-csv-cells.js';
 import { toCsvRecords } from '../schema/to-csv-records.js';
 

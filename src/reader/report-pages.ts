@@ -1,5 +1,5 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
-import type { Report } from '../schema/report.js';
+import type { Report } from '../schema/wire-format.js';
 import type { PageIndex } from './page-index.js';
 import {
   exportWindows,

@@ -1,5 +1,5 @@
 import type { DuckDBValue } from '@duckdb/node-api';
-import type { Report } from '../schema/report.js';
+import type { Report } from '../schema/wire-format.js';
 import { extraFromJson } from '../schema/json-text.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
-import { KNOWN_STATUSES } from '../schema/report.js';
+import { KNOWN_STATUSES } from '../schema/wire-format.js';
 import { rejectReasons } from '../warehouse/reject-reasons.js';
 import { withQueryTimeout } from './query-timeout.js';
 

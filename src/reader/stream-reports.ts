@@ -1,5 +1,5 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
-import type { Report } from '../schema/report.js';
+import type { Report } from '../schema/wire-format.js';
 import { withQueryTimeout } from './query-timeout.js';
 import { rowToReport } from './report-rows.js';
 

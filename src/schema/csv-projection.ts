@@ -1,5 +1,5 @@
 import { jsonTextOf } from './json-text.js';
-import { contentHash, type Report } from './report.js';
+import { contentHash, type Report } from './wire-format.js';
 
 /**
  * What any CSV writer keeps of a report: the report with every difference a CSV cell cannot express, or a

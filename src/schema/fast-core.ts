@@ -1,7 +1,13 @@
-import type { Report } from './report.js';
-import { REPORT_RULES as R } from './report-rules.js';
+import type { Report } from './wire-format.js';
+import {
+  isLatitude,
+  isLongitude,
+  isValidCode,
+  isValidId,
+  isValidText,
+  REPORT_RULES as R,
+} from './report-rules.js';
 import { normalizeTimestamp } from './timestamp.js';
-import { isWellFormedText } from './value-rules.js';
 
 /** A validated report without its `extra` fields (those are split off before validation). */
 export type CoreReport = Omit<Report, 'extra'>;
@@ -30,15 +36,14 @@ export function fastCore(
   createdAt: unknown,
   updatedAt: unknown,
 ): CoreReport | undefined {
-  if (typeof id !== 'string' || id.length > R.idMaxLength || !R.nonBlank.test(id) || !isWellFormedText(id))
-    return undefined;
+  if (typeof id !== 'string' || !isValidId(id)) return undefined;
   if (!isCode(status) || !isCode(destination)) return undefined;
   const cat = text(category);
   const desc = text(description);
   const addr = text(address);
   if (cat === undefined || desc === undefined || addr === undefined) return undefined;
-  const la = coordinate(lat, R.maxLatitude);
-  const ln = coordinate(lng, R.maxLongitude);
+  const la = coordinate(lat, isLatitude);
+  const ln = coordinate(lng, isLongitude);
   if (la === undefined || ln === undefined || (la === null) !== (ln === null)) return undefined;
   if (typeof createdAt !== 'string') return undefined;
   const created = normalizeTimestamp(createdAt);
@@ -65,28 +70,21 @@ export function fastCore(
 }
 
 function isCode(value: unknown): value is string {
-  return (
-    typeof value === 'string' &&
-    value.length <= R.codeMaxLength &&
-    R.code.test(value) &&
-    isWellFormedText(value)
-  );
+  return typeof value === 'string' && isValidCode(value);
 }
 
 /** zod `text`: `null`/absent → null, a well-formed string up to the limit → itself, else undefined (ask zod). */
 function text(value: unknown): string | null | undefined {
   if (value === undefined || value === null) return null;
-  return typeof value === 'string' && value.length <= R.textMaxLength && isWellFormedText(value)
-    ? value
-    : undefined;
+  return typeof value === 'string' && isValidText(value) ? value : undefined;
 }
 
-/** zod `optionalCoordinate`: absent/null/'' → null, a number or numeric text in ±max → the number. */
-function coordinate(value: unknown, max: number): number | null | undefined {
+/** zod `optionalCoordinate`: absent/null/'' → null, a number or numeric text in range → the number. */
+function coordinate(value: unknown, inRange: (degrees: number) => boolean): number | null | undefined {
   if (value === undefined || value === null || value === '') return null;
   let n: number;
   if (typeof value === 'number') n = value;
   else if (typeof value === 'string' && R.numericText.test(value)) n = Number(value);
   else return undefined;
-  return n >= -max && n <= max ? n : undefined;
+  return inRange(n) ? n : undefined;
 }

@@ -3,15 +3,15 @@ import { REPORT_RULES } from './report-rules.js';
 
 /**
  * The query strings of the public endpoints, shared by the simulator and the reader so both answer a bad
- * query with the same 400 body. Source: the seed's endpoint table (filters `destination`, `status`; CSV
- * `pageSize`), seed rules 1–3, and docs/sources.md (paging by 1-based `page`, error body shape). Limits the
- * seed leaves "not shown" (defaults, maxima) are our reading, fixed here.
+ * query with the same 400 body. Source: docs/upstream-contract.md (the endpoints, filters `destination`, `status`; CSV
+ * `pageSize`; rules 1–3; paging by 1-based `page`; the error body). Limits the upstream leaves "not
+ * shown" (defaults, maxima) are our reading, fixed here.
  */
 
-/** Path prefix of every public endpoint (seed: "all under the path prefix `/api/v1/public`"). */
+/** Path prefix of every public endpoint (stated upstream: docs/upstream-contract.md). */
 export const PUBLIC_PREFIX = '/api/v1/public';
 
-/** The public read endpoints by name. `ndjson` is our default NDJSON path (the seed does not show it; docs/sources.md). */
+/** The public read endpoints by name. `ndjson` is our default NDJSON path (not shown upstream; docs/upstream-contract.md). */
 export const PUBLIC_PATHS = {
   list: `${PUBLIC_PREFIX}/reports`,
   ndjson: `${PUBLIC_PREFIX}/reports.ndjson`,
@@ -27,7 +27,7 @@ export type PublicEndpoint = keyof typeof PUBLIC_PATHS;
 export const LIST_PAGE_SIZE_DEFAULT = 50;
 /** Largest `pageSize` the list endpoint accepts. */
 export const LIST_PAGE_SIZE_MAX = 1000;
-/** `pageSize` (rows per page) of the CSV endpoint when none is given (seed rule 2 sets the meaning, not the value). */
+/** `pageSize` (rows per page) of the CSV endpoint when none is given (upstream contract rule 2 sets the meaning, not the value). */
 export const CSV_PAGE_SIZE_DEFAULT = 1000;
 /** Largest `pageSize` the CSV endpoint accepts. */
 export const CSV_PAGE_SIZE_MAX = 10_000;
@@ -62,7 +62,7 @@ function intParam(min: number, max: number) {
     .transform(Number);
 }
 
-/** Query of `GET /reports`: both filters AND-ed (seed rule 1), paging 1-based, newest first. */
+/** Query of `GET /reports`: both filters AND-ed (upstream contract rule 1), paging 1-based, newest first. */
 export const LIST_QUERY = z.object({
   destination: codeParam.optional(),
   status: codeParam.optional(),

@@ -1,4 +1,4 @@
-import type { Report } from './report.js';
+import type { Report } from './wire-format.js';
 import { jsonTextOf } from './json-text.js';
 
 /**

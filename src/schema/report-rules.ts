@@ -1,3 +1,4 @@
+import { isWellFormedText } from './value-rules.js';
 /**
  * The limits and patterns of a valid report (docs/sources.md), in one place so the zod schema of report.ts
  * (the source of truth) and its hot path (fast-core.ts) cannot drift apart. Lengths are in UTF-16 code
@@ -26,3 +27,35 @@ export const REPORT_RULES = {
   /** Longitude bound in degrees (WGS84). */
   maxLongitude: 180,
 } as const;
+
+/*
+ * The rules as named predicates, called by both fast paths (schema/fast-core.ts for parsed records,
+ * normalize/canonical-line.ts for lines in canonical form). The zod schema of report.ts checks the same
+ * REPORT_RULES one by one so that each broken rule gets its own issue; test/property/report-rules.test.ts
+ * proves each predicate accepts exactly what the zod field accepts.
+ */
+
+/** An `id` string: non-blank, at most `idMaxLength` UTF-16 code units, well-formed (no lone surrogate). */
+export function isValidId(id: string): boolean {
+  return id.length <= REPORT_RULES.idMaxLength && REPORT_RULES.nonBlank.test(id) && isWellFormedText(id);
+}
+
+/** A `status` / `destination` code: at most `codeMaxLength` code units, {@link REPORT_RULES}.code, well-formed. */
+export function isValidCode(code: string): boolean {
+  return code.length <= REPORT_RULES.codeMaxLength && REPORT_RULES.code.test(code) && isWellFormedText(code);
+}
+
+/** A free text (`category`, `description`, `address`): at most `textMaxLength` code units, well-formed. */
+export function isValidText(text: string): boolean {
+  return text.length <= REPORT_RULES.textMaxLength && isWellFormedText(text);
+}
+
+/** A latitude in degrees: within ±`maxLatitude` (NaN is not). */
+export function isLatitude(degrees: number): boolean {
+  return degrees >= -REPORT_RULES.maxLatitude && degrees <= REPORT_RULES.maxLatitude;
+}
+
+/** A longitude in degrees: within ±`maxLongitude` (NaN is not). */
+export function isLongitude(degrees: number): boolean {
+  return degrees >= -REPORT_RULES.maxLongitude && degrees <= REPORT_RULES.maxLongitude;
+}

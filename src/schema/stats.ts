@@ -1,4 +1,4 @@
-import type { Report } from './report.js';
+import type { Report } from './wire-format.js';
 
 /**
  * The body of `GET /reports/stats`: counters over the published, valid reports. The seed names no field

@@ -1,4 +1,4 @@
-import { toWire, type Report } from './report.js';
+import { toWire, type Report } from './wire-format.js';
 
 /**
  * The GeoJSON feature of a report that has a location (RFC 7946 §3.2): `Point` geometry with

@@ -1,7 +1,8 @@
 import { countParsedKeys, countTextKeys, holdsNumber } from './json-key-count.js';
 import { scanJsonObject } from './json-text.js';
 import { RECORD_ISSUE_CODES } from './record-issue.js';
-import { isModelledKey, validateWireReport, type ValidationResult } from './report.js';
+import { validateWireReport, type ValidationResult } from './report.js';
+import { isModelledKey } from './wire-format.js';
 import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from './value-rules.js';
 
 /**

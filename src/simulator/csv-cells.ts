@@ -1,4 +1,4 @@
-import { CSV_COLUMNS } from '../schema/report.js';
+import { CSV_COLUMNS } from '../schema/wire-format.js';
 import { csvCell as cell, reportCsvCells, type CsvCell } from '../schema/report-csv-cells.js';
 import type { BodyRecord } from './record-faults.js';
 

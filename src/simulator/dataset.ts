@@ -1,4 +1,5 @@
-import type { RecordIssue, Report } from '../schema/report.js';
+import type { RecordIssue } from '../schema/report.js';
+import type { Report } from '../schema/wire-format.js';
 import { DAY_MS, planDay, type DayCandidate } from './advance.js';
 import { computeStats, type ReportStats } from '../schema/stats.js';
 

@@ -1,4 +1,4 @@
-import type { Report } from '../schema/report.js';
+import type { Report } from '../schema/wire-format.js';
 import { DAY_MS } from './advance.js';
 import { Dataset, type DatasetSource, type SourceEntry } from './dataset.js';
 import { seededRandom, unitHash, type Rng } from './seeded-random.js';

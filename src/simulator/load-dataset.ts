@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
-import type { Report } from '../schema/report.js';
+import type { Report } from '../schema/wire-format.js';
 import { validateWireLine } from '../schema/wire-line.js';
 import { SyncError } from '../util/errors.js';
 import { DAILY_RATES, DAY_MS } from './advance.js';

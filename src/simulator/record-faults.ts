@@ -1,4 +1,4 @@
-import type { Report } from '../schema/report.js';
+import type { Report } from '../schema/wire-format.js';
 import type { DatasetEntry } from './dataset.js';
 import { GIANT_DEFAULT_BYTES, type FaultOf } from './faults.js';
 

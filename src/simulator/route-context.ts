@@ -6,7 +6,7 @@ import type { FaultOf } from './faults.js';
 import type { RecordFaults } from './record-faults.js';
 import { validatorsOf, type Validators } from './respond.js';
 
-/** Where `GET /reports.csv` redirects to: the "file's real location" (seed: "Clients may need to follow an HTTP redirect"). */
+/** Where `GET /reports.csv` redirects to: the "file's real location" (docs/upstream-contract.md: "Clients may need to follow an HTTP redirect"). */
 export const CSV_EXPORT_PATH = `${PUBLIC_PREFIX}/exports/reports.csv`;
 /** The HTML sign-in page the `redirect=login` fault sends clients to. */
 export const LOGIN_PATH = '/login';

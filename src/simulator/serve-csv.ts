@@ -1,5 +1,5 @@
 import type { CsvQuery } from '../schema/public-query.js';
-import { CSV_COLUMNS } from '../schema/report.js';
+import { CSV_COLUMNS } from '../schema/wire-format.js';
 import { toCsvRecords } from '../schema/to-csv-records.js';
 import type { CsvCell } from '../schema/report-csv-cells.js';
 import { BodySink, hasDeliveryFaults } from './body-sink.js';
@@ -23,7 +23,7 @@ const BATCH = 500;
 
 /**
  * `GET /reports.csv`: `302` to the file's real location ({@link CSV_EXPORT_PATH}) with the query kept as
- * it came (seed: "Clients may need to follow an HTTP redirect"; docs/sources.md).
+ * it came (docs/upstream-contract.md: "Clients may need to follow an HTTP redirect"; docs/sources.md).
  */
 export function redirectCsv(ctx: RouteContext): void {
   const location = `${ctx.url.origin}${CSV_EXPORT_PATH}${ctx.url.search}`;
@@ -32,7 +32,7 @@ export function redirectCsv(ctx: RouteContext): void {
 }
 
 /**
- * One page of the CSV export (seed rule 2: `pageSize` rows per page; `page` 1-based). Every page starts
+ * One page of the CSV export (upstream contract rule 2: `pageSize` rows per page; `page` 1-based). Every page starts
  * with the header row (`CSV_COLUMNS`, then the dataset's extra columns), then the entries
  * `(page-1)*pageSize …` of the export in dataset order, warts included (csv-cells.ts says how).
  * RFC 4180 quoting and CRLF after every record (toCsvRecords). `Link: <next>; rel="next"` while a later

@@ -1,5 +1,5 @@
 import type { GeojsonQuery } from '../schema/public-query.js';
-import type { Report } from '../schema/report.js';
+import type { Report } from '../schema/wire-format.js';
 import { stringifyJson } from '../schema/json-text.js';
 import { FEATURE_COLLECTION_CLOSE, FEATURE_COLLECTION_OPEN, toFeature } from '../schema/to-feature.js';
 import { BodySink } from './body-sink.js';

@@ -1,13 +1,13 @@
 import type { ListQuery } from '../schema/public-query.js';
-import { canonicalJson } from '../schema/report.js';
+import { canonicalJson } from '../schema/wire-format.js';
 import { BodySink } from './body-sink.js';
 import { ifNoneMatchHits, sendNotModified } from './respond.js';
 import { responseValidators, type RouteContext } from './route-context.js';
 
 /**
  * `GET /reports`: a JSON array of wire reports (valid, published), newest first (`createdAt` desc, then
- * `id` asc), `destination` and `status` AND-ed (seed rule 1), no filter = the latest published reports
- * (seed rule 3). Pages are 1-based; a page past the end is `[]`. With the `ignorePage` fault, page 1 is
+ * `id` asc), `destination` and `status` AND-ed (docs/upstream-contract.md rule 1), no filter = the latest published reports
+ * (rule 3). Pages are 1-based; a page past the end is `[]`. With the `ignorePage` fault, page 1 is
  * served whatever `page` says.
  */
 export async function serveList(ctx: RouteContext, query: ListQuery): Promise<void> {

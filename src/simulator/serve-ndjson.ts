@@ -1,4 +1,4 @@
-import { canonicalJson } from '../schema/report.js';
+import { canonicalJson } from '../schema/wire-format.js';
 import { BodySink, hasDeliveryFaults } from './body-sink.js';
 import type { DatasetEntry } from './dataset.js';
 import { cachePath, serveCached, teeToCache } from './export-cache.js';

@@ -84,7 +84,7 @@ const ROUTES = new Map<string, { endpoint: PublicEndpoint; stage: 'entry' | 'pag
 
 /**
  * Starts the upstream simulator (docs/architecture.md): a real `node:http` server on loopback that plays the
- * public API of the seed under `/api/v1/public` (list, NDJSON/CSV exports, GeoJSON, stats), with the
+ * public API of docs/upstream-contract.md under `/api/v1/public` (list, NDJSON/CSV exports, GeoJSON, stats), with the
  * fault switches of faults.ts and the admin endpoints of admin.ts.
  *
  * Order of work per public request: route (404) → method (405, `Allow: GET, HEAD`) → query (400, the shared

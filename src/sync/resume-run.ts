@@ -3,6 +3,7 @@ import type { Logger } from '../util/logger.js';
 import { emptyCounters, type RunCounters } from '../warehouse/run-counters.js';
 import type { RunLog } from '../warehouse/runs.js';
 import type { ExportSource, ExportValidator, ReadContext } from './export-source.js';
+import { compareValidators } from './sources/export-validators.js';
 import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
 
 /** Where a run goes on from after adopting the committed pages of an interrupted run. */
@@ -146,7 +147,9 @@ async function whyNotResume(
     await dropLeftovers(options.connection, String(newest.run_id));
     throw err;
   }
-  return sameExport(saved, now) ? undefined : 'the export changed since (page 1 has another validator)';
+  return compareValidators(saved, now) === 'same'
+    ? undefined
+    : 'the export changed since (page 1 has another validator)';
 }
 
 /**
@@ -173,16 +176,6 @@ async function adopt(
       exportLastModified: from.saved.lastModified ?? null,
     });
   });
-}
-
-/**
- * True only when both validators name the same export version: equal ETags, or (when either lacks an ETag)
- * equal Last-Modified dates. No common validator means "cannot tell", so false (no resume).
- */
-export function sameExport(a: ExportValidator, b: ExportValidator): boolean {
-  if (a.etag !== undefined && b.etag !== undefined) return a.etag === b.etag;
-  if (a.lastModified !== undefined && b.lastModified !== undefined) return a.lastModified === b.lastModified;
-  return false;
 }
 
 /** Drops what an interrupted run left in the working tables (its rejects stay, as evidence of that run). */

@@ -1,14 +1,15 @@
+import { requestOptions } from './request-options.js';
 import type { Dispatcher } from 'undici';
 import { apiUrl, type Config } from '../config/config.js';
 import { repeatedJsonKey } from '../schema/json-text.js';
 import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import { header, networkError, openStream, minSpeedOf } from './open-stream.js';
+import { header, networkError, openStream } from './open-stream.js';
 import { withRetry } from './with-retry.js';
 
 /** The aggregate counters as the upstream answered them. */
 export interface UpstreamStats {
-  /** The parsed JSON body, whatever its shape (the seed names no field). */
+  /** The parsed JSON body, whatever its shape (the upstream names no field: docs/upstream-contract.md). */
   body: unknown;
   /** URL that answered, without secrets. */
   url: string;
@@ -24,8 +25,8 @@ export interface FetchStatsOptions {
 }
 
 /**
- * GETs the aggregate counters (`REPORTS_STATS_PATH`, default `/api/v1/public/reports/stats`; seed: "Aggregate
- * counters") with the retries, redirects and key handling of every upstream call, and parses the body as
+ * GETs the aggregate counters (`REPORTS_STATS_PATH`, default `/api/v1/public/reports/stats`;
+ * docs/upstream-contract.md: "Aggregate counters") with the retries, redirects and key handling of every upstream call, and parses the body as
  * JSON of any shape. The body is bounded by `REPORTS_MAX_RECORD_BYTES`.
  *
  * @throws SyncError `STATS_INVALID` (body not JSON, too large, or an object giving a key twice), or what
@@ -39,15 +40,10 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
     config,
     options.logger,
     async () => {
-      const res = await openStream(url, {
-        dispatcher: options.dispatcher,
-        apiKey: config.apiKey,
-        maxRedirects: config.maxRedirects,
-        minSpeed: minSpeedOf(config),
-        signal: options.signal,
-        headers: { accept: 'application/json' },
-        deadline: { ms: config.pageDeadlineMs, setting: 'REPORTS_PAGE_DEADLINE_MS' },
-      });
+      const res = await openStream(
+        url,
+        requestOptions(config, options, url, { accept: 'application/json', deadline: 'page' }),
+      );
       const chunks: Buffer[] = [];
       let size = 0;
       try {

@@ -1,7 +1,7 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { csvProjectionHash } from '../schema/csv-projection.js';
 import { extraFromJson } from '../schema/json-text.js';
-import { contentHash, type Report } from '../schema/report.js';
+import { contentHash, type Report } from '../schema/wire-format.js';
 
 /** What {@link recomputeCsvHashes} did, in rows. */
 export interface CsvHashUpgrade {

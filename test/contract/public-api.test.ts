@@ -1,7 +1,8 @@
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_PREFIX } from '../../src/schema/public-query.js';
-import { CSV_COLUMNS, WIRE_FIELDS, validateWireReport } from '../../src/schema/report.js';
+import { validateWireReport } from '../../src/schema/report.js';
+import { CSV_COLUMNS, WIRE_FIELDS } from '../../src/schema/wire-format.js';
 import { API_TARGETS, type RunningApi } from './targets.js';
 
 /**

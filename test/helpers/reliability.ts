@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { contentHash, type Report } from '../../src/schema/report.js';
+import { contentHash, type Report } from '../../src/schema/wire-format.js';
 import type { Dataset } from '../../src/simulator/dataset.js';
 import type { Warehouse } from '../../src/warehouse/database.js';
 import { query } from './sync.js';

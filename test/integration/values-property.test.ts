@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { CSV_COLUMNS } from '../../src/schema/report.js';
+import { CSV_COLUMNS } from '../../src/schema/wire-format.js';
 import { toCsvRecords } from '../../src/schema/to-csv-records.js';
 import type { ExportSource } from '../../src/sync/export-source.js';
 import { csvSource } from '../../src/sync/sources/csv-source.js';

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isModelledKey } from '../../src/schema/report.js';
+import { isModelledKey } from '../../src/schema/wire-format.js';
 import { readRunState } from '../../src/reader/last-success.js';
 import { loadDataset } from '../../src/simulator/load-dataset.js';
 import { startTestSimulator } from '../helpers/simulator.js';

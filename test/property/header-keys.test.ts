@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseCsvPage } from '../../src/extract/csv.js';
-import { validateCsvReport, validateWireReport, isModelledKey } from '../../src/schema/report.js';
+import { validateCsvReport, validateWireReport } from '../../src/schema/report.js';
+import { isModelledKey } from '../../src/schema/wire-format.js';
 import { flattenStats } from '../../src/schema/flatten-stats.js';
 import { computeStats } from '../../src/schema/stats.js';
 import { validateWireLine } from '../../src/schema/wire-line.js';

@@ -7,7 +7,7 @@ import { PageIndex } from '../../src/reader/page-index.js';
 import { totalOf } from '../../src/reader/page-windows.js';
 import { countsInTransaction, listPageRows, streamPage } from '../../src/reader/report-pages.js';
 import type { ReportFilter } from '../../src/reader/report-rows.js';
-import type { Report } from '../../src/schema/report.js';
+import type { Report } from '../../src/schema/wire-format.js';
 import { loadDataset } from '../../src/simulator/load-dataset.js';
 import { rebuildServingIndex } from '../../src/warehouse/serving-index.js';
 import { expectIndexExact, offsetRows, show } from '../helpers/serving.js';

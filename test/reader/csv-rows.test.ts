@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CsvRows } from '../../src/reader/csv-rows.js';
-import type { Report } from '../../src/schema/report.js';
+import type { Report } from '../../src/schema/wire-format.js';
 import { reportCsvCells } from '../../src/schema/report-csv-cells.js';
 import { toCsvRecords } from '../../src/schema/to-csv-records.js';
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { ConfigOverrides } from '../../src/config/config.js';
-import { contentHash } from '../../src/schema/report.js';
+import { contentHash } from '../../src/schema/wire-format.js';
 import type { Dataset } from '../../src/simulator/dataset.js';
 import { generateDataset } from '../../src/simulator/generate.js';
 import { startSimulator } from '../../src/simulator/server.js';

@@ -1,6 +1,7 @@
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { CSV_COLUMNS, toWire, validateCsvReport } from '../../src/schema/report.js';
+import { validateCsvReport } from '../../src/schema/report.js';
+import { CSV_COLUMNS, toWire } from '../../src/schema/wire-format.js';
 import { simulatorForSuite } from '../helpers/simulator.js';
 
 const HEADER = [...CSV_COLUMNS, 'channel', 'photos', 'tags'];

@@ -1,7 +1,8 @@
 import { get, type IncomingHttpHeaders } from 'node:http';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { validateWireReport, type Report } from '../../src/schema/report.js';
+import { validateWireReport } from '../../src/schema/report.js';
+import { type Report } from '../../src/schema/wire-format.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 
 /** A GET through node:http that reports what arrived even when the connection breaks. */

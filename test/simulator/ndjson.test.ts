@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { toWire, validateWireReport } from '../../src/schema/report.js';
+import { validateWireReport } from '../../src/schema/report.js';
+import { toWire } from '../../src/schema/wire-format.js';
 import { fixturePath, simulatorForSuite, startTestSimulator } from '../helpers/simulator.js';
 
 describe('GET /reports.ndjson', () => {

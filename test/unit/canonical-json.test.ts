@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, toWire, type Report } from '../../src/schema/report.js';
+import { canonicalJson, toWire, type Report } from '../../src/schema/wire-format.js';
 
 const text = fc.string({ unit: 'binary', maxLength: 20 });
 const orNull = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });

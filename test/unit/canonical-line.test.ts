@@ -4,7 +4,8 @@ import { BlockPacker } from '../../src/extract/block-packer.js';
 import { canonicalLine } from '../../src/normalize/canonical-line.js';
 import { KnownLines } from '../../src/normalize/known-lines.js';
 import { decodeBlock } from '../../src/normalize/ndjson-block.js';
-import { canonicalJson, isModelledKey, validateWireReport } from '../../src/schema/report.js';
+import { validateWireReport } from '../../src/schema/report.js';
+import { canonicalJson, isModelledKey } from '../../src/schema/wire-format.js';
 import { REPORT_RULES } from '../../src/schema/report-rules.js';
 import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from '../../src/schema/value-rules.js';
 

@@ -1,10 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decidePaging, MAX_GAP_PAGES, type PagingDecision } from '../../src/sync/sources/csv-paging.js';
+import { decidePaging, MAX_GAP_PAGES } from '../../src/sync/sources/csv-paging.js';
+import { CsvPager, type PageAnswer } from '../../src/sync/sources/csv-pager.js';
 
 // The paging rule over generated servers: a dataset of `total` rows served `served` rows per page (a cap
 // when below `asked`), optionally with `Link rel=next`, with header-only pages slipped in between, and a
-// /stats total that may be unknown. The reader loop below is csv-source.ts's, without the HTTP.
+// /stats total that may be unknown, read by the CSV source's own pager (csv-pager.ts) without the HTTP.
 
 interface Server {
   total: number;
@@ -37,38 +38,60 @@ function pagesOf(s: Server): Page[] {
   return pages;
 }
 
+/** How a read through the pager ended: complete or not (with the pager's reason), as decidePaging names it. */
+interface Ended {
+  action: 'stop-complete' | 'stop-incomplete';
+  reason?: string | undefined;
+}
+
+const pageUrl = (page: number) => new URL(`http://upstream.test/reports.csv?pageSize=n&page=${page}`);
+
 /**
- * Pages through `s` as the CSV source does, with `statsTotal` as /stats' total (default: the true total when
- * the server has /stats); throws when paging does not end soon after the last row.
+ * Pages through `s` with the CSV source's own pager (csv-pager.ts), answering each request it makes as the
+ * server would, with `statsTotal` as /stats' total (default: the true total when the server has /stats);
+ * throws when paging does not end soon after the last row.
  */
 function read(
   s: Server,
   statsTotal = s.statsKnown ? s.total : undefined,
-): { outcome: PagingDecision; rowsSoFar: number; requests: number } {
+): { outcome: Ended; rowsSoFar: number; requests: number } {
   const pages = pagesOf(s);
-  let size = s.asked;
-  let rowsSoFar = 0;
-  let gap = 0;
-  let linkSeen = false;
-  for (let page = 1; ; page++) {
+  const pager = new CsvPager({
+    pageSize: s.asked,
+    maxPages: 10_000,
+    pageParam: 'page',
+    pageUrl,
+    statsTotalAvailable: true,
+  });
+  for (let requests = 1; ; requests++) {
+    const page = pager.page;
     const p = pages[page - 1] ?? { rows: 0, link: false };
-    rowsSoFar += p.rows;
-    const decision = decidePaging({
-      page,
+    const answer: PageAnswer = {
+      url: pager.url.toString(),
       rows: p.rows,
-      asked: s.asked,
-      size,
-      linkNext: p.link,
-      linkSeen,
-      rowsSoFar,
-      gap,
-      statsTotal,
-    });
-    linkSeen ||= p.link;
-    if (decision.action !== 'continue') return { outcome: decision, rowsSoFar, requests: page };
-    size = decision.size;
-    gap = decision.gap;
-    if (page > pages.length + 2 * MAX_GAP_PAGES + 4) throw new Error(`no end after ${page} pages`);
+      keysDigest: p.rows > 0 ? `keys of page ${page}` : undefined,
+      etag: '"v1"',
+      // A `Link` names the next page by a URL of its own (not the numbered one).
+      next: p.link ? new URL(`http://upstream.test/next/${page + 1}`) : undefined,
+    };
+    if (pager.checkValidator(answer).kind === 'probe') throw new Error('one validator throughout');
+    pager.countRows(answer);
+    let step = pager.decide(answer);
+    if (step === 'stats-total') {
+      pager.statsTotal = statsTotal;
+      step = pager.decide(answer);
+    }
+    if (step === 'stats-total') throw new Error('the pager asked for the /stats total twice');
+    const { outcome } = step;
+    if (outcome) {
+      const ended: Ended = outcome.complete
+        ? { action: 'stop-complete' }
+        : { action: 'stop-incomplete', reason: outcome.reason };
+      return { outcome: ended, rowsSoFar: pager.rowsSoFar, requests };
+    }
+    // The pager follows a Link to the page after, else asks the next number.
+    expect(pager.page).toBe(page + 1);
+    if (pager.page > pages.length + 2 * MAX_GAP_PAGES + 4) throw new Error(`no end after ${page} pages`);
   }
 }
 
@@ -85,7 +108,7 @@ const server = (holes: fc.Arbitrary<number[]>): fc.Arbitrary<Server> =>
     })
     .map(({ cap, ...s }) => ({ ...s, served: Math.min(cap, s.asked) }));
 
-describe('CSV paging decisions (csv-paging.ts)', () => {
+describe('CSV paging (csv-pager.ts, csv-paging.ts)', () => {
   it('reads every row of a server without holes, capped or not, with or without links and /stats', () => {
     fc.assert(
       fc.property(server(fc.constant([])), (s) => {
@@ -169,5 +192,104 @@ describe('CSV paging decisions (csv-paging.ts)', () => {
         statsKnown: true,
       }),
     ).toMatchObject({ rowsSoFar: 120, requests: 3 });
+  });
+});
+
+describe('CsvPager: what stops an export incomplete or makes it read again', () => {
+  const answer = (page: number, extra: Partial<PageAnswer> = {}): PageAnswer => ({
+    url: pageUrl(page).toString(),
+    rows: 10,
+    keysDigest: `keys of page ${page}`,
+    etag: '"v1"',
+    next: undefined,
+    ...extra,
+  });
+  const init = { pageSize: 10, maxPages: 100, pageParam: 'page', pageUrl, statsTotalAvailable: false };
+  /** Feeds one answer through the pager as csv-source.ts does (no /stats); the step it gives. */
+  function feed(pager: CsvPager, a: PageAnswer) {
+    const v = pager.checkValidator(a);
+    pager.countRows(a);
+    const step = pager.decide(a);
+    if (step === 'stats-total') throw new Error('no /stats here');
+    return { validator: v, step };
+  }
+
+  it('a page repeating the keys of the one before (the page parameter ignored) stops incomplete, unmerged', () => {
+    const pager = new CsvPager(init);
+    feed(pager, answer(1, { keysDigest: 'same' }));
+    const { step } = feed(pager, answer(2, { keysDigest: 'same' }));
+    expect(step.block).toBe(false);
+    expect(step.outcome).toMatchObject({
+      complete: false,
+      reason: expect.stringContaining('repeats the keys'),
+    });
+  });
+
+  it('a Link back to a page already read stops incomplete, keeping the page', () => {
+    const pager = new CsvPager(init);
+    feed(pager, answer(1, { next: pageUrl(2) }));
+    const { step } = feed(pager, answer(2, { next: pageUrl(1) }));
+    expect(step.start).toBeUndefined();
+    expect(step).toMatchObject({
+      block: true,
+      checkpoint: {},
+      outcome: { complete: false, reason: expect.stringContaining('the links loop') },
+    });
+  });
+
+  it('a changed validator asks page 1 again: changed there too is EXPORT_CHANGED, unchanged is per-page validators', () => {
+    const changed = new CsvPager(init);
+    feed(changed, answer(1, { next: pageUrl(2) }));
+    const a2 = answer(2, { etag: '"v2"' });
+    expect(changed.checkValidator(a2)).toEqual({ kind: 'probe' });
+    expect(() => changed.afterProbe(a2, { etag: '"v2"' })).toThrow(/changed while it was read/);
+
+    const perPage = new CsvPager(init);
+    feed(perPage, answer(1, { next: pageUrl(2) }));
+    expect(perPage.checkValidator(a2)).toEqual({ kind: 'probe' });
+    // Page 1 kept its validator: none is recorded for the export (a 304 to page 1 would hide later pages).
+    expect(perPage.afterProbe(a2, { etag: '"v1"' })).toEqual({
+      kind: 'export',
+      info: { url: pageUrl(1).toString() },
+    });
+    perPage.countRows(a2);
+    const end = perPage.decide({ ...a2, rows: 3 });
+    if (end === 'stats-total') throw new Error('no /stats here');
+    expect(end.outcome).toMatchObject({
+      complete: true,
+      tombstonesBlocked: expect.stringContaining('validates each page'),
+    });
+  });
+
+  it('an error answer past page 1 is the end only when /stats confirms it; rows after one mean a page is missing', () => {
+    const pastEnd = (page: number) =>
+      answer(page, { rows: 0, keysDigest: undefined, pastEnd: true, etag: undefined });
+    const unconfirmed = new CsvPager(init);
+    feed(unconfirmed, answer(1));
+    expect(unconfirmed.onFetchError(new Error('reset'), false, false)).toBe('fail');
+    expect(feed(unconfirmed, pastEnd(2)).step.outcome).toMatchObject({
+      complete: false,
+      reason: expect.stringContaining('/stats does not confirm the end'),
+    });
+
+    const gap = new CsvPager({ ...init, statsTotalAvailable: true });
+    const withStats = (a: PageAnswer) => {
+      gap.checkValidator(a);
+      gap.countRows(a);
+      let step = gap.decide(a);
+      if (step === 'stats-total') {
+        gap.statsTotal = 20;
+        step = gap.decide(a);
+      }
+      if (step === 'stats-total') throw new Error('asked twice');
+      return step;
+    };
+    withStats(answer(1));
+    expect(withStats(pastEnd(2)).outcome).toBeUndefined(); // /stats: 10 rows still to come
+    withStats(answer(3));
+    expect(withStats(answer(4, { rows: 0, keysDigest: undefined })).outcome).toMatchObject({
+      complete: false,
+      reason: 'page 2 answered an error, yet page 3 has rows: a page of the export is missing',
+    });
   });
 });

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { csvProjectionHash } from '../../src/schema/csv-projection.js';
-import { contentHash, validateCsvReport, type Report } from '../../src/schema/report.js';
+import { validateCsvReport } from '../../src/schema/report.js';
+import { contentHash, type Report } from '../../src/schema/wire-format.js';
 
 const base: Omit<Report, 'extra'> = {
   id: 'r1',

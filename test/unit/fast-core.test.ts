@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { fastCore } from '../../src/schema/fast-core.js';
 import {
-  toWire,
   validateCsvReport,
   validateCsvReportWithZod,
   validateWireReport,
   validateWireReportWithZod,
 } from '../../src/schema/report.js';
+import { toWire } from '../../src/schema/wire-format.js';
 import { generateDataset } from '../../src/simulator/generate.js';
 
 // The hot path must agree with the zod schema (the source of truth) on accept/reject, the report and the

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decidePage, type PageRecord } from '../../src/sync/sources/recent-paging.js';
+import { decidePage, RecentPager, type PageRecord } from '../../src/sync/sources/recent-paging.js';
 
 /**
  * A simulated list, newest first: `fresh` reports the warehouse does not hold (or holds changed), then
@@ -10,22 +10,28 @@ function page(list: PageRecord[], k: number, size: number): PageRecord[] {
   return list.slice((k - 1) * size, k * size);
 }
 
-/** Reads `list` as decidePage says, from a server serving at most `cap` rows a page (default: as asked). */
+/**
+ * Reads `list` with the `recent` source's own pager (recent-paging.ts), from a server serving at most `cap`
+ * rows a page (default: as asked): the pages it asks for, and how the run ends.
+ */
 function readAll(list: PageRecord[], size: number, maxPages: number, cap = size) {
-  let previousIds: (string | undefined)[] | undefined;
-  let inForce: number | undefined;
-  for (let k = 1; ; k++) {
-    const records = page(list, k, Math.min(size, cap));
-    const d = decidePage({ page: k, pageSize: size, size: inForce, maxPages, records, previousIds });
-    if (!d.next) return { pages: k, ...d };
-    inForce = d.size ?? inForce;
-    previousIds = records.map((r) => r.id);
+  const pager = new RecentPager(size, maxPages);
+  for (;;) {
+    const { page: k, pageSize } = pager.request();
+    expect(pageSize).toBe(size);
+    const step = pager.onPage(page(list, k, Math.min(pageSize, cap)));
+    if (step.outcome) {
+      const reason = step.outcome.complete ? undefined : step.outcome.reason;
+      return { pages: k, complete: step.outcome.complete, reason, use: step.use };
+    }
+    expect(step.use).toBe(true);
+    expect(pager.request().page).toBe(k + 1);
   }
 }
 
 const record = (id: string, known: boolean): PageRecord => ({ id, valid: true, known });
 
-describe('decidePage (the stop rules of the recent source)', () => {
+describe("the recent source's pager and its stop rules (recent-paging.ts)", () => {
   it('reads ceil(new / pageSize) + 1 pages when older reports are all known, never more than maxPages', () => {
     fc.assert(
       fc.property(
@@ -51,7 +57,11 @@ describe('decidePage (the stop rules of the recent source)', () => {
           if (wanted === 1 && p1.length > 0 && p1.length < size && !p1.every((x) => x.known)) wanted = 2;
           if (known >= size) expect(wanted).toBe(Math.ceil(fresh / size) + 1);
           expect(r.pages).toBe(Math.min(wanted, maxPages));
-          if (wanted > maxPages) expect(r).toMatchObject({ reason: 'max-pages', complete: false });
+          if (wanted > maxPages)
+            expect(r).toMatchObject({
+              reason: expect.stringContaining('REPORTS_RECENT_MAX_PAGES'),
+              complete: false,
+            });
           else expect(r.complete).toBe(true);
           // Every new report was on a page read while the limit allowed it.
           if (r.complete) expect(r.pages * size).toBeGreaterThanOrEqual(Math.min(fresh, list.length));

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  canonicalJson,
-  contentHash,
-  toWire,
-  validateCsvReport,
-  validateWireReport,
-} from '../../src/schema/report.js';
+import { validateCsvReport, validateWireReport } from '../../src/schema/report.js';
+import { canonicalJson, contentHash, toWire } from '../../src/schema/wire-format.js';
 import { validateWireLine } from '../../src/schema/wire-line.js';
 
 const base = {

@@ -1,6 +1,6 @@
 import type { RouteHandlerMethod } from 'fastify';
 import { PUBLIC_PATHS } from '../../schema/public-query.js';
-import { CSV_COLUMNS } from '../../schema/report.js';
+import { CSV_COLUMNS } from '../../schema/wire-format.js';
 import { toCsvRecords } from '../../schema/to-csv-records.js';
 import { CsvRows } from '../csv-rows.js';
 import { openExport, sendExport } from '../export-response.js';

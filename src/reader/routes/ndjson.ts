@@ -1,6 +1,6 @@
 import type { RouteHandlerMethod } from 'fastify';
 import { PUBLIC_PATHS } from '../../schema/public-query.js';
-import { canonicalJson } from '../../schema/report.js';
+import { canonicalJson } from '../../schema/wire-format.js';
 import { openExport, sendExport } from '../export-response.js';
 import { publicQuery } from '../public-query.js';
 import type { ReaderContext } from '../reader-context.js';

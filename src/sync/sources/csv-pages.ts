@@ -1,10 +1,11 @@
+import { requestOptions } from '../../upstream/request-options.js';
 import type { Config } from '../../config/config.js';
-import { apiUrl, extraLimits, requireBaseUrl } from '../../config/config.js';
+import { apiUrl, extraLimits } from '../../config/config.js';
 import { charsetOf, toUtf8 } from '../../extract/charset.js';
 import type { DecodedCsvPage } from '../../normalize/csv-page-decode.js';
 import type { BlockDecoders } from '../../normalize/decoders.js';
 import { nextLink } from '../../upstream/link-header.js';
-import { bodyEndChecked, header, networkError, openStream, minSpeedOf } from '../../upstream/open-stream.js';
+import { bodyEndChecked, header, networkError, openStream } from '../../upstream/open-stream.js';
 import { safeUrl } from '../../util/safe-url.js';
 import { readBody } from '../../upstream/read-body.js';
 import { withRetry } from '../../upstream/with-retry.js';
@@ -133,74 +134,15 @@ async function fetchPage(
   url: URL,
   page: number,
   decoders: BlockDecoders,
-  on: { downloaded: (next: URL | undefined) => void; fullest: () => number; decoded: (rows: number) => void },
+  on: PageEvents,
 ): Promise<FetchedPage> {
-  const { config } = ctx;
-  let shortRows: number | undefined; // rows of a read taken for cut short (see below)
+  const short = { rows: undefined as number | undefined }; // rows of a read taken for cut short
   try {
     return await withRetry(
       `CSV page ${page}`,
-      config,
+      ctx.config,
       ctx.logger,
-      async () => {
-        const res = await openStream(url, {
-          dispatcher: ctx.dispatcher,
-          apiKey: keyFor(config, url),
-          maxRedirects: config.maxRedirects,
-          minSpeed: minSpeedOf(config),
-          signal: ctx.signal,
-          headers: { accept: ACCEPT, ...(page === 1 ? ctx.conditional : undefined) },
-          deadline: pageDeadline(config),
-        });
-        let body: Buffer;
-        let wireBytes = 0;
-        try {
-          body = await readBody(res.body);
-        } catch (err) {
-          throw networkError(err, res.url);
-        } finally {
-          wireBytes = res.wireBytes();
-          res.body.destroy();
-        }
-        // A declared charset is honoured (or the page refused), never read as UTF-8 with U+FFFD.
-        body = toUtf8(body, charsetOf(header(res.headers, 'content-type')), res.url);
-        const next = nextLink(res.headers.link, res.finalUrl);
-        on.downloaded(next);
-        const framing = {
-          delimited: bodyEndChecked(res.headers),
-          unterminated: body.length > 0 && body[body.length - 1] !== 0x0a,
-          linked: res.headers.link !== undefined,
-        };
-        const bytes = body.length;
-        // The body's memory moves to the worker: `body` is unusable from here on.
-        const decoded = await decoders.decodePage(body, {
-          page,
-          maxRecordBytes: config.maxRecordBytes,
-          rejectRawMaxBytes: config.rejectRawMaxBytes,
-          url: res.url,
-          extraLimits: extraLimits(config),
-          endChecked: framing.delimited,
-        });
-        // Short: fewer rows than the fullest page so far (before any, than asked). A capped server's pages
-        // are all short, so a short page counts as cut unless reading it again gives as many rows.
-        const rows = decoded.page.rows;
-        const expected = shortRows === rows ? 0 : on.fullest() || config.csvPageSize;
-        try {
-          checkCloseDelimited(framing, rows, { page, url: res.url, pageSize: expected });
-        } catch (err) {
-          if (!framing.unterminated) shortRows = rows; // short with a Link, not provably cut
-          throw err;
-        }
-        on.decoded(rows);
-        return {
-          decoded,
-          bytes,
-          wireBytes,
-          url: res.url,
-          next,
-          ...pageValidator(res.headers),
-        };
-      },
+      () => fetchPageOnce(ctx, url, page, decoders, on, short),
       ctx.signal,
     );
   } catch (err) {
@@ -215,17 +157,69 @@ async function fetchPage(
   }
 }
 
-/** The time limit of one page request (`REPORTS_PAGE_DEADLINE_MS`). */
-export function pageDeadline(config: Config): { ms: number; setting: string } {
-  return { ms: config.pageDeadlineMs, setting: 'REPORTS_PAGE_DEADLINE_MS' };
+/** What {@link fetchPage} reports as a page comes in (see there). */
+interface PageEvents {
+  downloaded: (next: URL | undefined) => void;
+  fullest: () => number;
+  decoded: (rows: number) => void;
 }
 
-/**
- * The API key for a request to `url`: only when `url` is on the configured upstream's origin. A `Link` (or a
- * resume URL) may point at the origin a redirect led to; the key must not follow it there (docs/sources.md).
- */
-export function keyFor(config: Config, url: URL): string | undefined {
-  return new URL(requireBaseUrl(config)).origin === url.origin ? config.apiKey : undefined;
+/** One attempt of {@link fetchPage}: GET, charset, decode, and the check of a close-delimited body. */
+async function fetchPageOnce(
+  ctx: ReadContext,
+  url: URL,
+  page: number,
+  decoders: BlockDecoders,
+  on: PageEvents,
+  short: { rows: number | undefined },
+): Promise<FetchedPage> {
+  const { config } = ctx;
+  const headers = page === 1 ? ctx.conditional : undefined;
+  const res = await openStream(
+    url,
+    requestOptions(config, ctx, url, { accept: ACCEPT, headers, deadline: 'page' }),
+  );
+  let body: Buffer;
+  let wireBytes = 0;
+  try {
+    body = await readBody(res.body);
+  } catch (err) {
+    throw networkError(err, res.url);
+  } finally {
+    wireBytes = res.wireBytes();
+    res.body.destroy();
+  }
+  // A declared charset is honoured (or the page refused), never read as UTF-8 with U+FFFD.
+  body = toUtf8(body, charsetOf(header(res.headers, 'content-type')), res.url);
+  const next = nextLink(res.headers.link, res.finalUrl);
+  on.downloaded(next);
+  const framing = {
+    delimited: bodyEndChecked(res.headers),
+    unterminated: body.length > 0 && body[body.length - 1] !== 0x0a,
+    linked: res.headers.link !== undefined,
+  };
+  const bytes = body.length;
+  // The body's memory moves to the worker: `body` is unusable from here on.
+  const decoded = await decoders.decodePage(body, {
+    page,
+    maxRecordBytes: config.maxRecordBytes,
+    rejectRawMaxBytes: config.rejectRawMaxBytes,
+    url: res.url,
+    extraLimits: extraLimits(config),
+    endChecked: framing.delimited,
+  });
+  // Short: fewer rows than the fullest page so far (before any, than asked). A capped server's pages are
+  // all short, so a short page counts as cut unless reading it again gives as many rows.
+  const rows = decoded.page.rows;
+  const expected = short.rows === rows ? 0 : on.fullest() || config.csvPageSize;
+  try {
+    checkCloseDelimited(framing, rows, { page, url: res.url, pageSize: expected });
+  } catch (err) {
+    if (!framing.unterminated) short.rows = rows; // short with a Link, not provably cut
+    throw err;
+  }
+  on.decoded(rows);
+  return { decoded, bytes, wireBytes, url: res.url, next, ...pageValidator(res.headers) };
 }
 
 /** URL of page `page` of the export: `pageSize` and the configured page parameter set. */

@@ -1,7 +1,8 @@
+import { requestOptions } from '../../upstream/request-options.js';
 import { openStream } from '../../upstream/open-stream.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import type { ExportValidator, ReadContext } from '../export-source.js';
-import { ACCEPT, csvPageUrl, keyFor, pageDeadline } from './csv-pages.js';
+import { ACCEPT, csvPageUrl } from './csv-pages.js';
 import { pageValidator } from './export-validators.js';
 
 // What resuming an interrupted CSV export needs: page 1's validator now, and the page size in force.
@@ -14,14 +15,10 @@ export async function probeFirstPage(ctx: ReadContext): Promise<ExportValidator>
     ctx.config,
     ctx.logger,
     async () => {
-      const res = await openStream(url, {
-        dispatcher: ctx.dispatcher,
-        apiKey: keyFor(ctx.config, url),
-        maxRedirects: ctx.config.maxRedirects,
-        signal: ctx.signal,
-        headers: { accept: ACCEPT },
-        deadline: pageDeadline(ctx.config),
-      });
+      const res = await openStream(
+        url,
+        requestOptions(ctx.config, ctx, url, { accept: ACCEPT, deadline: 'page' }),
+      );
       // Abort the body unread; undici then emits an abort error nobody else listens to.
       res.body.once('error', () => undefined);
       res.body.destroy();

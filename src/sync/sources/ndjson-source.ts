@@ -1,8 +1,14 @@
-import { bodyEndChecked, header, networkError, openStream, minSpeedOf } from '../../upstream/open-stream.js';
-import { apiUrl, extraLimits } from '../../config/config.js';
-import { startDecoders } from '../../normalize/decoders.js';
+import { startSourceDecoders } from './source-decoders.js';
+import { requestOptions } from '../../upstream/request-options.js';
+import {
+  bodyEndChecked,
+  header,
+  networkError,
+  openStream,
+  type OpenResponse,
+} from '../../upstream/open-stream.js';
+import { apiUrl } from '../../config/config.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
-import { KnownLines } from '../../normalize/known-lines.js';
 import { charsetOf, utf8Chunks } from '../../extract/charset.js';
 import { countBytes } from '../count-bytes.js';
 import type { ExportSource, ReadContext } from '../export-source.js';
@@ -10,8 +16,8 @@ import { safeUrl } from '../../util/safe-url.js';
 import { isNotModified } from '../conditional.js';
 
 /**
- * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the seed does not
- * show the path, docs/sources.md): one streamed GET, one report per line. A conditional GET answered 304 yields
+ * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the upstream does not show
+ * the path, docs/upstream-contract.md): one streamed GET, one report per line. A conditional GET answered 304 yields
  * only `not-modified`.
  */
 export const ndjsonSource: ExportSource = {
@@ -19,20 +25,8 @@ export const ndjsonSource: ExportSource = {
   fullExport: true,
   async *read(ctx: ReadContext) {
     const url = apiUrl(ctx.config, ctx.config.ndjsonPath).toString();
-    let res;
-    try {
-      res = await openStream(url, {
-        dispatcher: ctx.dispatcher,
-        apiKey: ctx.config.apiKey,
-        maxRedirects: ctx.config.maxRedirects,
-        minSpeed: minSpeedOf(ctx.config),
-        signal: ctx.signal,
-        headers: { accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1', ...ctx.conditional },
-        deadline: { ms: ctx.config.exportDeadlineMs, setting: 'REPORTS_EXPORT_DEADLINE_MS' },
-      });
-    } catch (err) {
-      // A 304 to the conditional request: the export is the one the last complete run read.
-      if (!ctx.conditional || !isNotModified(err)) throw err;
+    const res = await openExport(ctx, url);
+    if (res === 'not-modified') {
       yield { kind: 'not-modified', url: safeUrl(url) };
       return { complete: true };
     }
@@ -46,28 +40,8 @@ export const ndjsonSource: ExportSource = {
     };
     let read = 0; // body bytes since the last `bytes` item
     let wire = 0;
-    // JSON is UTF-8 (RFC 8259 §8.1), but a declared charset is honoured (or the export refused before
-    // reading), never read as UTF-8 with U+FFFD.
-    let body: AsyncIterable<Uint8Array>;
-    try {
-      body = utf8Chunks(
-        countBytes(res.body, (n) => {
-          read += n;
-        }),
-        charsetOf(header(res.headers, 'content-type')),
-        res.url,
-      );
-    } catch (err) {
-      res.body.on('error', () => undefined); // the abort of an unread body is no failure of its own
-      res.body.destroy();
-      throw err;
-    }
-    const decoders = startDecoders(
-      ctx.config.decodeWorkers,
-      ctx.knownLines ?? (await KnownLines.empty('ndjson')),
-      ctx.config.rejectRawMaxBytes,
-      extraLimits(ctx.config),
-    );
+    const body = utf8Body(res, (n) => (read += n));
+    const decoders = await startSourceDecoders(ctx, 'ndjson');
     try {
       for await (const block of decodeNdjson(body, {
         maxRecordBytes: ctx.config.maxRecordBytes,
@@ -90,3 +64,35 @@ export const ndjsonSource: ExportSource = {
     yield { kind: 'bytes', read, wire };
   },
 };
+
+/** GETs the export (conditionally when the run has validators); `not-modified` for a 304 to that. */
+async function openExport(ctx: ReadContext, url: string): Promise<OpenResponse | 'not-modified'> {
+  try {
+    return await openStream(
+      url,
+      requestOptions(ctx.config, ctx, url, {
+        accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1',
+        headers: ctx.conditional,
+        deadline: 'export',
+      }),
+    );
+  } catch (err) {
+    // A 304 to the conditional request: the export is the one the last complete run read.
+    if (!ctx.conditional || !isNotModified(err)) throw err;
+    return 'not-modified';
+  }
+}
+
+/**
+ * The body as UTF-8 chunks, counted as they come (`onBytes`). JSON is UTF-8 (RFC 8259 §8.1), but a declared
+ * charset is honoured (or the export refused before reading), never read as UTF-8 with U+FFFD.
+ */
+function utf8Body(res: OpenResponse, onBytes: (n: number) => void): AsyncIterable<Uint8Array> {
+  try {
+    return utf8Chunks(countBytes(res.body, onBytes), charsetOf(header(res.headers, 'content-type')), res.url);
+  } catch (err) {
+    res.body.on('error', () => undefined); // the abort of an unread body is no failure of its own
+    res.body.destroy();
+    throw err;
+  }
+}

@@ -57,7 +57,7 @@ export interface PageInput {
  *    others wait for the next full export. Records that fail validation neither stop nor extend the run:
  *    they are quarantined whichever page they are on; a page of only invalid records is read past;
  * 4. a page shorter than the page size in force is the last one (`end`, complete), but for a short page 1:
- *    the server may cap `pageSize` (the seed names no maximum), so page 2 is read, and page 1's length is
+ *    the server may cap `pageSize` (the upstream names no maximum: docs/upstream-contract.md), so page 2 is read, and page 1's length is
  *    the size in force from then on (`size`);
  * 5. page `maxPages` is the last one read (`max-pages`, incomplete);
  * 6. otherwise the next page is read.
@@ -91,4 +91,76 @@ function sameIds(records: readonly PageRecord[], previous: readonly (string | un
   if (records.length !== previous.length || records.every((r) => r.id === undefined)) return false;
   // Position by position, an element without an id included (it repeats as such).
   return records.every((r, i) => r.id === previous[i]);
+}
+
+/** What follows a list page for the read loop: hand its records on (`use`), then end with `outcome` or read on. */
+export interface RecentStep {
+  use: boolean;
+  /** Set when the run ends here (complete, or incomplete with the reason). */
+  outcome?: { complete: true } | { complete: false; reason: string } | undefined;
+  /** The log lines the loop writes when the run ends. */
+  logs: Array<{ level: 'info' | 'warn'; fields: Record<string, unknown>; message: string }>;
+}
+
+/**
+ * The paging of the `recent` source as a pure state machine (no I/O): {@link request} names the next list
+ * page, {@link onPage} takes what it held and says what follows ({@link decidePage}'s rules). The read loop
+ * (recent-source.ts) fetches and feeds it; test/unit/recent-paging.test.ts drives this same class.
+ */
+export class RecentPager {
+  /** 1-based number of the page to read next. */
+  page = 1;
+  readonly #pageSize: number;
+  readonly #maxPages: number;
+  #size: number | undefined; // a capped server's served size, once adopted
+  #previousIds: (string | undefined)[] | undefined;
+
+  /** `pageSize` asked for on every page (`REPORTS_RECENT_PAGE_SIZE`); `maxPages`: `REPORTS_RECENT_MAX_PAGES`. */
+  constructor(pageSize: number, maxPages: number) {
+    this.#pageSize = pageSize;
+    this.#maxPages = maxPages;
+  }
+
+  /** The query of the next page: `pageSize` and the 1-based `page`. */
+  request(): { page: number; pageSize: number } {
+    return { page: this.page, pageSize: this.#pageSize };
+  }
+
+  /** Takes the records of page {@link page} and moves on to the next page when the run goes on. */
+  onPage(records: readonly PageRecord[]): RecentStep {
+    const { page } = this;
+    const decision = decidePage({
+      page,
+      pageSize: this.#pageSize,
+      size: this.#size,
+      maxPages: this.#maxPages,
+      records,
+      previousIds: this.#previousIds,
+    });
+    if (decision.next) {
+      this.#size = decision.size ?? this.#size;
+      this.#previousIds = records.map((r) => r.id);
+      this.page++;
+      return { use: true, logs: [] };
+    }
+    const level = decision.complete ? 'info' : 'warn';
+    const logs: RecentStep['logs'] = [
+      { level, fields: { pages: page, stop: decision.reason }, message: 'recent: list read' },
+    ];
+    if (decision.reason === 'repeated') {
+      const reason = `list page ${page} repeats page ${page - 1} (the server ignored \`page\`?)`;
+      return { use: decision.use, outcome: { complete: false, reason }, logs };
+    }
+    if (decision.reason === 'max-pages') {
+      logs.push({
+        level: 'warn',
+        fields: { pages: page, pageSize: this.#pageSize },
+        message:
+          'recent: REPORTS_RECENT_MAX_PAGES pages read without reaching known reports: the gap is left to the next full export',
+      });
+      const reason = `stopped after ${page} list pages (REPORTS_RECENT_MAX_PAGES)`;
+      return { use: decision.use, outcome: { complete: false, reason }, logs };
+    }
+    return { use: decision.use, outcome: { complete: true }, logs };
+  }
 }

@@ -1,31 +1,29 @@
+import type { BlockDecoders } from '../../normalize/decoders.js';
+import { startSourceDecoders } from './source-decoders.js';
+import { requestOptions } from '../../upstream/request-options.js';
 import { Readable } from 'node:stream';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { apiUrl } from '../../config/config.js';
-import { extraLimits } from '../../config/config.js';
-import { startDecoders } from '../../normalize/decoders.js';
-import { KnownLines } from '../../normalize/known-lines.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
-import { recordIdOf } from '../../normalize/reject.js';
+import { recordIdOf, type DecodedBlock } from '../../normalize/reject.js';
 import { isUtf8 } from 'node:buffer';
 import { arrayElementTexts } from '../../schema/json-text.js';
-import { validateWireReport } from '../../schema/report.js';
-import { header, networkError, openStream, minSpeedOf } from '../../upstream/open-stream.js';
+import { header, networkError, openStream } from '../../upstream/open-stream.js';
 import { SyncError } from '../../util/errors.js';
 import { currentHashes } from '../../warehouse/current-hashes.js';
 import type { ExportSource, ReadContext, ReadOutcome, SourceItem } from '../export-source.js';
 import { safeUrl as redactedUrl } from '../../util/safe-url.js';
 import { isPastEndAnswer } from './csv-paging.js';
-import { decidePage, type PageRecord } from './recent-paging.js';
+import { RecentPager, type PageRecord } from './recent-paging.js';
+import { PAGE_SEQ_STRIDE } from '../../normalize/csv-page-decode.js';
 
 // A list page is held whole to parse it as one JSON array: bounded so a runaway body cannot exhaust memory.
 const MAX_PAGE_BYTES = 256 * 1024 * 1024;
-// Records are numbered page × 2^29 + row, as the CSV export's (arrival order for "last seen wins").
-const PAGE_SEQ = 2 ** 29;
 
 /**
- * The `recent` source: an incremental sync from the list endpoint (`REPORTS_LIST_PATH`, seed rule 3: "the
+ * The `recent` source: an incremental sync from the list endpoint (`REPORTS_LIST_PATH`, docs/upstream-contract.md rule 3: "the
  * latest published reports when no filter is given", newest first). It reads `?pageSize=N&page=K` from
- * page 1 and stops where {@link decidePage} says: at the first page whose reports are all already current
+ * page 1 and stops where its pager (recent-paging.ts) says: at the first page whose reports are all already current
  * in the warehouse (by id, looked up through `lookup`, a connection of its own; changed ones on the pages
  * read are merged as updates), at the
  * end of the list, on a repeated page (incomplete), or after `REPORTS_RECENT_MAX_PAGES` pages (incomplete,
@@ -52,97 +50,81 @@ async function* readRecent(
   lookup: DuckDBConnection,
 ): AsyncGenerator<SourceItem, ReadOutcome | undefined> {
   const { config } = ctx;
-  const pageSize = config.recentPageSize;
-  const decoders = startDecoders(
-    config.decodeWorkers,
-    await KnownLines.empty('recent'),
-    config.rejectRawMaxBytes,
-    extraLimits(config),
-  );
+  const pager = new RecentPager(config.recentPageSize, config.recentMaxPages);
+  const decoders = await startSourceDecoders(ctx, 'recent');
   try {
-    let previousIds: (string | undefined)[] | undefined;
-    let size: number | undefined; // a capped server's served size, once adopted (decidePage)
-    for (let page = 1; ; page++) {
+    for (;;) {
+      const { page, pageSize } = pager.request();
       const url = apiUrl(config, config.listPath);
       url.searchParams.set('pageSize', String(pageSize));
       url.searchParams.set('page', String(page));
-      // Past page 1, some servers answer an error (400, 404, …) where the list has no more pages.
-      const { values, texts, bytes, safeUrl, etag, lastModified } = await fetchPage(ctx, url).catch(
-        (err: unknown) => {
-          if (page > 1 && isPastEndAnswer(err))
-            return {
-              values: [],
-              texts: [],
-              bytes: 0,
-              safeUrl: redactedUrl(url),
-              etag: undefined,
-              lastModified: undefined,
-            };
-          throw err;
-        },
-      );
-      yield { kind: 'bytes', read: bytes, wire: bytes };
-      if (page === 1) yield { kind: 'export', info: { url: safeUrl, etag, lastModified } };
-      const records = await pageRecords(values, lookup);
-      const decision = decidePage({
-        page,
-        pageSize,
-        size,
-        maxPages: config.recentMaxPages,
-        records,
-        previousIds,
+      const list = await fetchPage(ctx, url).catch((err: unknown) => {
+        // Past page 1, some servers answer an error (400, 404, …) where the list has no more pages.
+        if (page > 1 && isPastEndAnswer(err)) return emptyPage(url);
+        throw err;
       });
-      if (decision.next || decision.use) {
-        // The page's elements as NDJSON lines (white space outside strings may hold newlines, strings
-        // cannot), decoded by the same rules as the NDJSON export; numbered page × 2^29 + row.
-        const lines = texts.map((t) => t.replace(/[\r\n]/g, ' ')).join('\n');
-        const body = Readable.from([Buffer.from(lines.length > 0 ? `${lines}\n` : '')]);
-        for await (const block of decodeNdjson(body, {
-          maxRecordBytes: config.maxRecordBytes,
-          rejectRawMaxBytes: config.rejectRawMaxBytes,
-          url: safeUrl,
-          lineOffset: page * PAGE_SEQ,
-          decoders,
-        })) {
-          for (const r of block.rejects) {
-            const row = r.location.line - page * PAGE_SEQ;
-            r.location = { page, row, line: row };
-          }
-          yield { kind: 'block', block };
-        }
-      }
-      if (decision.next) {
-        size = decision.size ?? size;
-        previousIds = records.map((r) => r.id);
-        continue;
-      }
-      const level = decision.complete ? 'info' : 'warn';
-      ctx.logger[level]({ pages: page, stop: decision.reason }, 'recent: list read');
-      if (decision.reason === 'repeated') {
-        return {
-          complete: false,
-          reason: `list page ${page} repeats page ${page - 1} (the server ignored \`page\`?)`,
+      yield { kind: 'bytes', read: list.bytes, wire: list.bytes };
+      if (page === 1) {
+        yield {
+          kind: 'export',
+          info: { url: list.safeUrl, etag: list.etag, lastModified: list.lastModified },
         };
       }
-      if (decision.reason === 'max-pages') {
-        ctx.logger.warn(
-          { pages: page, pageSize },
-          'recent: REPORTS_RECENT_MAX_PAGES pages read without reaching known reports: the gap is left to the next full export',
-        );
-        return { complete: false, reason: `stopped after ${page} list pages (REPORTS_RECENT_MAX_PAGES)` };
-      }
-      return { complete: true };
+      const blocks = await decodePage(ctx, decoders, page, list);
+      const step = pager.onPage(await pageRecords(list.values, blocks, lookup));
+      if (step.use) for (const block of blocks) yield { kind: 'block', block };
+      for (const { level, fields, message } of step.logs) ctx.logger[level](fields, message);
+      if (step.outcome) return step.outcome;
     }
   } finally {
     await decoders.close();
   }
 }
 
-/** GETs one list page and parses it as a JSON array. */
-async function fetchPage(
+/** A list page that is not there: an error answer past page 1 read as the end of the list. */
+function emptyPage(url: URL): ListPage {
+  return {
+    values: [],
+    texts: [],
+    bytes: 0,
+    safeUrl: redactedUrl(url),
+    etag: undefined,
+    lastModified: undefined,
+  };
+}
+
+/**
+ * The page's elements validated, quarantined and staged by the same rules as NDJSON lines (their texts as
+ * sent, one a line: white space outside strings may hold newlines, strings cannot), numbered
+ * page × {@link PAGE_SEQ_STRIDE} + row; rejects are located by page and row.
+ */
+async function decodePage(
   ctx: ReadContext,
-  url: URL,
-): Promise<{
+  decoders: BlockDecoders,
+  page: number,
+  list: ListPage,
+): Promise<DecodedBlock[]> {
+  const lines = list.texts.map((t) => t.replace(/[\r\n]/g, ' ')).join('\n');
+  const body = Readable.from([Buffer.from(lines.length > 0 ? `${lines}\n` : '')]);
+  const blocks: DecodedBlock[] = [];
+  for await (const block of decodeNdjson(body, {
+    maxRecordBytes: ctx.config.maxRecordBytes,
+    rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
+    url: list.safeUrl,
+    lineOffset: page * PAGE_SEQ_STRIDE,
+    decoders,
+  })) {
+    for (const r of block.rejects) {
+      const row = r.location.line - page * PAGE_SEQ_STRIDE;
+      r.location = { page, row, line: row };
+    }
+    blocks.push(block);
+  }
+  return blocks;
+}
+
+/** One list page: its elements parsed and as sent, with what the response said of itself. */
+interface ListPage {
   values: unknown[];
   texts: string[];
   /** Body size in bytes. */
@@ -150,15 +132,14 @@ async function fetchPage(
   safeUrl: string;
   etag?: string | undefined;
   lastModified?: string | undefined;
-}> {
-  const res = await openStream(url, {
-    dispatcher: ctx.dispatcher,
-    apiKey: ctx.config.apiKey,
-    maxRedirects: ctx.config.maxRedirects,
-    minSpeed: minSpeedOf(ctx.config),
-    signal: ctx.signal,
-    headers: { accept: 'application/json' },
-  });
+}
+
+/** GETs one list page and parses it as a JSON array. */
+async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
+  const res = await openStream(
+    url,
+    requestOptions(ctx.config, ctx, url, { accept: 'application/json', deadline: 'page' }),
+  );
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -215,12 +196,17 @@ async function fetchPage(
   };
 }
 
-/** The page's records as the stop rules see them: validated, and looked up among the current reports. */
-async function pageRecords(values: readonly unknown[], lookup: DuckDBConnection): Promise<PageRecord[]> {
-  const checked = values.map((value) => {
-    const result = validateWireReport(value);
-    return result.ok ? { id: result.report.id, valid: true } : { id: recordIdOf(value), valid: false };
-  });
+/**
+ * The page's records as the stop rules see them: valid unless the decoders quarantined their row (each
+ * element is validated once, there), and looked up by id among the current reports.
+ */
+async function pageRecords(
+  values: readonly unknown[],
+  blocks: readonly DecodedBlock[],
+  lookup: DuckDBConnection,
+): Promise<PageRecord[]> {
+  const rejectedRows = new Set(blocks.flatMap((b) => b.rejects.map((r) => r.location.row)));
+  const checked = values.map((value, i) => ({ id: recordIdOf(value), valid: !rejectedRows.has(i + 1) }));
   const ids = [...new Set(checked.flatMap((c) => (c.valid && c.id !== undefined ? [c.id] : [])))];
   const current = await currentHashes(lookup, ids);
   return checked.map((c) => ({ ...c, known: c.valid && c.id !== undefined && current.has(c.id) }));

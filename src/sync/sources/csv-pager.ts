@@ -1,0 +1,316 @@
+import { SyncError } from '../../util/errors.js';
+import { safeUrl } from '../../util/safe-url.js';
+import type { ExportValidator, ReadContext, ReadOutcome } from '../export-source.js';
+import { decidePaging, isPastEndAnswer, mayBeEnd } from './csv-paging.js';
+import { resumedPageSize } from './csv-resume.js';
+import { compareValidators, describeValidator, hasValidator } from './export-validators.js';
+
+/** What the pager needs to know of the configuration: the paging settings, and how a page is named. */
+export interface CsvPagerInit {
+  /** `pageSize` asked for (`REPORTS_CSV_PAGE_SIZE`). */
+  pageSize: number;
+  /** Pages a run may read (`REPORTS_CSV_MAX_PAGES`). */
+  maxPages: number;
+  /** Name of the page parameter (`REPORTS_CSV_PAGE_PARAM`), for messages. */
+  pageParam: string;
+  /** URL of page `n` by number (csvPageUrl of csv-pages.ts). */
+  pageUrl: (page: number) => URL;
+  /** The upstream's `/stats` total can be asked (ReadContext.upstreamTotal is set). */
+  statsTotalAvailable: boolean;
+  /** Where an interrupted run stopped (ReadContext.resumeFrom). */
+  resume?: ReadContext['resumeFrom'];
+}
+
+/** What one fetched page told the pager. */
+export interface PageAnswer {
+  /** The URL that answered, without secrets. */
+  url: string;
+  /** Data rows (quarantined ones included). */
+  rows: number;
+  /** Digest of the page's keys (to notice a server that ignores the page parameter). */
+  keysDigest: string | undefined;
+  etag?: string | undefined;
+  lastModified?: string | undefined;
+  /** The `Link: rel="next"` target. */
+  next: URL | undefined;
+  /** An error answer past the last page, read as an empty page. */
+  pastEnd?: true | undefined;
+}
+
+/** What the validator of a page means: nothing to do, a validator to record, or page 1 to be asked again. */
+export type ValidatorStep =
+  { kind: 'ok' } | { kind: 'export'; info: ExportValidator & { url: string } } | { kind: 'probe' };
+
+/** A log line the read loop writes. */
+export interface PagerLog {
+  level: 'info' | 'warn';
+  fields: Record<string, unknown>;
+  message: string;
+}
+
+/**
+ * What follows a page, in the order the read loop acts on it: start fetching `start` ahead, hand the
+ * page's block on (`block`), write a checkpoint, then end with `outcome` or read page {@link CsvPager.page}.
+ */
+export interface PageStep {
+  start?: URL | undefined;
+  block: boolean;
+  checkpoint?: { nextUrl?: string | undefined } | undefined;
+  outcome?: ReadOutcome | undefined;
+  logs: PagerLog[];
+}
+
+/**
+ * The paging of the CSV export as a pure state machine (no I/O): a page's answer in, the next request or
+ * the end out, as the Singer SDK's paginators are. The read loop (csv-source.ts) fetches what it says and
+ * feeds back what came; test/unit/csv-paging.test.ts drives this same class over generated servers.
+ *
+ * The rules (docs/sources.md, docs/guarantees.md "Deletes and completeness"): the next page is the `Link:
+ * rel="next"` target when there is one, else page P+1; where a short page ends the export is
+ * {@link decidePaging}'s; a page repeating the previous page's keys, a `Link` back to a page read, rows
+ * after a page answered with an error, and an error answer /stats does not confirm as the end stop the run
+ * incomplete; every page must carry page 1's validator, else the export changed (`EXPORT_CHANGED`) unless
+ * page 1 kept its own (a server validating each page: the run completes without tombstones).
+ */
+export class CsvPager {
+  /** 1-based number of the page to read next. */
+  page: number;
+  /** URL of the page to read next. */
+  url: URL;
+  /** The page size in force (the asked size, or a capping server's). */
+  size: number;
+  /** Data rows read so far, resumed ones included. */
+  rowsSoFar: number;
+  /** The `/stats` total, once asked. */
+  statsTotal: number | undefined;
+  readonly #init: CsvPagerInit;
+  #validator: ExportValidator | undefined;
+  #perPage = false;
+  #consistency: string | undefined;
+  #previousKeys: string | undefined;
+  #linkSeen = false;
+  #pastEndAt: number | undefined;
+  #missing: string | undefined;
+  #viaLink: boolean;
+  #gap = 0;
+  #statsAsked = false;
+  readonly #visited = new Set<string>();
+
+  constructor(init: CsvPagerInit) {
+    const resume = init.resume;
+    this.#init = init;
+    this.page = resume ? resume.page + 1 : 1;
+    this.url = resume?.nextUrl ? new URL(resume.nextUrl) : init.pageUrl(this.page);
+    // The page being read was asked for by a `Link` (it must exist), as a resumed run's next URL may be.
+    this.#viaLink = this.url.toString() !== init.pageUrl(this.page).toString();
+    this.size = resume ? resumedPageSize(init.pageSize, resume) : init.pageSize;
+    this.rowsSoFar = resume?.rowsRead ?? 0;
+    if (resume) this.#validator = { etag: resume.etag, lastModified: resume.lastModified };
+  }
+
+  /** The validator a resumed run starts from (recorded before the first page), else undefined. */
+  get resumedValidator(): ExportValidator | undefined {
+    return this.#init.resume ? this.#validator : undefined;
+  }
+
+  /**
+   * How a failed fetch of the current page reads: `past-end` (an error answer to a page asked for by number
+   * past page 1: an empty page), `not-modified` (page 1 answered 304 to the conditional request: the whole
+   * export is the one last read), or `fail`.
+   */
+  onFetchError(
+    err: unknown,
+    conditional: boolean,
+    notModified: boolean,
+  ): 'past-end' | 'not-modified' | 'fail' {
+    if (this.page > 1 && !this.#viaLink && isPastEndAnswer(err)) return 'past-end';
+    return this.page === 1 && conditional && notModified ? 'not-modified' : 'fail';
+  }
+
+  /** Checks the page's validator against page 1's: {@link ValidatorStep}. */
+  checkValidator(answer: PageAnswer): ValidatorStep {
+    this.#visited.add(this.url.toString());
+    const seen = validatorOf(answer);
+    if (answer.pastEnd) return { kind: 'ok' }; // no validator to compare: an error answer stands for an empty page
+    if (this.#validator === undefined) {
+      this.#validator = seen;
+      return { kind: 'export', info: { url: answer.url, ...seen } };
+    }
+    const same = compareValidators(this.#validator, seen);
+    if (same === 'unknown') {
+      this.#consistency ??=
+        `page ${this.page} carries no validator of the kind page 1 had (${describeValidator(this.#validator)}, now ` +
+        `${describeValidator(seen)}): the pages cannot be proven to be of one version`;
+    } else if (same === 'changed') {
+      // Changed, or a server that validates each page apart: then page 1 still has the validator it had.
+      return this.#perPage ? this.afterProbe(answer, this.#validator) : { kind: 'probe' };
+    }
+    return { kind: 'ok' };
+  }
+
+  /**
+   * After a `probe`: page 1's validator now. Unchanged: the server validates each page (no export version is
+   * recorded, so no later run sends it: a 304 to page 1 would hide rows added on later pages).
+   *
+   * @throws SyncError `EXPORT_CHANGED` (the runner reads the export again from page 1) when page 1 changed
+   */
+  afterProbe(answer: PageAnswer, firstNow: ExportValidator): ValidatorStep {
+    const first = this.#validator ?? {};
+    const seen = validatorOf(answer);
+    if (!this.#perPage && compareValidators(first, firstNow) !== 'same') {
+      throw new SyncError(
+        'EXPORT_CHANGED',
+        `The CSV export changed while it was read: page ${this.page} (${answer.url}) has validator ` +
+          `${describeValidator(seen)}, page 1 had ${describeValidator(first)}: the export is read again from page 1 ` +
+          '(if it keeps changing, sync when the upstream is not regenerating it)',
+        { context: { url: answer.url, page: this.page, first, now: seen }, retry: 'export' },
+      );
+    }
+    this.#consistency ??=
+      `page ${this.page} has a validator of its own (${describeValidator(seen)}) while page 1's is unchanged: ` +
+      'the server validates each page, not the export, so the pages cannot be proven to be of one version';
+    if (this.#perPage) return { kind: 'ok' };
+    this.#perPage = true;
+    return { kind: 'export', info: { url: safeUrl(this.#init.pageUrl(1)) } };
+  }
+
+  /** Notes what the page's answer says of the export as a whole: call once per page, after {@link checkValidator}. */
+  countRows(answer: PageAnswer): void {
+    const { rows } = answer;
+    if (answer.pastEnd) this.#pastEndAt ??= this.page;
+    else if (rows > 0 && this.#pastEndAt !== undefined) {
+      this.#missing ??= `page ${this.#pastEndAt} answered an error, yet page ${this.page} has rows: a page of the export is missing`;
+    }
+    if (this.#consistency === undefined && !answer.pastEnd && !hasValidator(validatorOf(answer))) {
+      this.#consistency =
+        `page ${this.page} carries neither ETag nor Last-Modified: a paged export without a validator cannot ` +
+        'prove its pages are of one version (a row unpublished mid-read shifts later rows across pages)';
+    }
+  }
+
+  /**
+   * Decides what follows the page (see the class comment) and moves to the next page when there is one.
+   * `stats-total` asks the loop for the upstream's `/stats` total first ({@link statsTotal}; undefined when
+   * it cannot be had), then to ask again: a page that may be the end is judged with it.
+   *
+   * @throws SyncError `CSV_MAX_PAGES` when a page past `REPORTS_CSV_MAX_PAGES` still has rows
+   */
+  decide(answer: PageAnswer): PageStep | 'stats-total' {
+    const early = this.#guards(answer);
+    if (early) return early;
+    if (this.#wantsStatsTotal(answer)) return 'stats-total';
+    this.rowsSoFar += answer.rows;
+    return this.#follow(answer);
+  }
+
+  /** The page may be the end and `/stats` can be and was not asked yet: its total decides. */
+  #wantsStatsTotal(answer: PageAnswer): boolean {
+    if (!this.#init.statsTotalAvailable || this.#statsAsked || this.statsTotal !== undefined) return false;
+    const facts = { rows: answer.rows, size: this.size, linkNext: answer.next !== undefined };
+    if (!mayBeEnd({ ...facts, linkSeen: this.#linkSeen })) return false;
+    this.#statsAsked = true;
+    return true;
+  }
+
+  /** The stops that come before the paging rule: too many pages, a repeated page. */
+  #guards(answer: PageAnswer): PageStep | undefined {
+    const { page } = this;
+    const { rows } = answer;
+    const { maxPages, pageSize, pageParam } = this.#init;
+    if (page > maxPages) {
+      if (rows === 0) return stop(false, `page ${page} is past REPORTS_CSV_MAX_PAGES=${maxPages} and empty`);
+      throw new SyncError(
+        'CSV_MAX_PAGES',
+        `The CSV export at ${answer.url} still has rows on page ${page}, past REPORTS_CSV_MAX_PAGES=${maxPages}: ` +
+          'raise the limit or REPORTS_CSV_PAGE_SIZE if the export is really that large; otherwise the server pages in a loop',
+        { context: { url: answer.url, maxPages, pageSize } },
+      );
+    }
+    if (rows > 0 && answer.keysDigest === this.#previousKeys) {
+      const reason =
+        `page ${page} repeats the keys of page ${page - 1}: the server ignores the ` +
+        `\`${pageParam}\` parameter (REPORTS_CSV_PAGE_PARAM?); stopped, the export is incomplete`;
+      return {
+        block: false,
+        outcome: { complete: false, reason },
+        logs: [warn({ page, url: answer.url }, reason)],
+      };
+    }
+    return undefined;
+  }
+
+  /** The paging rule (decidePaging) applied to the page, and the move to the next one. */
+  #follow(answer: PageAnswer): PageStep {
+    const { page, rowsSoFar, statsTotal } = this;
+    const { rows, next: link } = answer;
+    const facts = { page, rows, asked: this.#init.pageSize, size: this.size, linkNext: link !== undefined };
+    const decision = decidePaging({
+      ...facts,
+      linkSeen: this.#linkSeen,
+      rowsSoFar,
+      gap: this.#gap,
+      statsTotal,
+    });
+    this.#linkSeen ||= link !== undefined;
+    const block = rows > 0;
+    if (answer.pastEnd && decision.action === 'stop-complete' && !(rowsSoFar >= (statsTotal ?? Infinity))) {
+      return stop(
+        false,
+        `page ${page} answered an error, not an empty page, and /stats does not confirm the end`,
+      );
+    }
+    if (decision.action === 'stop-incomplete') {
+      return { ...stop(false, decision.reason), block, checkpoint: block ? {} : undefined };
+    }
+    const logs: PagerLog[] = [];
+    let next: URL | undefined;
+    if (decision.action === 'continue') {
+      next = decision.via === 'link' && link !== undefined ? link : this.#init.pageUrl(page + 1);
+      if (decision.reason)
+        logs.push(warn({ page, rows, pageSize: this.size, rowsSoFar, statsTotal }, decision.reason));
+      this.size = decision.size;
+      this.#gap = decision.gap;
+      this.#viaLink = decision.via === 'link';
+    }
+    if (next !== undefined && this.#visited.has(next.toString())) {
+      const loop = stop(
+        false,
+        `the Link of page ${page} leads back to ${safeUrl(next)}, read before: the links loop`,
+      );
+      return { ...loop, block, checkpoint: block ? {} : undefined, logs: [...logs, ...loop.logs] };
+    }
+    const checkpoint = block || next !== undefined ? { nextUrl: next?.toString() } : undefined;
+    if (next === undefined) {
+      logs.push({
+        level: 'info',
+        fields: { page, rows, pageSize: this.size, rowsSoFar, statsTotal },
+        message: decision.reason ?? '',
+      });
+      const end = this.#missing !== undefined ? stop(false, this.#missing) : undefined;
+      const outcome = end?.outcome ?? { complete: true, tombstonesBlocked: this.#consistency };
+      return { block, checkpoint, outcome, logs: [...logs, ...(end?.logs ?? [])] };
+    }
+    this.#previousKeys = block ? answer.keysDigest : this.#previousKeys;
+    this.url = next;
+    this.page++;
+    return { start: next, block, checkpoint, logs };
+  }
+}
+
+/** The export validator a page answered with. */
+function validatorOf(answer: PageAnswer): ExportValidator {
+  return { etag: answer.etag, lastModified: answer.lastModified };
+}
+
+/** An incomplete end, with the warning that carries the reason (no tombstones follow). */
+function stop(complete: false, reason: string): PageStep {
+  return {
+    block: false,
+    outcome: { complete, reason },
+    logs: [warn({ reason }, 'the CSV export stopped incomplete: no tombstones')],
+  };
+}
+
+function warn(fields: Record<string, unknown>, message: string): PagerLog {
+  return { level: 'warn', fields, message };
+}
