@@ -13,10 +13,10 @@ import type { Validators } from '../validators.js';
  */
 
 /** The columns {@link rowToReport} reads, in its order: timestamps as epoch ms, `extra` as JSON text. */
-const COLUMNS = `id, status, destination, category, description, lat, lng, address,
+export const PG_REPORT_COLUMNS = `id, status, destination, category, description, lat, lng, address,
   trunc(extract(epoch FROM created_at) * 1000)::float8 AS created_ms,
   trunc(extract(epoch FROM updated_at) * 1000)::float8 AS updated_ms, extra::text AS extra`;
-const NEWEST_FIRST = 'created_at DESC, id COLLATE "C" ASC';
+export const PG_NEWEST_FIRST = 'created_at DESC, id COLLATE "C" ASC';
 const EXPORT_ORDER = 'created_at ASC, id COLLATE "C" ASC';
 
 /** Rows per cursor read while an export streams: memory stays at one such batch. */
@@ -54,53 +54,6 @@ export class PgReaderQueries {
     return { lastRunId: row?.[0] ?? null, publishedMs: row?.[1] ?? null };
   }
 
-  /**
-   * List page `page` (1-based) of `pageSize` reports of `filter`, newest first, with the published state,
-   * in ONE statement (one snapshot: the rows are those of the state returned). The page's first row is
-   * found on the filter's index alone (an index-only scan skips the rows before it), then only the
-   * page's rows are read from the table.
-   */
-  async listPage(
-    client: ClientBase,
-    filter: ReportFilter,
-    page: number,
-    pageSize: number,
-  ): Promise<{ state: PublishedState; reports: Report[] }> {
-    const params: unknown[] = [(page - 1) * pageSize, pageSize];
-    const where = conditions(filter, params);
-    const res = await client.query<unknown[]>({
-      text: this.#pageSql(where),
-      values: params,
-      rowMode: 'array',
-    });
-    const first = res.rows[0];
-    const state = {
-      lastRunId: (first?.[0] as string | null) ?? null,
-      publishedMs: (first?.[1] as number | null) ?? null,
-    };
-    const reports = res.rows.filter((row) => row[2] !== null).map((row) => rowToReport(row.slice(2)));
-    return { state, reports };
-  }
-
-  #pageSql(where: string): string {
-    const r = `${this.#s}.report_rows`;
-    // The page's first row by an index-only scan of the filter's index (OFFSET there reads index entries,
-    // not table rows), then the page from there: rows at or after it in list order.
-    return `WITH first AS (
-        SELECT created_at, id FROM ${r} WHERE ${where}
-        ORDER BY ${NEWEST_FIRST} OFFSET $1 LIMIT 1)
-      SELECT st.last_run_id, st.published_ms, p.*
-      FROM (SELECT 1) AS one
-      LEFT JOIN (${this.#stateSql()}) st ON true
-      LEFT JOIN LATERAL (
-        SELECT ${COLUMNS}, created_at AS order_at FROM ${r}
-        WHERE ${where} AND created_at <= (SELECT created_at FROM first)
-          AND (created_at < (SELECT created_at FROM first) OR id COLLATE "C" >= (SELECT id FROM first))
-        ORDER BY ${NEWEST_FIRST} LIMIT $2
-      ) p ON true
-      ORDER BY p.order_at DESC, p.id COLLATE "C"`;
-  }
-
   /** `/stats` groups: current reports counted by status and destination. */
   async statsGroups(client: ClientBase): Promise<Array<{ status: string; destination: string; n: number }>> {
     const res = await client.query<{ status: string; destination: string; n: number }>(
@@ -114,7 +67,7 @@ export class PgReaderQueries {
   async count(client: ClientBase, filter: ReportFilter = {}): Promise<number> {
     const params: unknown[] = [];
     const res = await client.query<[number]>({
-      text: `SELECT count(*)::float8 FROM ${this.#s}.report_rows WHERE ${conditions(filter, params)}`,
+      text: `SELECT count(*)::float8 FROM ${this.#s}.report_rows WHERE ${pgConditions(filter, params)}`,
       values: params,
       rowMode: 'array',
     });
@@ -150,15 +103,15 @@ export class PgReaderQueries {
     o: { order: 'newest' | 'oldest'; located?: boolean; range?: { offset: number; limit: number } },
   ): AsyncGenerator<Report[]> {
     const params: unknown[] = [];
-    let where = conditions(filter, params);
+    let where = pgConditions(filter, params);
     if (o.located === true) where += ' AND lat IS NOT NULL AND lng IS NOT NULL';
     let paging = '';
     if (o.range !== undefined) {
       params.push(o.range.limit, o.range.offset);
       paging = `LIMIT $${params.length - 1} OFFSET $${params.length}`;
     }
-    const order = o.order === 'newest' ? NEWEST_FIRST : EXPORT_ORDER;
-    const text = `SELECT ${COLUMNS} FROM ${this.#s}.report_rows WHERE ${where} ORDER BY ${order} ${paging}`;
+    const order = o.order === 'newest' ? PG_NEWEST_FIRST : EXPORT_ORDER;
+    const text = `SELECT ${PG_REPORT_COLUMNS} FROM ${this.#s}.report_rows WHERE ${where} ORDER BY ${order} ${paging}`;
     const cursor = client.query(new Cursor<unknown[]>(text, params, { rowMode: 'array' }));
     try {
       for (;;) {
@@ -172,13 +125,18 @@ export class PgReaderQueries {
   }
 
   #stateSql(): string {
-    return `SELECT last_run_id, trunc(extract(epoch FROM published_at) * 1000)::float8 AS published_ms
-      FROM ${this.#s}.publish_state`;
+    return publishedStateSql(this.#s);
   }
 }
 
+/** The `publish_state` row as (last_run_id, published_ms) of the quoted schema `s`. */
+export function publishedStateSql(s: string): string {
+  return `SELECT last_run_id, trunc(extract(epoch FROM published_at) * 1000)::float8 AS published_ms
+      FROM ${s}.publish_state`;
+}
+
 /** `removed_at IS NULL` AND the filter's equalities, its values appended to `params` as `$n`. */
-function conditions(filter: ReportFilter, params: unknown[]): string {
+export function pgConditions(filter: ReportFilter, params: unknown[]): string {
   const clauses = ['removed_at IS NULL'];
   if (filter.destination !== undefined) {
     params.push(filter.destination);

@@ -10,6 +10,7 @@ import { PAGE_CSP } from '../routes/status.js';
 import { SpoolCache } from '../spool-cache.js';
 import { renderStatusPage } from '../status-html.js';
 import { VersionCache } from '../version-cache.js';
+import { PgListPages } from './pg-list-pages.js';
 import { PgReaderPool } from './pg-pool.js';
 import { PgReaderQueries } from './pg-queries.js';
 import {
@@ -59,6 +60,7 @@ export async function buildPostgresReader(options: PostgresReaderOptions): Promi
     pool,
     exportPool,
     queries,
+    listPages: new PgListPages(options.schema),
     config,
     current,
     cache: new VersionCache(),

@@ -15,6 +15,7 @@ import type { SpoolCache } from '../spool-cache.js';
 import { notModified, validatorHeaders, type Validators } from '../validators.js';
 import type { VersionCache } from '../version-cache.js';
 import { expand } from '../warehouse-stats.js';
+import type { PgListPages } from './pg-list-pages.js';
 import type { PgReaderPool } from './pg-pool.js';
 import { pgValidators, type PgReaderQueries } from './pg-queries.js';
 import { openPgSnapshot, type PgSnapshot } from './pg-snapshot.js';
@@ -27,6 +28,8 @@ export interface PgReaderContext {
   /** Connections held while an export body is spooled (REPORTS_READER_EXPORT_CONNECTIONS). */
   exportPool: PgReaderPool;
   queries: PgReaderQueries;
+  /** List pages by keyset seeks from the anchors of the current published state. */
+  listPages: PgListPages;
   config: Config;
   current: PgCurrentState;
   /** Stats, CSV row count and extra columns of one published state. */
@@ -54,7 +57,7 @@ export function pgListRoute(ctx: PgReaderContext): RouteHandlerMethod {
     // The cached text carries the tag of the state its rows were read in (the first line): a publish
     // committed since the cached state was read gives a body of the newer state, under the newer tag.
     const cached = await ctx.pages.get(validators.etag, key, async () => {
-      const page = await ctx.pool.use((c) => ctx.queries.listPage(c, filter, query.page, query.pageSize));
+      const page = await ctx.pool.use((c) => ctx.listPages.page(c, filter, query.page, query.pageSize));
       const tagged = pgValidators(page.state);
       const body = `[${page.reports.map((report) => canonicalJson(report)).join(',')}]`;
       return `${JSON.stringify(tagged)}\n${body}`;
