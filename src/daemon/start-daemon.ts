@@ -11,6 +11,7 @@ import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { PostgresPublisher } from '../warehouse/postgres/postgres-publisher.js';
+import { postgresLag } from '../alerts/postgres-lag.js';
 import { publishSnapshot, publishedDirFor } from '../warehouse/publish.js';
 import { changedAny } from '../warehouse/run-counters.js';
 import { AlertCenter } from '../alerts/alert-center.js';
@@ -88,7 +89,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     alerts,
     jobs: options.jobs,
     timezone: config.timezone,
-    publishTargets: [snapshotLag(publishedDir, () => warehouse.connect())],
+    publishTargets: [
+      snapshotLag(publishedDir, () => warehouse.connect()),
+      ...(config.postgresUrl === undefined ? [] : [postgresLag(warehouse.path, () => warehouse.connect())]),
+    ],
     publishLagMs: config.alertPublishLagMs,
     logger,
     clock: options.clock,
