@@ -25,7 +25,6 @@ interface FilterAnchors {
   pending?: Promise<void> | undefined;
 }
 
-
 /**
  * List pages at any depth on PostgreSQL with keyset seeks (docs/deployment.md, "Serving from
  * PostgreSQL"). The list is paged by number (`page`, `pageSize`), which OFFSET serves by reading every row
