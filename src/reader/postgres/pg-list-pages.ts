@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { escapeIdentifier, type ClientBase } from 'pg';
 import type { Report } from '../../schema/report.js';
 import type { ReportFilter } from '../report-rows.js';
@@ -45,13 +46,13 @@ export class PgListPages {
   #byFilter = new Map<string, FilterAnchors>();
 
   /**
-   * @param o.every rows between two anchors (default 1000: a page seeks past fewer index entries)
+   * @param o.every rows between two anchors (default 250: a page skips fewer index entries after its anchor)
    * @param o.minExtension anchors read at least per extension (default 64), so random deep pages build a
    *   filter's anchors in few reads
    */
   constructor(schema: string, o: { every?: number; minExtension?: number } = {}) {
     this.#s = escapeIdentifier(schema);
-    this.#every = o.every ?? 1000;
+    this.#every = o.every ?? 250;
     this.#minExtension = o.minExtension ?? 64;
   }
 
@@ -172,8 +173,7 @@ export class PgListPages {
       from = ` AND created_at <= ${at} AND (created_at < ${at} OR id COLLATE "C" >= ${id})`;
     }
     const r = `${this.#s}.report_rows`;
-    const res = await client.query<unknown[]>({
-      text: `WITH first AS (
+    const text = `WITH first AS (
           SELECT created_at, id FROM ${r} WHERE ${where}${from}
           ORDER BY ${PG_NEWEST_FIRST} OFFSET $1 LIMIT 1)
         SELECT st.last_run_id, st.published_ms, p.*
@@ -185,7 +185,11 @@ export class PgListPages {
             AND (created_at < (SELECT created_at FROM first) OR id COLLATE "C" >= (SELECT id FROM first))
           ORDER BY ${PG_NEWEST_FIRST} LIMIT $2
         ) p ON true
-        ORDER BY p.order_at DESC, p.id COLLATE "C"`,
+        ORDER BY p.order_at DESC, p.id COLLATE "C"`;
+    // Named: prepared once per connection and filter shape, so a page is not planned again each time.
+    const res = await client.query<unknown[]>({
+      name: statementName(text),
+      text,
       values: params,
       rowMode: 'array',
     });
@@ -197,4 +201,9 @@ export class PgListPages {
     const reports = res.rows.filter((row) => row[2] !== null).map((row) => rowToReport(row.slice(2)));
     return { state, reports };
   }
+}
+
+/** A prepared statement's name for `text` (the same text, the same name, on every connection). */
+function statementName(text: string): string {
+  return `reader-page-${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
 }
