@@ -61,6 +61,10 @@ export interface PublishLag {
   publishedAt: Date | null;
   /** When the first change it misses was committed; null when it misses none. */
   pendingSince: Date | null;
+  /** Finished runs it does not hold yet, for targets that count them (PostgreSQL). */
+  runsBehind?: number;
+  /** The error of its last publish attempt, null when that succeeded (targets that record it). */
+  lastError?: string | null;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Config } from '../config/config.js';
-import { SyncError } from '../util/errors.js';
+import { SyncError, errorMessage } from '../util/errors.js';
+import { notePublish } from '../warehouse/postgres/publish-record.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { publishToPostgres, type PostgresPublishResult } from '../warehouse/postgres/publish-postgres.js';
 
@@ -23,11 +24,14 @@ export async function publishPostgresNow(
   }
   const warehouse = await openMigratedWarehouse(config);
   try {
-    const result = await publishToPostgres(warehouse, {
-      url,
-      schema: config.postgresSchema,
-      full: options.full,
-    });
+    let result;
+    try {
+      result = await publishToPostgres(warehouse, { url, schema: config.postgresSchema, full: options.full });
+    } catch (err) {
+      notePublish(warehouse.path, { ok: false, error: errorMessage(err) });
+      throw err;
+    }
+    notePublish(warehouse.path, { ok: true, lastRunId: result.lastRunId });
     return options.json ? `${JSON.stringify(result, null, 2)}\n` : describe(result, config.postgresSchema);
   } finally {
     warehouse.close();

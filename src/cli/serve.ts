@@ -7,6 +7,7 @@ import { configFromFlags, withCommonOptions, type CommonFlags } from './common-o
 interface ServeFlags extends CommonFlags {
   port?: string;
   host?: string;
+  postgres?: string;
 }
 
 /**
@@ -17,6 +18,9 @@ interface ServeFlags extends CommonFlags {
  * (`reports-sync run`) or stop the reader first. For the readers it locks out (`sql`, `status`, DuckDB
  * clients) it publishes the snapshot when the one there is missing or older than the last run
  * (serve-publish.ts).
+ *
+ * With `--postgres URL` (or REPORTS_POSTGRES_URL) it serves from that PostgreSQL instead, with no
+ * warehouse file (serve-postgres.ts).
  *
  * Exit 2 for a bad `--port`/`--host` (`CONFIG_INVALID`), a missing warehouse file (`WAREHOUSE_MISSING`: it
  * is never created here), a locked warehouse (`WAREHOUSE_LOCKED`) or a port that cannot be bound
@@ -31,10 +35,23 @@ export function registerServe(program: Command): void {
           'plus /healthz and /metrics',
       )
       .option('--port <n>', 'TCP port, 0 = a free one (env REPORTS_PORT, default 8080)')
-      .option('--host <host>', 'interface to bind (env REPORTS_HOST, default 127.0.0.1)'),
+      .option('--host <host>', 'interface to bind (env REPORTS_HOST, default 127.0.0.1)')
+      .option(
+        '--postgres <url>',
+        'serve from this PostgreSQL (its REPORTS_POSTGRES_SCHEMA, filled by publish-postgres) instead of the ' +
+          'warehouse file (env REPORTS_POSTGRES_URL); stateless, so any number of replicas can run',
+      ),
     { upstream: false },
   ).action(async (flags: ServeFlags) => {
-    const { config, logger } = await configFromFlags(flags, { port: flags.port, host: flags.host });
+    const { config, logger } = await configFromFlags(flags, {
+      port: flags.port,
+      host: flags.host,
+      postgresUrl: flags.postgres,
+    });
+    if (config.postgresUrl !== undefined) {
+      const { servePostgres } = await import('./serve-postgres.js');
+      return servePostgres(config, logger, config.postgresUrl);
+    }
     // Loaded here, not at the top: --help and the other commands do not pay for fastify and DuckDB.
     const [{ buildReader, listenQuietly }, { SyncError }, { openMigratedWarehouse }, { publishIfStale }] =
       await Promise.all([

@@ -9,6 +9,8 @@ import { wrapToWidth } from '../util/screen.js';
 import { openForReading } from '../warehouse/open-for-reading.js';
 import { publishedPathFor } from '../warehouse/open-migrated.js';
 import { publishedDirFor } from '../warehouse/publish.js';
+import { readPublishRecord } from '../warehouse/postgres/publish-record.js';
+import { readPostgresLag } from '../alerts/postgres-lag.js';
 import { formatTable, type TableOptions } from './format-table.js';
 
 type Row = Record<string, unknown>;
@@ -35,6 +37,21 @@ export interface StatusReport {
     lastSuccess?: string;
   }[];
   published: { path: string; parquet: string; writtenAt: string } | null;
+  /**
+   * The PostgreSQL publish (REPORTS_POSTGRES_URL), null when none is configured: the run it holds last,
+   * finished runs it does not hold yet and how long the first change it misses has waited (s), the last
+   * success and attempt (ISO 8601), and the last attempt's error (null when it succeeded).
+   */
+  postgres: {
+    schema: string;
+    lastRunId: string | null;
+    runsBehind: number;
+    secondsBehind: number;
+    pendingSince: string | null;
+    lastSuccessAt: string | null;
+    lastAttemptAt: string | null;
+    lastError: string | null;
+  } | null;
   runs: Row[];
   /** Drift events of the last runs, newest first (at most 20; warehouse/drift.ts). */
   drift: Row[];
@@ -78,6 +95,7 @@ export async function readStatus(config: Config, jobs: readonly Job[], runs: num
         timezone: config.timezone,
         schedule: await schedule(c, config, jobs),
         published: published(config),
+        postgres: await postgresStatus(c, config, opened.livePath),
         runs: await read(
           `SELECT run_id, job, status, started_at AS started,
                   round(epoch(finished_at) - epoch(started_at), 2) AS seconds,
@@ -146,6 +164,45 @@ async function schedule(c: DuckDBConnection, config: Config, jobs: readonly Job[
   });
 }
 
+async function postgresStatus(
+  c: DuckDBConnection,
+  config: Config,
+  livePath: string,
+): Promise<StatusReport['postgres']> {
+  if (config.postgresUrl === undefined) return null;
+  const lag = await readPostgresLag(c, readPublishRecord(livePath), Date.now());
+  return {
+    schema: config.postgresSchema,
+    lastRunId: lag.lastRunId,
+    runsBehind: lag.runsBehind,
+    secondsBehind: Math.round(lag.lagMs / 1000),
+    pendingSince: lag.pendingSince?.toISOString() ?? null,
+    lastSuccessAt: lag.publishedAt?.toISOString() ?? null,
+    lastAttemptAt: lag.lastAttemptAt?.toISOString() ?? null,
+    lastError: lag.lastError,
+  };
+}
+
+/** The PostgreSQL lines of the status text. */
+function postgresText(p: NonNullable<StatusReport['postgres']>, age: (iso: string) => string): string {
+  const behind =
+    p.runsBehind === 0
+      ? 'up to date'
+      : `${p.runsBehind} run${p.runsBehind === 1 ? '' : 's'} behind` +
+        (p.pendingSince === null
+          ? ' (no change among them)'
+          : `, the first change waiting ${formatAge(p.secondsBehind * 1000)}`);
+  const success =
+    p.lastSuccessAt === null
+      ? 'never published'
+      : `last publish ${age(p.lastSuccessAt)} ago (run ${p.lastRunId})`;
+  const error =
+    p.lastError === null
+      ? ''
+      : `\n  Last attempt failed ${p.lastAttemptAt ? `${age(p.lastAttemptAt)} ago` : ''}: ${p.lastError}`;
+  return `\nPostgreSQL (schema ${p.schema}): ${behind}; ${success}.${error}\n`;
+}
+
 function published(config: Config): StatusReport['published'] {
   const path = publishedPathFor(config.warehouse);
   if (!existsSync(path)) return null;
@@ -202,6 +259,7 @@ export function renderStatus(s: StatusReport, config: Config, width?: number): s
           'after its first successful job, then at most every REPORTS_PUBLISH_MIN_INTERVAL_MS when data changed; ' +
           'reports-sync serve publishes one as it starts.\n',
   );
+  if (s.postgres !== null) out.push(postgresText(s.postgres, (iso) => age(iso)));
   // The run log's times are UTC, shown as stored; errors whole below the table, where they fit.
   const runs = s.runs.map(({ error: _error, ...r }) => ({
     ...r,

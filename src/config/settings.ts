@@ -439,7 +439,7 @@ export const SETTINGS = {
       .optional(),
     allowed:
       'a postgres:// or postgresql:// URL, e.g. postgres://user:password@db.example.org:5432/reports?sslmode=require',
-    doc: 'PostgreSQL to publish the warehouse to after every run that changed it (libpq URL parameters such as `sslmode` work). Unset: no PostgreSQL publish. Its password is never printed.',
+    doc: 'PostgreSQL to publish the warehouse to after every run that changed it; with `serve`, the PostgreSQL the API is served from instead of the warehouse file (libpq URL parameters such as `sslmode` work). Unset: no PostgreSQL publish. Its password is never printed.',
   },
   postgresSchema: {
     env: 'REPORTS_POSTGRES_SCHEMA',

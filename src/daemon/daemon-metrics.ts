@@ -24,7 +24,10 @@ export interface DaemonInfo {
  * - `reports_sync_job_freshness_objective_seconds{job}`: the job's freshness objective (s): the rule
  *   "job stale" compares the age of its last success with it (deploy/prometheus/alerts.yml);
  * - `reports_sync_publish_lag_seconds{target}`: how long the first change a publish target misses has been
- *   committed (s; 0 when it holds every change), at the watchdog's last check.
+ *   committed (s; 0 when it holds every change), at the watchdog's last check;
+ * - `reports_sync_publish_lag_runs{target}`: finished runs the target does not hold yet (PostgreSQL);
+ * - `reports_sync_publish_last_attempt_failed{target}`: 1 when the target's last publish attempt failed
+ *   (PostgreSQL down or refusing; the error is in the log and in `reports-sync status`), else 0.
  * Together with the run-log metrics of `/metrics` they tell an operator what the daemon does now.
  */
 export function registerDaemonMetrics(registry: Registry, info: DaemonInfo): void {
@@ -79,6 +82,30 @@ export function registerDaemonMetrics(registry: Registry, info: DaemonInfo): voi
     collect() {
       this.reset();
       for (const [target, lag] of info.publishLags?.() ?? []) this.set({ target }, lag.lagMs / 1000);
+    },
+  });
+  new Gauge({
+    name: 'reports_sync_publish_lag_runs',
+    help: 'Finished runs a publish target does not hold yet (targets that count them: postgres).',
+    labelNames: ['target'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [target, lag] of info.publishLags?.() ?? []) {
+        if (lag.runsBehind !== undefined) this.set({ target }, lag.runsBehind);
+      }
+    },
+  });
+  new Gauge({
+    name: 'reports_sync_publish_last_attempt_failed',
+    help: 'Whether the last publish attempt of the target failed (1) or not (0) (targets that record it: postgres).',
+    labelNames: ['target'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [target, lag] of info.publishLags?.() ?? []) {
+        if (lag.lastError !== undefined) this.set({ target }, lag.lastError === null ? 0 : 1);
+      }
     },
   });
 }

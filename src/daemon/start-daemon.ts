@@ -10,6 +10,7 @@ import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
 import { publishedDirFor } from '../warehouse/publish.js';
 import { AlertCenter } from '../alerts/alert-center.js';
 import { snapshotLag } from '../alerts/snapshot-lag.js';
+import { postgresLag } from '../alerts/postgres-lag.js';
 import { Watchdog } from './watchdog.js';
 import { nextRuns } from './cron-times.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
@@ -134,7 +135,10 @@ async function openParts(options: DaemonOptions): Promise<DaemonParts> {
     alerts,
     jobs: options.jobs,
     timezone: config.timezone,
-    publishTargets: [snapshotLag(publishedDir, () => warehouse.connect())],
+    publishTargets: [
+      snapshotLag(publishedDir, () => warehouse.connect()),
+      ...(config.postgresUrl === undefined ? [] : [postgresLag(warehouse.path, () => warehouse.connect())]),
+    ],
     publishLagMs: config.alertPublishLagMs,
     logger,
     clock: options.clock,

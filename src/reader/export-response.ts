@@ -14,6 +14,15 @@ export interface OpenExport {
 }
 
 /**
+ * What {@link sendExport} needs of an open export, whatever the store: a read transaction (or snapshot)
+ * that `finish` ends (`ok` false rolls back), and the validators of the state it reads.
+ */
+export interface ExportSnapshot {
+  tx: { finish(ok: boolean): Promise<void> };
+  validators: Validators;
+}
+
+/**
  * Opens the read transaction of an export response (GeoJSON, CSV, NDJSON, stats) and reads its validators.
  * When the client's copy is current (`If-None-Match` / `If-Modified-Since`, see {@link notModified}) it
  * answers `304 Not Modified` itself (RFC 9110 §15.4.5: the validators, no body) and returns `null`.
@@ -68,10 +77,10 @@ export async function openExport(
  * @param key identifies the body among the exports of one data state (endpoint and parameters)
  */
 export async function sendExport(
-  ctx: ReaderContext,
+  ctx: Pick<ReaderContext, 'spools'>,
   request: FastifyRequest,
   reply: FastifyReply,
-  open: OpenExport,
+  open: ExportSnapshot,
   headers: Record<string, string>,
   key: string,
   pieces: () => AsyncIterable<string>,

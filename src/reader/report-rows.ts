@@ -1,4 +1,3 @@
-import type { DuckDBValue } from '@duckdb/node-api';
 import type { Report } from '../schema/wire-format.js';
 import { extraFromJson } from '../schema/json-text.js';
 
@@ -60,7 +59,7 @@ export function reportConditions(filter: ReportFilter = {}): {
  *
  * @throws SyntaxError when a stored `extra` is not JSON (the column type guarantees it is)
  */
-export function rowToReport(row: readonly DuckDBValue[]): Report {
+export function rowToReport(row: readonly unknown[]): Report {
   const extra = row[10];
   return {
     id: row[0] as string,

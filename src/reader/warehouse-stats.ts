@@ -32,7 +32,8 @@ export async function warehouseStats(connection: DuckDBConnection, timeoutMs: nu
   return computeStats(expand(groups));
 }
 
-function* expand(groups: Array<{ status: string; destination: string; n: number }>) {
+/** Each group's `{status, destination}` repeated `n` times, as `computeStats` counts them. */
+export function* expand(groups: Array<{ status: string; destination: string; n: number }>) {
   for (const g of groups) {
     const item = { status: g.status, destination: g.destination };
     for (let i = 0; i < g.n; i++) yield item;

@@ -84,6 +84,11 @@ export const ERROR_CODES = {
   },
   READER_CLOSED: { meaning: 'The reader was closed while a query ran.', retry: 'none' },
   READER_LISTEN: { meaning: 'The reader cannot listen on its host and port.', retry: 'none' },
+  READER_POSTGRES_UNAVAILABLE: {
+    meaning:
+      'The reader on PostgreSQL cannot reach its server, or the schema holds no publish yet (503, Retry-After).',
+    retry: 'request',
+  },
   READER_QUERY_TIMEOUT: {
     meaning: 'A reader query took longer than REPORTS_READER_QUERY_TIMEOUT_MS.',
     retry: 'none',

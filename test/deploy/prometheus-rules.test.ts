@@ -24,7 +24,7 @@ describe.skipIf(!run)('deploy/prometheus/alerts.yml (promtool)', () => {
       cwd: RULES_DIR,
       encoding: 'utf8',
     });
-    expect(check).toContain('SUCCESS: 4 rules found');
+    expect(check).toContain('SUCCESS: 5 rules found');
     const test = execFileSync(PROMTOOL, ['test', 'rules', 'alerts.test.yml'], {
       cwd: RULES_DIR,
       encoding: 'utf8',
@@ -47,6 +47,9 @@ describe('the metrics the rules read', { timeout: 120_000 }, () => {
       host: '127.0.0.1',
       maxRejectRatio: 0.5,
       publishMinIntervalMs: 0,
+      // A PostgreSQL that refuses connections (nothing listens on port 9): every publish to it fails,
+      // the syncs succeed, and the failure is in /metrics.
+      postgresUrl: 'postgres://reports@127.0.0.1:9/reports',
     });
     const jobs = resolveJobs(
       [
@@ -76,6 +79,10 @@ describe('the metrics the rules read', { timeout: 120_000 }, () => {
       await daemon.watchdog.check();
       return daemon.watchdog.lags.get('snapshot')?.lagMs === 0;
     });
+    await waitFor('the failed PostgreSQL publish after the last job', async () => {
+      await daemon.watchdog.check();
+      return daemon.watchdog.lags.get('postgres')?.runsBehind === 2;
+    });
   }, 120_000);
   afterAll(async () => {
     await daemon?.stop('test over');
@@ -95,6 +102,8 @@ describe('the metrics the rules read', { timeout: 120_000 }, () => {
     expect(text).toContain(`reports_sync_job_freshness_objective_seconds{job="sync-ndjson"} ${objective}\n`);
     expect(text).toMatch(/^reports_sync_last_success_timestamp_seconds\{job="sync-ndjson"\} \d+/m);
     expect(text).toMatch(/^reports_sync_publish_lag_seconds\{target="snapshot"\} 0$/m);
+    expect(text).toMatch(/^reports_sync_publish_last_attempt_failed\{target="postgres"\} 1$/m);
+    expect(text).toMatch(/^reports_sync_publish_lag_runs\{target="postgres"\} 2$/m);
     // small.ndjson: the upstream counts 10 reports (its /stats), the warehouse holds the 10 valid ones.
     expect(text).toMatch(/^reports_sync_stats_reports\{source="upstream"\} \d+$/m);
     expect(text).toMatch(/^reports_sync_stats_total_difference 0$/m);

@@ -47,9 +47,11 @@ describe('publishing the warehouse to PostgreSQL', () => {
         [db.schema],
       );
       expect(indexes.map((i) => i.indexname)).toEqual([
-        'report_rows_current_created',
-        'report_rows_current_destination',
-        'report_rows_current_status',
+        'report_rows_export',
+        'report_rows_list',
+        'report_rows_list_both',
+        'report_rows_list_destination',
+        'report_rows_list_status',
         'report_rows_pkey',
       ]);
       await expectParity(warehouse, db);

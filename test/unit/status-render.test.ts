@@ -34,6 +34,7 @@ function report(copy: 'live' | 'published'): StatusReport {
         nextRun: new Date(Date.now() + 60_000).toISOString(),
       },
     ],
+    postgres: null,
     published: {
       path: '/data/published/warehouse.duckdb',
       parquet: '/data/published/parquet',

@@ -10,7 +10,7 @@ export type TableCounts = Record<string, { rows: number; refused: number }>;
  * A full publish inside the caller's transaction: empties every serving table and `publish_refused`, then
  * streams every table of the warehouse with COPY. DELETE rather than TRUNCATE: readers keep reading the
  * previous state until the commit (MVCC) instead of waiting for TRUNCATE's exclusive lock, and never see
- * a half-copied one.
+ * a half-copied one. The tables are analysed in the same transaction (planner statistics for the reader).
  */
 export async function applyFull(ends: PublishEnds): Promise<TableCounts> {
   const rebuild: string[] = [];
@@ -23,6 +23,8 @@ export async function applyFull(ends: PublishEnds): Promise<TableCounts> {
   }
   if (rebuild.length > 0) await ends.pg.query(`SET LOCAL maintenance_work_mem = '256MB'`);
   for (const definition of rebuild) await ends.pg.query(definition);
+  // Statistics for the planner now, not at autovacuum's next pass: the reader's plans depend on them.
+  for (const name of names) await ends.pg.query(`ANALYZE ${name}`);
   await upsertRefused(ends.pg);
   return counts;
 }

@@ -1,7 +1,15 @@
-import { SyncError, errorMessage } from '../../util/errors.js';
+import pRetry from 'p-retry';
+import { SyncError, errorMessage, isSyncError } from '../../util/errors.js';
 import type { Logger } from '../../util/logger.js';
 import type { Warehouse } from '../database.js';
+import { notePublish } from './publish-record.js';
 import { publishToPostgres, type PostgresPublishResult } from './publish-postgres.js';
+
+/**
+ * Attempts of one publish after runs: a server restarting or a lost connection is tried again with
+ * jittered exponential backoff (p-retry) before the publish waits for the next run.
+ */
+const RETRY = { retries: 2, minTimeout: 1000, maxTimeout: 8000, factor: 3, randomize: true } as const;
 
 /** Where the runs of a process publish to (`REPORTS_POSTGRES_URL`, `REPORTS_POSTGRES_SCHEMA`). */
 export interface PostgresTarget {
@@ -12,8 +20,10 @@ export interface PostgresTarget {
 /**
  * Publishes to PostgreSQL after runs, for the one-shot `sync` and the daemon (docs/deployment.md, "Serving
  * from PostgreSQL"). DuckDB is the system of record: a PostgreSQL that is down or refuses never fails a
- * run. The failure is logged (password redacted) and the publish is tried again after the next run,
- * changed or not, which then catches up on every run since the last publish that committed.
+ * run. A retryable failure (server down, lost connection) is tried again with backoff ({@link RETRY}), then
+ * logged (password redacted) and tried again after the next run, changed or not, which then catches up
+ * on every run since the last publish that committed. Every attempt's outcome is noted in the publish
+ * record beside the warehouse (publish-record.ts), which `status` and `/metrics` show as the lag.
  * Not thread-safe by design: called between runs, one at a time.
  */
 export class PostgresPublisher {
@@ -41,7 +51,22 @@ export class PostgresPublisher {
     const url = this.target.postgresUrl;
     if (url === undefined || (!changed && !this.#pending)) return undefined;
     try {
-      const result = await publishToPostgres(this.warehouse, { url, schema: this.target.postgresSchema });
+      const result = await pRetry(
+        () => publishToPostgres(this.warehouse, { url, schema: this.target.postgresSchema }),
+        {
+          ...RETRY,
+          shouldRetry: ({ error }) => isSyncError(error) && error.retryable,
+          onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
+            if (retriesLeft > 0) {
+              this.logger.warn(
+                { attempt: attemptNumber, err: errorMessage(error), schema: this.target.postgresSchema },
+                'publish to PostgreSQL failed: trying again',
+              );
+            }
+          },
+        },
+      );
+      notePublish(this.warehouse.path, { ok: true, lastRunId: result.lastRunId });
       this.#pending = false;
       this.lastError = undefined;
       this.logger.info(
@@ -58,6 +83,7 @@ export class PostgresPublisher {
     } catch (err) {
       this.#pending = true;
       this.lastError = errorMessage(err);
+      notePublish(this.warehouse.path, { ok: false, error: this.lastError });
       this.logger.error(
         { err: err instanceof SyncError ? err.toJSON() : this.lastError, schema: this.target.postgresSchema },
         'not published to PostgreSQL: the warehouse is unchanged and the next run publishes again',
