@@ -1,6 +1,8 @@
 // Fails when a file under src/ names a repository path that does not exist: `docs/…`, `src/…`, `test/…`,
 // `bench/…`, `scripts/…` or `deploy/…` with an extension, and module paths such as `sync/merge.ts`
-// (read under src/). A stale pointer sends the next reader to nothing (run by `npm run lint`).
+// (read under src/). A stale pointer sends the next reader to nothing (run by `npm run lint`). Documents that
+// are not in the repository (the design notes and the upstream's own description, which the team read
+// outside it) are not cited either: what the code follows is in docs/.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +14,8 @@ const srcDirs = readdirSync(join(root, 'src'), { withFileTypes: true })
   .filter((d) => d.isDirectory())
   .map((d) => d.name);
 // A module path: a src/ folder name at a word start (not after another path segment), then a file.
+// Names of documents outside the repository.
+const OUTSIDE = /\b(?:DESIGN\.md|STYLE\.md)\b|\bseed(?: rule|'s| says)\b|\bthe seed\b/g;
 const MODULE_PATH = new RegExp(`(?<![\\w./-])(?:${srcDirs.join('|')})/[\\w-]+\\.(?:ts|sql)\\b`, 'g');
 
 /** Every file under `dir` (recursively), as paths relative to the repository. */
@@ -28,6 +32,9 @@ for (const file of filesUnder('src')) {
   lines.forEach((line, i) => {
     for (const [path] of line.matchAll(REPO_PATH)) {
       if (!existsSync(join(root, path))) missing.push(`${file}:${i + 1}: ${path}`);
+    }
+    for (const [name] of line.matchAll(OUTSIDE)) {
+      missing.push(`${file}:${i + 1}: ${name} (not in the repository: cite docs/)`);
     }
     for (const [path] of line.matchAll(MODULE_PATH)) {
       // Only a path that exists neither under src/ nor beside the file itself.

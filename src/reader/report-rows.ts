@@ -12,7 +12,7 @@ export const REPORT_COLUMNS_SQL = `id, status, destination, category, descriptio
 /** Columns {@link REPORT_COLUMNS_SQL} selects. */
 export const REPORT_COLUMN_COUNT = 11;
 
-/** A filter of the list and GeoJSON endpoints: both given = AND (seed rule 1). */
+/** A filter of the list and GeoJSON endpoints: both given = AND (docs/upstream-contract.md rule 1). */
 export interface ReportFilter {
   destination?: string | undefined;
   status?: string | undefined;
@@ -26,7 +26,7 @@ export const NEWEST_FIRST_SQL = 'created_at DESC, id ASC';
 /**
  * The `WHERE` clause of the reports the reader serves, with bound parameters only (never spliced values):
  * removed reports (tombstones, `removed_at` set) are left out; `destination` and `status` are AND-ed when
- * given (seed rule 1); no filter = every current report (seed rule 3).
+ * given (upstream contract rule 1); no filter = every current report (rule 3).
  *
  * @returns SQL text starting with `WHERE` and its named parameters (`$destination`, `$status`)
  */

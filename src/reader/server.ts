@@ -48,7 +48,7 @@ export { OPS_PATHS, listenQuietly } from './http-shell.js';
 
 /**
  * Builds the embedded reader (docs/reader.md): a fastify instance that serves the public query shape of the
- * seed from the warehouse, read-only: `/api/v1/public/reports` (JSON list), `/reports.geojson`,
+ * upstream (docs/upstream-contract.md) from the warehouse, read-only: `/api/v1/public/reports` (JSON list), `/reports.geojson`,
  * `/reports.csv` (paged, `Link` rel="next"), `/reports.ndjson`, `/reports/stats`, plus `/healthz`,
  * `/metrics` and the status page at `/`. Answers match the simulator's byte for byte on the same data (shared validation, `toWire`,
  * `toFeature`, `reportCsvCells`, `computeStats`), removed reports excluded.

@@ -1,8 +1,8 @@
 import type { Report } from './wire-format.js';
 
 /**
- * The body of `GET /reports/stats`: counters over the published, valid reports. The seed names no field
- * ("Fields of the aggregate counters: not shown"); this is our reading (docs/sources.md: `total`, `byStatus`,
+ * The body of `GET /reports/stats`: counters over the published, valid reports. The upstream names no field
+ * (docs/upstream-contract.md: "Fields of the aggregate counters: not shown"); this is our reading (docs/sources.md: `total`, `byStatus`,
  * `byDestination`). Keys of both maps are sorted, so equal data gives byte-equal JSON.
  */
 export interface ReportStats {

@@ -52,7 +52,7 @@ export interface DatasetSource {
   newReports(seed: number, day: number, fromMs: number, toMs: number, firstSlot: number): Report[];
 }
 
-/** A filter of the list and GeoJSON endpoints: both given = AND (seed rule 1). */
+/** A filter of the list and GeoJSON endpoints: both given = AND (docs/upstream-contract.md rule 1). */
 export interface ReportFilter {
   destination?: string | undefined;
   status?: string | undefined;

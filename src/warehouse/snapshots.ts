@@ -1,7 +1,7 @@
 import { redactSecrets } from '../util/redact.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { flattenStats, statsTotal } from '../schema/flatten-stats.js';
-import { warehouseStats } from './warehouse-stats.js';
+import { ownCounters } from './own-counters.js';
 
 /** Totals of a pair of snapshots, as `sync_runs.stats_total_*` stores them. */
 export interface SnapshotTotals {
@@ -26,7 +26,7 @@ export async function recordStatsSnapshots(
   connection: DuckDBConnection,
   snapshot: { runId: string; takenAt: Date; upstream?: unknown },
 ): Promise<SnapshotTotals> {
-  const own = await warehouseStats(connection);
+  const own = await ownCounters(connection);
   if (snapshot.upstream !== undefined) {
     await saveSnapshot(connection, snapshot.runId, snapshot.takenAt, 'upstream', snapshot.upstream);
   }

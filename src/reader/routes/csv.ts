@@ -12,7 +12,7 @@ import type { ReaderContext } from '../reader-context.js';
 import { countsInTransaction, streamPage } from '../report-pages.js';
 
 /**
- * `GET /api/v1/public/reports.csv?pageSize=&page=`: one page of the CSV export (seed rule 2: `pageSize` rows
+ * `GET /api/v1/public/reports.csv?pageSize=&page=`: one page of the CSV export (docs/upstream-contract.md rule 2: `pageSize` rows
  * per page, default 1000; `page` 1-based). Every page starts with the header row (`CSV_COLUMNS`, then the
  * extra columns, see export-shape.ts), then rows `(page-1)*pageSize …` in export order (`createdAt`
  * ascending, then `id`), read from the few time buckets that hold them (report-pages.ts) and sent as they

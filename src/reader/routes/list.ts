@@ -10,7 +10,7 @@ import { notModified, validatorHeaders } from '../validators.js';
 /**
  * `GET /api/v1/public/reports?destination=&status=&pageSize=&page=` from the warehouse: a JSON array of wire
  * reports (`toWire`, upstream field names, extras included), newest first (`createdAt` desc, then `id`;
- * docs/sources.md), `destination` and `status` AND-ed (seed rule 1), no filter = the latest reports (rule 3),
+ * docs/sources.md), `destination` and `status` AND-ed (docs/upstream-contract.md rule 1), no filter = the latest reports (rule 3),
  * removed reports left out. Pages are 1-based, default `pageSize` 50; a page past the end is `[]`.
  * `ETag`/`Last-Modified` of the data state; a matching `If-None-Match` or `If-Modified-Since` answers 304.
  *

@@ -6,7 +6,7 @@ import { sortedCounts, type ReportStats } from '../schema/stats.js';
  * upstream simulator's `/stats` has (`computeStats`: `total`, `byStatus`, `byDestination`, keys in code-unit
  * order), so the two snapshots compare metric by metric in `stats_values`.
  */
-export async function warehouseStats(connection: DuckDBConnection): Promise<ReportStats> {
+export async function ownCounters(connection: DuckDBConnection): Promise<ReportStats> {
   const rows = (
     await connection.runAndReadAll(
       `SELECT 'status' AS kind, status AS key, count(*) AS n FROM reports WHERE removed_at IS NULL GROUP BY status
