@@ -10,6 +10,8 @@ import { afterAll, beforeAll, type TestContext } from 'vitest';
 export interface TestPostgres {
   /** A fresh database on the server (or a fresh schema name on a given server): its URL and schema. */
   database(): Promise<{ url: string; schema: string }>;
+  /** The server's self-signed certificate (PEM), when it was started with `ssl`. */
+  certFile?: string | undefined;
   /** Stops the server at once (`pg_ctl stop -m immediate`); only for a server the suite started. */
   stop?(): void;
   /** Starts it again after {@link stop}. */
@@ -45,9 +47,9 @@ let counter = 0;
  * folder (as root, run as the `postgres` user, which owns that folder). Throws when neither works: the
  * caller skips, except in CI (`CI=true`), where the test fails.
  */
-export async function startTestPostgres(): Promise<TestPostgres> {
+export async function startTestPostgres(options: { ssl?: boolean } = {}): Promise<TestPostgres> {
   const given = process.env.REPORTS_TEST_POSTGRES_URL;
-  if (given) {
+  if (given && !options.ssl) {
     return {
       database: async () => ({ url: given, schema: `rs_test_${process.pid}_${++counter}` }),
       close: () => undefined,
@@ -64,16 +66,27 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     chownSync(dir, uid, gid);
   }
   const run = (tool: string, args: string[]) => {
-    const cmd = asRoot ? 'runuser' : join(bin, tool);
-    const argv = asRoot ? ['-u', 'postgres', '--', join(bin, tool), ...args] : args;
+    const path = tool === 'openssl' ? 'openssl' : join(bin, tool);
+    const cmd = asRoot ? 'runuser' : path;
+    const argv = asRoot ? ['-u', 'postgres', '--', path, ...args] : args;
     const res = spawnSync(cmd, argv, { encoding: 'utf8', cwd: dir });
     if (res.status !== 0) throw new Error(`${tool} failed: ${res.stderr || res.stdout}`);
   };
   const data = join(dir, 'data');
   run('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--locale=C']);
   const port = await freePort();
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off`;
-  const start = () => run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', 'start']);
+  let serverOptions = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off`;
+  const certFile = join(dir, 'server.crt');
+  if (options.ssl) {
+    // A self-signed certificate for 127.0.0.1 and localhost, its key readable by the server only.
+    const keyFile = join(dir, 'server.key');
+    const req = ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=localhost'];
+    const san = ['-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'];
+    run('openssl', [...req, ...san, '-keyout', keyFile, '-out', certFile]);
+    chmodSync(keyFile, 0o600);
+    serverOptions += ` -c ssl=on -c ssl_cert_file=${certFile} -c ssl_key_file=${keyFile}`;
+  }
+  const start = () => run('pg_ctl', ['-D', data, '-o', serverOptions, '-l', join(dir, 'log'), '-w', 'start']);
   start();
   const admin = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {
@@ -87,6 +100,7 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     },
     stop: () => run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']),
     start,
+    certFile: options.ssl ? certFile : undefined,
     close() {
       try {
         run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { SyncError, errorMessage } from '../../util/errors.js';
-import { registerPostgresSecret } from '../../warehouse/postgres/pg-client.js';
+import { postgresClientConfig, registerPostgresSecret } from '../../warehouse/postgres/pg-client.js';
 
 /** Connection settings of the reader's PostgreSQL pools (docs/deployment.md, "Serving from PostgreSQL"). */
 export interface PgPoolOptions {
@@ -38,8 +38,8 @@ export class PgReaderPool {
     registerPostgresSecret(options.url);
     this.#size = options.size;
     this.#pool = new pg.Pool({
-      connectionString: options.url,
       application_name: 'reports-sync reader',
+      ...postgresClientConfig(options.url),
       max: options.size,
       connectionTimeoutMillis: options.acquireTimeoutMs,
       statement_timeout: options.queryTimeoutMs,

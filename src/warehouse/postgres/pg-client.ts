@@ -1,20 +1,42 @@
 import pg from 'pg';
+import { parse, toClientConfig } from 'pg-connection-string';
 import { addSecret } from '../../util/redact.js';
 import { SyncError, errorMessage } from '../../util/errors.js';
 
 /**
- * Opens one PostgreSQL connection from a `postgres://` URL. libpq's URL parameters work as users expect
- * (`sslmode`, `sslrootcert`, `application_name`, `options`, the host in `?host=/socket/dir`): `pg` reads
- * them from the URL (pg-connection-string). The password is registered as a secret first, so no log line
- * or error shows it (util/redact.ts).
+ * The connection settings of a `postgres://` URL with libpq's meaning of its parameters (`sslmode`,
+ * `sslrootcert`, `sslcert`, `sslkey`, `application_name`, `options`, the host in `?host=/socket/dir`), as
+ * `psql` reads them: `sslmode=require` encrypts without verifying the server (with `sslrootcert`: checks the
+ * CA, as `verify-ca`), `verify-ca` checks the CA, `verify-full` the CA and the host name, `disable` sends
+ * plain text. (pg's own reading treats `prefer`, `require` and `verify-ca` as `verify-full` and warns; its
+ * `useLibpqCompat` option, documented by pg-connection-string, gives libpq's; `uselibpqcompat` in the URL
+ * is left to decide.)
+ *
+ * @throws Error when the URL cannot be parsed or names a certificate file that cannot be read
+ */
+export function postgresClientConfig(url: string): pg.ClientConfig {
+  const inUrl = /[?&]uselibpqcompat=/i.test(url);
+  return toClientConfig(parse(url, { useLibpqCompat: !inUrl }));
+}
+
+/**
+ * Opens one PostgreSQL connection from a `postgres://` URL, its parameters read as libpq reads them
+ * ({@link postgresClientConfig}). The password is registered as a secret first, so no log line or error
+ * shows it (util/redact.ts).
  *
  * @throws SyncError `POSTGRES_PUBLISH_FAILED` (retryable) when the server cannot be reached or refuses
  */
 export async function connectPostgres(url: string, applicationName = 'reports-sync'): Promise<pg.Client> {
   registerPostgresSecret(url);
+  let config: pg.ClientConfig;
+  try {
+    config = postgresClientConfig(url);
+  } catch (err) {
+    throw postgresError(err, 'cannot read REPORTS_POSTGRES_URL');
+  }
   const client = new pg.Client({
-    connectionString: url,
     application_name: applicationName,
+    ...config,
     connectionTimeoutMillis: 10_000,
   });
   // An idle client whose server goes away emits 'error': the next query rejects instead of the process dying.
