@@ -9,7 +9,7 @@ import { applyFull, type TableCounts } from './apply-full.js';
 import { createRefusedTemp, type PublishEnds } from './copy-table.js';
 import { connectPostgres, postgresError } from './pg-client.js';
 import { migratePostgres } from './pg-migrate.js';
-import { RUN_SCOPED, SYNC_RUNS } from './pg-tables.js';
+import { PUBLISHED_TABLES, RUN_SCOPED, SYNC_RUNS } from './pg-tables.js';
 
 /** Options of {@link publishToPostgres}. */
 export interface PostgresPublishOptions {
@@ -33,6 +33,11 @@ export interface PostgresPublishResult {
   watermark: string | null;
   lastRunId: string | null;
   ms: number;
+  /**
+   * After a full publish: whether `VACUUM (ANALYZE)` of the copied tables ran (false when the server
+   * refused it; the publish stands all the same). Undefined after a change set (autovacuum's work).
+   */
+  vacuumed?: boolean | undefined;
 }
 
 /** The warehouse's state at the publish: what the bookkeeping row records (UTC text, microseconds). */
@@ -73,7 +78,9 @@ export async function publishToPostgres(
     const result = await inPgTransaction(pg, () =>
       publishOnce(pg, duck, source, options.full === true, warehouse.path),
     );
-    return { ...result, watermark: source.watermark, lastRunId: source.lastRunId, ms: Date.now() - started };
+    const vacuumed = result.mode === 'full' ? await vacuumPublished(pg) : undefined;
+    const ms = Date.now() - started;
+    return { ...result, vacuumed, watermark: source.watermark, lastRunId: source.lastRunId, ms };
   } catch (err) {
     throw isSyncError(err) ? err : postgresError(err, 'publish to PostgreSQL failed');
   } finally {
@@ -183,6 +190,22 @@ async function writeState(pg: ClientBase, source: SourceState, mode: string, fil
        published_at = EXCLUDED.published_at, warehouse = EXCLUDED.warehouse`,
     [source.watermark, source.runsStartedMax, source.lastRunId, mode, file],
   );
+}
+
+/**
+ * `VACUUM (ANALYZE)` of every published table after a full publish (outside its transaction, as VACUUM must
+ * be): rows copied in bulk are not yet marked all-visible, so the reader's index-only scans would visit the
+ * table for each of them until autovacuum passes (measured at 4M reports: page 2,000 of a filter read by
+ * OFFSET took 290 ms before, 58 ms after; 4.4 s of VACUUM). A refusal (a role without the right) is no
+ * failure of the publish.
+ */
+async function vacuumPublished(pg: ClientBase): Promise<boolean> {
+  try {
+    for (const table of PUBLISHED_TABLES) await pg.query(`VACUUM (ANALYZE) ${escapeIdentifier(table.name)}`);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 async function inPgTransaction<T>(pg: ClientBase, fn: () => Promise<T>): Promise<T> {
