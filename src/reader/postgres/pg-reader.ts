@@ -6,7 +6,7 @@ import type { Logger } from '../../util/logger.js';
 import { createReaderApp, OPS_PATHS } from '../http-shell.js';
 import { ReaderMetrics } from '../reader-metrics.js';
 import { ResponseCache } from '../response-cache.js';
-import { PAGE_CSP } from '../routes/status.js';
+import { PAGE_HEADERS } from '../routes/status.js';
 import { SpoolCache } from '../spool-cache.js';
 import { renderStatusPage } from '../status-html.js';
 import { VersionCache } from '../version-cache.js';
@@ -107,14 +107,7 @@ export async function buildPostgresReader(options: PostgresReaderOptions): Promi
       refreshSeconds: 30,
       pool: pool.state,
     });
-    return reply
-      .code(200)
-      .headers({
-        'Content-Type': 'text/html; charset=utf-8',
-        'Cache-Control': 'no-cache',
-        'Content-Security-Policy': PAGE_CSP,
-      })
-      .send(html);
+    return reply.code(200).headers(PAGE_HEADERS).send(html);
   });
   await current.start();
   await app.ready();

@@ -3,7 +3,7 @@ import { withQueryTimeout } from '../query-timeout.js';
 import type { ReaderContext } from '../reader-context.js';
 import { readRunDetail } from '../run-details.js';
 import { renderRunPage, renderRunNotFound } from '../run-page-html.js';
-import { PAGE_CSP } from './status.js';
+import { PAGE_HEADERS } from './status.js';
 
 /**
  * `GET /runs/<run id>`: one run's page (run-page-html.ts): outcome, error, counters, timings, rejects by
@@ -18,11 +18,7 @@ export function runPageRoute(ctx: ReaderContext): RouteHandlerMethod {
     );
     return reply
       .code(detail ? 200 : 404)
-      .headers({
-        'Content-Type': 'text/html; charset=utf-8',
-        'Cache-Control': 'no-cache',
-        'Content-Security-Policy': PAGE_CSP,
-      })
+      .headers(PAGE_HEADERS)
       .send(detail ? renderRunPage(detail, Date.now()) : renderRunNotFound(runId));
   };
 }

@@ -11,7 +11,14 @@ import { VersionCache } from '../version-cache.js';
 const REFRESH_SECONDS = 30;
 
 /** The Content-Security-Policy of the operators' pages: nothing from outside, no script. */
-export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+/** The headers of an operators' page (the status page, a run page): HTML, never cached, {@link PAGE_CSP}. */
+export const PAGE_HEADERS = {
+  'Content-Type': 'text/html; charset=utf-8',
+  'Cache-Control': 'no-cache',
+  'Content-Security-Policy': PAGE_CSP,
+} as const;
 
 /**
  * `GET /`: the status page for the people who run the mirror (status-html.ts): open alerts, freshness and
@@ -53,13 +60,6 @@ export function statusRoute(
       refreshSeconds: REFRESH_SECONDS,
       pool: ctx.pool.state,
     });
-    return reply
-      .code(200)
-      .headers({
-        'Content-Type': 'text/html; charset=utf-8',
-        'Cache-Control': 'no-cache',
-        'Content-Security-Policy': PAGE_CSP,
-      })
-      .send(html);
+    return reply.code(200).headers(PAGE_HEADERS).send(html);
   };
 }
