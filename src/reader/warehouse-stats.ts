@@ -1,13 +1,13 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { computeStats, type ReportStats } from '../schema/stats.js';
+import { statsOfGroups, type ReportStats } from '../schema/stats.js';
 import { withQueryTimeout } from './query-timeout.js';
 import { servingVersion } from './report-pages.js';
 import { reportWhere } from './report-rows.js';
 
 /**
  * The `/reports/stats` counters of the current (not removed) reports, in the simulator's shape: the
- * warehouse groups and counts, and the shared `computeStats` builds the object (same keys, same sorted
- * key order). The reader caches it per data state, so the expansion below runs once per run. The counts
+ * warehouse groups and counts, and the shared `statsOfGroups` builds the object (same keys, same sorted
+ * key order as the simulator's `computeStats`). The reader caches it per data state. The counts
  * come from the serving index when the warehouse has one (a few thousand rows, not every report).
  *
  * @throws SyncError `READER_QUERY_TIMEOUT` past `timeoutMs`
@@ -29,13 +29,5 @@ export async function warehouseStats(connection: DuckDBConnection, timeoutMs: nu
     destination: String(row[1]),
     n: Number(row[2]),
   }));
-  return computeStats(expand(groups));
-}
-
-/** Each group's `{status, destination}` repeated `n` times, as `computeStats` counts them. */
-export function* expand(groups: Array<{ status: string; destination: string; n: number }>) {
-  for (const g of groups) {
-    const item = { status: g.status, destination: g.destination };
-    for (let i = 0; i < g.n; i++) yield item;
-  }
+  return statsOfGroups(groups);
 }

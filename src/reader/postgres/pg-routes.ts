@@ -3,7 +3,7 @@ import type { Config } from '../../config/config.js';
 import { stringifyJson } from '../../schema/json-text.js';
 import { PUBLIC_PATHS } from '../../schema/public-query.js';
 import { CSV_COLUMNS, canonicalJson, type Report } from '../../schema/wire-format.js';
-import { computeStats } from '../../schema/stats.js';
+import { statsOfGroups } from '../../schema/stats.js';
 import { toCsvRecords } from '../../schema/to-csv-records.js';
 import { FEATURE_COLLECTION_CLOSE, FEATURE_COLLECTION_OPEN, toFeature } from '../../schema/to-feature.js';
 import { CsvRows } from '../csv-rows.js';
@@ -14,7 +14,6 @@ import type { ResponseCache } from '../response-cache.js';
 import type { SpoolCache } from '../spool-cache.js';
 import { notModified, validatorHeaders, type Validators } from '../validators.js';
 import type { VersionCache } from '../version-cache.js';
-import { expand } from '../warehouse-stats.js';
 import type { PgListPages } from './pg-list-pages.js';
 import type { PgReaderPool } from './pg-pool.js';
 import { pgValidators, type PgReaderQueries } from './pg-queries.js';
@@ -81,7 +80,7 @@ export function pgStatsRoute(ctx: PgReaderContext): RouteHandlerMethod {
     let body: string;
     try {
       const stats = await ctx.cache.get(snap.validators.etag, 'stats', async () =>
-        computeStats(expand(await ctx.queries.statsGroups(snap.client))),
+        statsOfGroups(await ctx.queries.statsGroups(snap.client)),
       );
       body = JSON.stringify(stats);
       await snap.tx.finish(true);
