@@ -8,6 +8,11 @@ export interface VersionedCounts {
   version: bigint;
   /** `null` when the warehouse's serving index was never built (then pages are read with OFFSET). */
   counts: BucketCounts | null;
+  /**
+   * `reader_serving.split_at` in epoch µs (warehouse/serving-recent.ts): reports last changed after it are
+   * read from `reader_page_recent`; `null` when not set (every report is read from `report_rows`).
+   */
+  splitUs: bigint | null;
 }
 
 /**
@@ -95,7 +100,7 @@ async function readCounts(connection: DuckDBConnection, filter: ReportFilter): P
   }
   const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
   const reader = await connection.runAndReadAll(
-    `SELECT s.version, s.bucket_us, c.bucket::DOUBLE, c.n::DOUBLE
+    `SELECT s.version, s.bucket_us, c.bucket::DOUBLE, c.n::DOUBLE, epoch_us(s.split_at)
      FROM reader_serving s LEFT JOIN (
        SELECT bucket, sum(reports) AS n FROM reader_page_counts ${where} GROUP BY bucket
      ) c ON true
@@ -105,7 +110,8 @@ async function readCounts(connection: DuckDBConnection, filter: ReportFilter): P
   const rows = reader.getRows();
   const version = (rows[0]?.[0] as bigint | undefined) ?? 0n;
   const bucketUs = rows[0]?.[1] as bigint | null | undefined;
-  if (bucketUs === null || bucketUs === undefined) return { version, counts: null };
+  const splitUs = (rows[0]?.[4] as bigint | null | undefined) ?? null;
+  if (bucketUs === null || bucketUs === undefined) return { version, counts: null, splitUs };
   const buckets: number[] = [];
   const cumulative: number[] = [];
   let total = 0;
@@ -115,5 +121,5 @@ async function readCounts(connection: DuckDBConnection, filter: ReportFilter): P
     total += row[3] as number;
     cumulative.push(total);
   }
-  return { version, counts: { bucketUs, buckets, cumulative } };
+  return { version, counts: { bucketUs, buckets, cumulative }, splitUs };
 }

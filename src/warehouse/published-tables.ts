@@ -30,6 +30,7 @@ export const COPY_ONLY_TABLES: ReadonlySet<string> = new Set([
   'reader_serving',
   'reader_page_counts',
   'reader_extra_keys',
+  'reader_page_recent',
 ]);
 
 /**
