@@ -100,7 +100,10 @@ async function readCounts(connection: DuckDBConnection, filter: ReportFilter): P
   }
   const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
   const reader = await connection.runAndReadAll(
-    `SELECT s.version, s.bucket_us, c.bucket::DOUBLE, c.n::DOUBLE, epoch_us(s.split_at)
+    `SELECT s.version, s.bucket_us, c.bucket::DOUBLE, c.n::DOUBLE,
+       -- A published copy has no recent rows (warehouse/published-tables.ts): no split there.
+       CASE WHEN EXISTS (SELECT 1 FROM duckdb_tables() WHERE database_name = current_database()
+         AND schema_name = 'main' AND table_name = 'reader_page_recent') THEN epoch_us(s.split_at) END
      FROM reader_serving s LEFT JOIN (
        SELECT bucket, sum(reports) AS n FROM reader_page_counts ${where} GROUP BY bucket
      ) c ON true

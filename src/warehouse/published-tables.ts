@@ -30,8 +30,17 @@ export const COPY_ONLY_TABLES: ReadonlySet<string> = new Set([
   'reader_serving',
   'reader_page_counts',
   'reader_extra_keys',
-  'reader_page_recent',
 ]);
+
+/**
+ * Tables left out of the published copy and the Parquet set, like staging: the reader's recent rows
+ * (warehouse/serving-recent.ts) repeat current reports, up to an eighth of them, that a publish would copy
+ * again whole each time; a reader of the copy, not finding them, reads every report from `report_rows`.
+ */
+export const LIVE_ONLY_TABLES: ReadonlySet<string> = new Set(['reader_page_recent']);
+
+/** Tables the published copy does not hold. */
+export const isUnpublished = (table: string): boolean => isStaging(table) || LIVE_ONLY_TABLES.has(table);
 
 /**
  * The bookkeeping table of the published copy: one row naming the warehouse state it holds (the

@@ -135,7 +135,7 @@ export async function updateServingIndex(
   }
   await c.run('UPDATE reader_serving SET version = version + 1');
   if (await outgrown(c)) await rebuildServingIndex(c);
-  else if (changed > 0) await refreshRecentRows(c);
+  else if (changed > 0) await refreshRecentRows(c, { changedAt: now });
 }
 
 async function applyCountChanges(c: DuckDBConnection, now: string, bucketUs: bigint): Promise<void> {

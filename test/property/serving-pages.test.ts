@@ -74,6 +74,8 @@ const scenario = fc.integer({ min: 1, max: 24 }).chain((n) =>
     // recent rows), 1-3 now and then, undefined keeps the run's own default (the split stays where the first
     // run put it: every later change is served from the recent rows).
     recentCap: fc.constantFrom(0, 1, 3, undefined),
+    // Then the last run's changes appended (1), or the recent rows rewritten sorted (0).
+    appendShare: fc.constantFrom(0, 1),
     checks: fc.array(
       fc.record({
         status: fc.option(fc.constantFrom(...STATUSES, 'UNKNOWN'), { nil: undefined }),
@@ -111,7 +113,7 @@ describe('paging with the serving index', () => {
     await fc.assert(
       fc.asyncProperty(
         scenario,
-        async ({ steps, bucketReports, sliceRows, tombstones, recentCap, checks }) => {
+        async ({ steps, bucketReports, sliceRows, tombstones, recentCap, appendShare, checks }) => {
           const dir = join(tmp.dir, `s${round++}`);
           let warehouse: Awaited<ReturnType<typeof openTestWarehouse>> | undefined;
           // One index for the whole scenario, as a reader keeps it across runs: stale counts must be noticed.
@@ -142,13 +144,13 @@ describe('paging with the serving index', () => {
                   await rebuildServingIndex(c, bucketReports);
                   await c.run('COMMIT');
                 }
-                if (recentCap !== undefined) {
-                  // As a run does: a new version, then the recent rows for it.
-                  await c.run('BEGIN TRANSACTION');
-                  await c.run('UPDATE reader_serving SET version = version + 1');
-                  await refreshRecentRows(c, recentCap);
-                  await c.run('COMMIT');
-                }
+                // As a run does: a new version, then the recent rows for it.
+                await c.run('BEGIN TRANSACTION');
+                await c.run('UPDATE reader_serving SET version = version + 1');
+                const last = await c.runAndReadAll('SELECT max(last_changed_at)::VARCHAR FROM report_rows');
+                const changedAt = (last.getRows()[0]?.[0] as string | null) ?? undefined;
+                await refreshRecentRows(c, { maxRows: recentCap, changedAt, appendShare });
+                await c.run('COMMIT');
                 await expectIndexExact(c);
                 for (const check of checks) {
                   const filter = { status: check.status, destination: check.destination };

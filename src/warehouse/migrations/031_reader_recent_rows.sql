@@ -4,9 +4,11 @@
 -- `reader_serving.split_at` splits the current reports in two: those last changed at or before it are read
 -- from `report_rows` (its zone maps on `last_changed_at` skip the row groups runs appended since, as those on
 -- `created_at` skip the rest), those changed after it from `reader_page_recent`, the same columns kept
--- sorted by `created_at` by every run (warehouse/serving-recent.ts). NULL: not set yet (set by the next
--- build or run).
+-- sorted by `created_at` by every run that changed reports (warehouse/serving-recent.ts). NULL: not set yet
+-- (set by the next build or run). Not in the published copy: a reader of the copy reads `report_rows` only.
 ALTER TABLE reader_serving ADD COLUMN split_at TIMESTAMPTZ;
+-- Recent rows appended (by runs that changed few reports) since they were last written sorted.
+ALTER TABLE reader_serving ADD COLUMN recent_appended BIGINT DEFAULT 0;
 
 CREATE TABLE reader_page_recent (
   id           VARCHAR NOT NULL,
