@@ -8,6 +8,12 @@ export interface VersionedCounts {
   version: bigint;
   /** `null` when the warehouse's serving index was never built (then pages are read with OFFSET). */
   counts: BucketCounts | null;
+  /**
+   * `reader_serving.split_at` in epoch µs (warehouse/serving-recent.ts): reports last changed after it are
+   * read from `reader_page_recent`; `null` (every report is read from `report_rows`) when not set, or when
+   * the recent rows are too few to be worth a second range (see {@link MIN_SPLIT_ROWS}).
+   */
+  splitUs: bigint | null;
 }
 
 /**
@@ -22,11 +28,14 @@ export interface VersionedCounts {
  */
 export class PageIndex {
   readonly #maxFilters: number;
+  readonly #minSplitRows: number;
   #version = -1n;
   #filters = new Map<string, Promise<VersionedCounts>>();
 
-  constructor(maxFilters = 256) {
+  /** @param minSplitRows recent rows from which pages read the split (tests pass 0 to always read it) */
+  constructor(maxFilters = 256, minSplitRows = MIN_SPLIT_ROWS) {
     this.#maxFilters = maxFilters;
+    this.#minSplitRows = minSplitRows;
   }
 
   /**
@@ -42,7 +51,7 @@ export class PageIndex {
     if (atVersion !== undefined) {
       this.noteVersion(atVersion);
       // A transaction older than the newest version seen: its counts are its own, never kept.
-      if (atVersion < this.#version) return readCounts(connection, filter);
+      if (atVersion < this.#version) return readCounts(connection, filter, this.#minSplitRows);
     }
     const key = JSON.stringify([filter.status ?? null, filter.destination ?? null]);
     const kept = this.#filters.get(key);
@@ -51,10 +60,10 @@ export class PageIndex {
       this.#filters.set(key, kept);
       const counts = await kept;
       if (atVersion === undefined || counts.version === atVersion) return counts;
-      return readCounts(connection, filter);
+      return readCounts(connection, filter, this.#minSplitRows);
     }
     const filters = this.#filters;
-    const read = readCounts(connection, filter);
+    const read = readCounts(connection, filter, this.#minSplitRows);
     filters.set(key, read);
     read.then(
       (counts) => {
@@ -81,10 +90,22 @@ export class PageIndex {
   }
 }
 
+/**
+ * Recent rows (warehouse/serving-recent.ts) from which pages read the split: below one DuckDB row group a
+ * page scans as many rows either way, and the two-part query cost 10–15% more (4M reports after one
+ * simulated day, measured); a published copy has none (warehouse/published-tables.ts). Either query gives
+ * the same rows.
+ */
+const MIN_SPLIT_ROWS = 122_880;
+
 /** One statement: the version, the bucket width and the filter's reports per bucket, all of one snapshot. */
-async function readCounts(connection: DuckDBConnection, filter: ReportFilter): Promise<VersionedCounts> {
+async function readCounts(
+  connection: DuckDBConnection,
+  filter: ReportFilter,
+  minSplitRows: number,
+): Promise<VersionedCounts> {
   const clauses: string[] = [];
-  const params: Record<string, string> = {};
+  const params: Record<string, string | bigint> = { min_split: BigInt(minSplitRows) };
   if (filter.status !== undefined) {
     clauses.push('status = $status');
     params.status = filter.status;
@@ -95,7 +116,10 @@ async function readCounts(connection: DuckDBConnection, filter: ReportFilter): P
   }
   const where = clauses.length > 0 ? `WHERE ${clauses.join(' AND ')}` : '';
   const reader = await connection.runAndReadAll(
-    `SELECT s.version, s.bucket_us, c.bucket::DOUBLE, c.n::DOUBLE
+    `SELECT s.version, s.bucket_us, c.bucket::DOUBLE, c.n::DOUBLE,
+       CASE WHEN (SELECT max(estimated_size) FROM duckdb_tables() WHERE database_name = current_database()
+         AND schema_name = 'main' AND table_name = 'reader_page_recent') >= $min_split
+         THEN epoch_us(s.split_at) END
      FROM reader_serving s LEFT JOIN (
        SELECT bucket, sum(reports) AS n FROM reader_page_counts ${where} GROUP BY bucket
      ) c ON true
@@ -105,7 +129,8 @@ async function readCounts(connection: DuckDBConnection, filter: ReportFilter): P
   const rows = reader.getRows();
   const version = (rows[0]?.[0] as bigint | undefined) ?? 0n;
   const bucketUs = rows[0]?.[1] as bigint | null | undefined;
-  if (bucketUs === null || bucketUs === undefined) return { version, counts: null };
+  const splitUs = (rows[0]?.[4] as bigint | null | undefined) ?? null;
+  if (bucketUs === null || bucketUs === undefined) return { version, counts: null, splitUs };
   const buckets: number[] = [];
   const cumulative: number[] = [];
   let total = 0;
@@ -115,5 +140,5 @@ async function readCounts(connection: DuckDBConnection, filter: ReportFilter): P
     total += row[3] as number;
     cumulative.push(total);
   }
-  return { version, counts: { bucketUs, buckets, cumulative } };
+  return { version, counts: { bucketUs, buckets, cumulative }, splitUs };
 }

@@ -60,7 +60,7 @@ export async function listPageRows(
   const offset = (page - 1) * pageSize;
   const conditions = reportConditions(q.filter);
   for (let attempt = 0; attempt < 3; attempt++) {
-    const { version, counts } = await withQueryTimeout(connection, q.timeoutMs, q.what, () =>
+    const { version, counts, splitUs } = await withQueryTimeout(connection, q.timeoutMs, q.what, () =>
       q.index.counts(connection, q.filter),
     );
     if (counts === null) break;
@@ -75,11 +75,15 @@ export async function listPageRows(
       q.index.noteVersion(seen ?? version);
       continue;
     }
-    const sql = windowSql(conditions.sql, 'newest', { paged: true, version: true });
+    const split = splitUs !== null;
+    const sql = windowSql(conditions.sql, 'newest', { paged: true, version: true, split });
+    const params = {
+      ...conditions.params,
+      ...windowParams(window, true),
+      ...(split ? { split_us: splitUs } : {}),
+    };
     const rows = (
-      await withQueryTimeout(connection, q.timeoutMs, q.what, () =>
-        runPrepared(connection, sql, { ...conditions.params, ...windowParams(window, true) }),
-      )
+      await withQueryTimeout(connection, q.timeoutMs, q.what, () => runPrepared(connection, sql, params))
     ).getRows();
     const seen = rows[0]?.[REPORT_COLUMN_COUNT] as bigint | undefined;
     const expected = Math.min(pageSize, totalOf(counts) - offset);
@@ -146,17 +150,24 @@ export async function* streamPage(
       ? exportWindows(counts, order, EXPORT_WINDOW_ROWS)
       : [pageWindow(counts, order, range.offset, range.limit)].filter((w) => w !== null);
   const paged = range.limit !== undefined;
-  const sql = windowSql(conditions, order, { paged, version: false });
+  const sql = windowSql(conditions, order, { paged, version: false, split: false });
   for (const window of windows) {
     const params = { ...where.params, ...windowParams(window, paged) };
     yield* streamReports(connection, sql, params, q.timeoutMs, q.what);
   }
 }
 
+/** The stored columns a page reads, as both `report_rows` and `reader_page_recent` name them. */
+const STORED_COLUMNS =
+  'id, status, destination, category, description, lat, lng, address, created_at, updated_at, extra, removed_at';
+
 /**
  * The reports of one window: `created_at` in its range (DuckDB's zone maps skip the row groups outside
  * it), in `order`; `paged` drops `skip` rows and keeps `limit`; `version` appends the serving index's
- * version as a last column (read in the same snapshot as the rows).
+ * version as a last column (read in the same snapshot as the rows); `split` reads the reports last changed
+ * after `$split_us` from `reader_page_recent` (kept sorted by `created_at`) and only the others from
+ * `report_rows`, whose zone maps on `last_changed_at` then skip the row groups later runs appended (each
+ * spans the whole time axis, so those on `created_at` cannot): warehouse/serving-recent.ts.
  *
  * The filter is wrapped in `(…) IS TRUE` (the same rows: every column it reads is NOT NULL or tested with
  * IS NULL) so DuckDB does not push its equalities into the scan: there they are evaluated on every row of
@@ -165,12 +176,22 @@ export async function* streamPage(
  * The version column also keeps DuckDB from its late materialisation of `LIMIT` ≤ 50 queries (a second
  * scan filtered on `rowid`, which DuckDB 1.5 does not seek with: it read all 4M rows, a page took ~7 ms).
  */
-function windowSql(conditions: string, order: PageOrder, o: { paged: boolean; version: boolean }): string {
+function windowSql(
+  conditions: string,
+  order: PageOrder,
+  o: { paged: boolean; version: boolean; split: boolean },
+): string {
   const orderSql = order === 'newest' ? NEWEST_FIRST_SQL : EXPORT_ORDER_SQL;
   const version = o.version ? ', (SELECT version FROM reader_serving) AS serving_version' : '';
-  return `SELECT ${REPORT_COLUMNS_SQL}${version} FROM report_rows
-    WHERE created_at >= make_timestamptz($from_us::BIGINT) AND created_at < make_timestamptz($to_us::BIGINT)
-      AND (${conditions}) IS TRUE
+  const range = `created_at >= make_timestamptz($from_us::BIGINT) AND created_at < make_timestamptz($to_us::BIGINT)
+      AND (${conditions}) IS TRUE`;
+  const source = o.split
+    ? `(SELECT ${STORED_COLUMNS} FROM report_rows
+        WHERE ${range} AND last_changed_at <= make_timestamptz($split_us::BIGINT)
+        UNION ALL
+        SELECT ${STORED_COLUMNS} FROM reader_page_recent WHERE ${range})`
+    : `report_rows WHERE ${range}`;
+  return `SELECT ${REPORT_COLUMNS_SQL}${version} FROM ${source}
     ORDER BY ${orderSql}${o.paged ? ' LIMIT $limit OFFSET $skip' : ''}`;
 }
 

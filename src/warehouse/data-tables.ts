@@ -17,6 +17,7 @@ export const DATA_TABLES = [
   'reader_page_counts',
   'reader_extra_keys',
   'reader_serving',
+  'reader_page_recent',
   'staging_reports',
   'staging_seen',
   'sync_checkpoints',

@@ -6,7 +6,7 @@ import {
   columnList,
   columnNames,
   ident,
-  isStaging,
+  isUnpublished,
   qualified,
   tableNames,
 } from './published-tables.js';
@@ -23,7 +23,7 @@ import { reportVersionsSql } from './versions.js';
 export async function writeFullCopy(connection: DuckDBConnection, live: string, copy: string): Promise<void> {
   await connection.run(`COPY FROM DATABASE ${ident(live)} TO ${ident(copy)} (SCHEMA)`);
   for (const table of await tableNames(connection, copy)) {
-    if (isStaging(table)) {
+    if (isUnpublished(table)) {
       await connection.run(`DROP TABLE ${qualified(copy, table)}`);
       continue;
     }

@@ -33,6 +33,16 @@ export const COPY_ONLY_TABLES: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Tables left out of the published copy and the Parquet set, like staging: the reader's recent rows
+ * (warehouse/serving-recent.ts) repeat current reports, up to an eighth of them, that a publish would copy
+ * again whole each time; a reader of the copy, not finding them, reads every report from `report_rows`.
+ */
+export const LIVE_ONLY_TABLES: ReadonlySet<string> = new Set(['reader_page_recent']);
+
+/** Tables the published copy does not hold. */
+export const isUnpublished = (table: string): boolean => isStaging(table) || LIVE_ONLY_TABLES.has(table);
+
+/**
  * The bookkeeping table of the published copy: one row naming the warehouse state it holds (the
  * watermark, see change-set.ts). Not a warehouse table: written by the publish only.
  */

@@ -1,5 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { rebuildExtraKeys, updateExtraKeys } from './serving-extra-keys.js';
+import { refreshRecentRows } from './serving-recent.js';
 import { withTransaction } from './transaction.js';
 
 /**
@@ -71,15 +72,21 @@ export async function rebuildServingIndex(
   const shape = await bucketShape(c);
   await c.run(
     `CREATE OR REPLACE TEMP TABLE serving_next AS
-     SELECT coalesce((SELECT max(version) + 1 FROM reader_serving), epoch_us(now())) AS version`,
+     SELECT coalesce((SELECT max(version) + 1 FROM reader_serving), epoch_us(now())) AS version,
+       (SELECT max(split_at) FROM reader_serving) AS split_at`,
   );
   await c.run('DELETE FROM reader_serving');
-  await c.run(`INSERT INTO reader_serving SELECT $bucket_us, version, $densest, $buckets FROM serving_next`, {
-    bucket_us: width,
-    densest: BigInt(Math.max(4 * shape.densest, 16 * bucketReports)),
-    buckets: BigInt(4 * shape.buckets + 1024),
-  });
+  await c.run(
+    `INSERT INTO reader_serving (bucket_us, version, densest_limit, buckets_limit, split_at)
+     SELECT $bucket_us, version, $densest, $buckets, split_at FROM serving_next`,
+    {
+      bucket_us: width,
+      densest: BigInt(Math.max(4 * shape.densest, 16 * bucketReports)),
+      buckets: BigInt(4 * shape.buckets + 1024),
+    },
+  );
   await c.run('DROP TABLE serving_next');
+  await refreshRecentRows(c);
 }
 
 /**
@@ -122,6 +129,7 @@ export async function updateServingIndex(
   }
   await c.run('UPDATE reader_serving SET version = version + 1');
   if (await outgrown(c)) await rebuildServingIndex(c);
+  else if (changed > 0) await refreshRecentRows(c, { changedAt: now });
 }
 
 async function applyCountChanges(c: DuckDBConnection, now: string, bucketUs: bigint): Promise<void> {

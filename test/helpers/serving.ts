@@ -47,4 +47,13 @@ export async function expectIndexExact(c: DuckDBConnection): Promise<void> {
   );
   expect(kept.getRowsJS()).toEqual(recount.getRowsJS());
   expect(await readExtraKeys(c)).toEqual((await readExportShape(c, 10_000)).extraColumns);
+  // The recent rows are exactly the current reports last changed after the split, as they are now.
+  const columns =
+    'id, status, destination, category, description, lat, lng, address, created_at, updated_at, extra::VARCHAR';
+  const recent = await c.runAndReadAll(`SELECT ${columns} FROM reader_page_recent ORDER BY id`);
+  const expected = await c.runAndReadAll(
+    `SELECT ${columns} FROM report_rows
+     WHERE removed_at IS NULL AND last_changed_at > (SELECT split_at FROM reader_serving) ORDER BY id`,
+  );
+  expect(recent.getRowsJS()).toEqual(expected.getRowsJS());
 }

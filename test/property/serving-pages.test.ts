@@ -10,6 +10,7 @@ import type { ReportFilter } from '../../src/reader/report-rows.js';
 import type { Report } from '../../src/schema/wire-format.js';
 import { loadDataset } from '../../src/simulator/load-dataset.js';
 import { rebuildServingIndex } from '../../src/warehouse/serving-index.js';
+import { refreshRecentRows } from '../../src/warehouse/serving-recent.js';
 import { expectIndexExact, offsetRows, show } from '../helpers/serving.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
@@ -69,6 +70,12 @@ const scenario = fc.integer({ min: 1, max: 24 }).chain((n) =>
     // remove any report) the current reports it lacked marked unseen and kept.
     sliceRows: fc.constantFrom(1, 2, 1_000_000),
     tombstones: fc.boolean(),
+    // Recent rows allowed after each run (warehouse/serving-recent.ts): 0 moves the split every run (no
+    // recent rows), 1-3 now and then, undefined keeps the run's own default (the split stays where the first
+    // run put it: every later change is served from the recent rows).
+    recentCap: fc.constantFrom(0, 1, 3, undefined),
+    // Then the last run's changes appended (1), or the recent rows rewritten sorted (0).
+    appendShare: fc.constantFrom(0, 1),
     checks: fc.array(
       fc.record({
         status: fc.option(fc.constantFrom(...STATUSES, 'UNKNOWN'), { nil: undefined }),
@@ -104,59 +111,70 @@ describe('paging with the serving index', () => {
   it('gives exactly what the OFFSET queries give, for any filter, page and page size, run after run', async () => {
     let round = 0;
     await fc.assert(
-      fc.asyncProperty(scenario, async ({ steps, bucketReports, sliceRows, tombstones, checks }) => {
-        const dir = join(tmp.dir, `s${round++}`);
-        let warehouse: Awaited<ReturnType<typeof openTestWarehouse>> | undefined;
-        // One index for the whole scenario, as a reader keeps it across runs: stale counts must be noticed.
-        const index = new PageIndex();
-        try {
-          for (const [k, s] of steps.entries()) {
-            const file = `${dir}-${k}.ndjson`;
-            const lines = s.reports.flatMap((r, i) => (r.present ? [line(i, r, k)] : []));
-            if (lines.length === 0) lines.push(line(0, s.reports[0]!, k));
-            writeFileSync(file, `${lines.join('\n')}\n`);
-            const sim = await startTestSimulator({ dataset: await loadDataset(file) });
-            const config = testConfig(sim.url, `${dir}.duckdb`, {
-              csvPageSize: 3,
-              tombstoneMinShare: tombstones ? 0 : 1,
-              mergeSliceRows: sliceRows,
-            });
-            warehouse ??= await openTestWarehouse(config);
-            try {
-              const [run] = await syncTargetOnce(warehouse, config, s.source);
-              expect(run?.status, run?.error?.message).toBe('succeeded');
-            } finally {
-              await sim.close();
-            }
-            const c = await warehouse.connect();
-            try {
-              if (k === 0) {
-                await c.run('BEGIN TRANSACTION');
-                await rebuildServingIndex(c, bucketReports);
-                await c.run('COMMIT');
+      fc.asyncProperty(
+        scenario,
+        async ({ steps, bucketReports, sliceRows, tombstones, recentCap, appendShare, checks }) => {
+          const dir = join(tmp.dir, `s${round++}`);
+          let warehouse: Awaited<ReturnType<typeof openTestWarehouse>> | undefined;
+          // One index for the whole scenario, as a reader keeps it across runs: stale counts must be noticed.
+          // Pages read the split however few the recent rows (a reader reads it from one row group on).
+          const index = new PageIndex(256, 0);
+          try {
+            for (const [k, s] of steps.entries()) {
+              const file = `${dir}-${k}.ndjson`;
+              const lines = s.reports.flatMap((r, i) => (r.present ? [line(i, r, k)] : []));
+              if (lines.length === 0) lines.push(line(0, s.reports[0]!, k));
+              writeFileSync(file, `${lines.join('\n')}\n`);
+              const sim = await startTestSimulator({ dataset: await loadDataset(file) });
+              const config = testConfig(sim.url, `${dir}.duckdb`, {
+                csvPageSize: 3,
+                tombstoneMinShare: tombstones ? 0 : 1,
+                mergeSliceRows: sliceRows,
+              });
+              warehouse ??= await openTestWarehouse(config);
+              try {
+                const [run] = await syncTargetOnce(warehouse, config, s.source);
+                expect(run?.status, run?.error?.message).toBe('succeeded');
+              } finally {
+                await sim.close();
               }
-              await expectIndexExact(c);
-              for (const check of checks) {
-                const filter = { status: check.status, destination: check.destination };
-                const q = { index, filter, timeoutMs: 10_000, what: 'test' };
-                const total = (await offsetRows(c, filter, 'newest', 0, undefined)).length;
-                for (let page = 1; (page - 1) * check.pageSize <= total; page++) {
-                  const offset = (page - 1) * check.pageSize;
-                  const got = (await listPageRows(c, q, page, check.pageSize)).map(show);
-                  expect(got, `list ${JSON.stringify(filter)} page ${page}`).toEqual(
-                    await offsetRows(c, filter, 'newest', offset, check.pageSize),
-                  );
+              const c = await warehouse.connect();
+              try {
+                if (k === 0) {
+                  await c.run('BEGIN TRANSACTION');
+                  await rebuildServingIndex(c, bucketReports);
+                  await c.run('COMMIT');
                 }
-                await expectTransactionReads(c, index, filter, check.pageSize);
+                // As a run does: a new version, then the recent rows for it.
+                await c.run('BEGIN TRANSACTION');
+                await c.run('UPDATE reader_serving SET version = version + 1');
+                const last = await c.runAndReadAll('SELECT max(last_changed_at)::VARCHAR FROM report_rows');
+                const changedAt = (last.getRows()[0]?.[0] as string | null) ?? undefined;
+                await refreshRecentRows(c, { maxRows: recentCap, changedAt, appendShare });
+                await c.run('COMMIT');
+                await expectIndexExact(c);
+                for (const check of checks) {
+                  const filter = { status: check.status, destination: check.destination };
+                  const q = { index, filter, timeoutMs: 10_000, what: 'test' };
+                  const total = (await offsetRows(c, filter, 'newest', 0, undefined)).length;
+                  for (let page = 1; (page - 1) * check.pageSize <= total; page++) {
+                    const offset = (page - 1) * check.pageSize;
+                    const got = (await listPageRows(c, q, page, check.pageSize)).map(show);
+                    expect(got, `list ${JSON.stringify(filter)} page ${page}`).toEqual(
+                      await offsetRows(c, filter, 'newest', offset, check.pageSize),
+                    );
+                  }
+                  await expectTransactionReads(c, index, filter, check.pageSize);
+                }
+              } finally {
+                c.closeSync();
               }
-            } finally {
-              c.closeSync();
             }
+          } finally {
+            warehouse?.close();
           }
-        } finally {
-          warehouse?.close();
-        }
-      }),
+        },
+      ),
       { numRuns: 15, endOnFailure: true }, // no shrinking: each try is several pipeline runs
     );
   }, 600_000);
