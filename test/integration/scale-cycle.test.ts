@@ -6,7 +6,7 @@ import { publishSnapshot } from '../../src/warehouse/publish.js';
 import { startTestSimulator, type TestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
-// The cycle of `npm run bench -- --scale N` (docs/performance.md, "Scale") at 200,000 reports, with DuckDB
+// The cycle of `npm run bench -- --scale N` (docs/performance.md, "Scale") at 500,000 reports, with DuckDB
 // held to a memory limit at which the merge that updated every row a nightly run saw ran out of memory
 // (500,000 reports at 80MiB, 350,000 at 64MiB, 4M at the default 256MiB). Every step must succeed within it.
 const REPORTS = 500_000;
