@@ -5,7 +5,7 @@ import type { ReaderContext } from './reader-context.js';
 import { readRunState } from './last-success.js';
 import { withQueryTimeout } from './query-timeout.js';
 import { ReadTransaction } from './read-transaction.js';
-import { notModified, validatorHeaders, validatorsOf, type Validators } from './validators.js';
+import { replyNotModified, validatorHeaders, validatorsOf, type Validators } from './validators.js';
 
 /** An export response being prepared: its read transaction and the validators of the state it reads. */
 export interface OpenExport {
@@ -51,9 +51,8 @@ export async function openExport(
     await tx.finish(false);
     throw err;
   }
-  if (notModified(request.headers, validators)) {
+  if (replyNotModified(request, reply, validators)) {
     await tx.finish(true);
-    reply.code(304).headers(validatorHeaders(validators)).send();
     return null;
   }
   return { tx, validators };

@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LastSuccess } from './last-success.js';
 
 /** `ETag` and (when a run succeeded) `Last-Modified` of what the reader serves. */
@@ -52,4 +53,14 @@ export function notModified(
   if (ims === undefined || v.lastModified === undefined) return false;
   const since = Date.parse(ims);
   return !Number.isNaN(since) && Date.parse(v.lastModified) <= since;
+}
+
+/**
+ * Answers `304 Not Modified` with the validators and no body (RFC 9110 §15.4.5) when the client's copy is
+ * current ({@link notModified}); returns whether it did, so the route ends there.
+ */
+export function replyNotModified(request: FastifyRequest, reply: FastifyReply, v: Validators): boolean {
+  if (!notModified(request.headers, v)) return false;
+  reply.code(304).headers(validatorHeaders(v)).send();
+  return true;
 }

@@ -12,7 +12,7 @@ import { publicLink } from '../public-link.js';
 import { publicQuery } from '../public-query.js';
 import type { ResponseCache } from '../response-cache.js';
 import type { SpoolCache } from '../spool-cache.js';
-import { notModified, validatorHeaders, type Validators } from '../validators.js';
+import { replyNotModified, validatorHeaders, type Validators } from '../validators.js';
 import type { VersionCache } from '../version-cache.js';
 import type { PgListPages } from './pg-list-pages.js';
 import type { PgReaderPool } from './pg-pool.js';
@@ -48,9 +48,7 @@ export function pgListRoute(ctx: PgReaderContext): RouteHandlerMethod {
     const query = publicQuery('list', request, reply, ctx.config.readerListMaxPageSize);
     if (query === null) return reply;
     const validators = await ctx.current.get();
-    if (notModified(request.headers, validators)) {
-      return reply.code(304).headers(validatorHeaders(validators)).send();
-    }
+    if (replyNotModified(request, reply, validators)) return reply;
     const filter = { destination: query.destination, status: query.status };
     const key = JSON.stringify([query.destination, query.status, query.pageSize, query.page]);
     // The cached text carries the tag of the state its rows were read in (the first line): a publish

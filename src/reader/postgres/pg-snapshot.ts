@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type pg from 'pg';
-import { notModified, validatorHeaders, type Validators } from '../validators.js';
+import { replyNotModified, type Validators } from '../validators.js';
 import type { PgReaderPool } from './pg-pool.js';
 import { pgValidators, type PgReaderQueries } from './pg-queries.js';
 
@@ -48,9 +48,8 @@ export async function openPgSnapshot(
     await tx.finish(false);
     throw err;
   }
-  if (notModified(request.headers, validators)) {
+  if (replyNotModified(request, reply, validators)) {
     await tx.finish(true);
-    reply.code(304).headers(validatorHeaders(validators)).send();
     return null;
   }
   return { client, tx, validators };

@@ -5,7 +5,7 @@ import { publicQuery } from '../public-query.js';
 import type { ReaderContext } from '../reader-context.js';
 import { listPageRows } from '../report-pages.js';
 import { rowToReport } from '../report-rows.js';
-import { notModified, validatorHeaders } from '../validators.js';
+import { replyNotModified, validatorHeaders } from '../validators.js';
 
 /**
  * `GET /api/v1/public/reports?destination=&status=&pageSize=&page=` from the warehouse: a JSON array of wire
@@ -27,9 +27,7 @@ export function listRoute(ctx: ReaderContext): RouteHandlerMethod {
     const query = publicQuery('list', request, reply, ctx.config.readerListMaxPageSize);
     if (query === null) return reply;
     const validators = await ctx.validators.get();
-    if (notModified(request.headers, validators)) {
-      return reply.code(304).headers(validatorHeaders(validators)).send();
-    }
+    if (replyNotModified(request, reply, validators)) return reply;
     const filter = { destination: query.destination, status: query.status };
     const pageQuery = { index: ctx.pageIndex, filter, timeoutMs: ctx.config.readerQueryTimeoutMs, what };
     const key = JSON.stringify([query.destination, query.status, query.pageSize, query.page]);
