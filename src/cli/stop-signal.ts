@@ -83,8 +83,10 @@ export function onStopSignal(options: StopSignalOptions): StopSignal {
     exitCode,
     dispose() {
       if (timer) clearTimeout(timer);
-      unsubscribe();
+      // `afterwards` first: Node restores the default action (kill) when a signal's last listener goes,
+      // so removing `handler` first left an instant in which a signal killed the finished command.
       onTermSignals(afterwards);
+      unsubscribe();
     },
   };
 }
