@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PgListPages } from '../../src/reader/postgres/pg-list-pages.js';
+import { PgReaderPool } from '../../src/reader/postgres/pg-pool.js';
 import { publishToPostgres } from '../../src/warehouse/postgres/publish-postgres.js';
 import { postgresForSuite } from '../helpers/postgres.js';
 import { startTestSimulator } from '../helpers/simulator.js';
@@ -85,6 +86,24 @@ describe('list pages on PostgreSQL by keyset seeks from anchors', () => {
       );
     } finally {
       await client.end();
+    }
+  });
+
+  it('are read on connections with generic plans and no JIT, which a page query needs to stay under a millisecond', async (ctx) => {
+    const db = await postgres.database(ctx);
+    const pool = new PgReaderPool({ url: db.url, size: 2, acquireTimeoutMs: 5_000, queryTimeoutMs: 5_000 });
+    try {
+      const settings = await pool.use(
+        async (c) =>
+          (
+            await c.query<{ jit: string; mode: string }>(
+              `SELECT current_setting('jit') AS jit, current_setting('plan_cache_mode') AS mode`,
+            )
+          ).rows[0],
+      );
+      expect(settings).toEqual({ jit: 'off', mode: 'force_generic_plan' });
+    } finally {
+      await pool.close();
     }
   });
 });

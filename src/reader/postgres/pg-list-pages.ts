@@ -96,9 +96,13 @@ export class PgListPages {
         await current.pending;
         if (this.#etag !== etag) continue; // extended in another state: the map was reset
       }
-      const anchor = entry.anchors[j];
-      if (anchor === undefined || this.#etag === undefined) return undefined; // past the end
-      return { anchor, skip: offset - j * this.#every, etag: this.#etag };
+      if (this.#etag === undefined) return undefined;
+      // Past the last anchor of a complete list: fewer than `every` rows follow the last one, so the
+      // page is read from it (an empty page costs a short seek, not a scan of the whole filter).
+      const at = Math.min(j, entry.anchors.length - 1);
+      const anchor = entry.anchors[at];
+      if (anchor === undefined) return undefined; // an empty list
+      return { anchor, skip: offset - at * this.#every, etag: this.#etag };
     }
     return undefined;
   }
