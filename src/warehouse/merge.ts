@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { withCheckpointsDeferred } from './deferred-checkpoint.js';
 import { lineHashColumn, lineHashValues } from './line-hash-column.js';
 import { buildMergeBatch, emptyMergeBatch, inSlice, type BatchCounts } from './merge-batch.js';
 import { sizeBytes } from './memory-limit.js';
@@ -207,15 +208,17 @@ async function storeLineHashes(
   slices: number,
 ): Promise<void> {
   const hash = lineHashColumn(run.source);
-  for (let slice = 0; slice < slices; slice++) {
-    await c.run(
-      `UPDATE report_rows SET ${hash} = b.line_hash
-       FROM (SELECT id, line_hash FROM merge_batch
-             WHERE change = 'unchanged' AND line_hash IS NOT NULL AND ${inSlice('id', { slice, slices })}) b
-       WHERE report_rows.id = b.id AND report_rows.unseen_since IS NULL
-         AND b.line_hash IS DISTINCT FROM report_rows.${hash}`,
-    );
-  }
+  await withCheckpointsDeferred(c, async () => {
+    for (let slice = 0; slice < slices; slice++) {
+      await c.run(
+        `UPDATE report_rows SET ${hash} = b.line_hash
+         FROM (SELECT id, line_hash FROM merge_batch
+               WHERE change = 'unchanged' AND line_hash IS NOT NULL AND ${inSlice('id', { slice, slices })}) b
+         WHERE report_rows.id = b.id AND report_rows.unseen_since IS NULL
+           AND b.line_hash IS DISTINCT FROM report_rows.${hash}`,
+      );
+    }
+  });
 }
 
 /** Drops the merge's TEMP tables (inside the finishing transaction, or after a failed one). */
