@@ -2,11 +2,17 @@ import type { DuckDBValue } from '@duckdb/node-api';
 import pg from 'pg';
 import type { Warehouse } from '../../src/warehouse/database.js';
 
-/** How a column is compared: instants as epoch microseconds, JSON parsed, numbers as numbers. */
-type Kind = 'text' | 'ts' | 'json' | 'num' | 'int' | 'bool';
+/**
+ * How a column is compared: instants as epoch microseconds, JSON parsed, numbers as numbers; `exact`: JSON
+ * as its text, byte for byte.
+ */
+type Kind = 'text' | 'ts' | 'json' | 'exact' | 'num' | 'int' | 'bool';
+
+/** A compared column: its PostgreSQL name, how it is compared, and its DuckDB name when that differs. */
+type Column = [name: string, kind: Kind, duckName?: string];
 
 /** The business columns of the relations compared (what analysts query), with how to compare them. */
-const BUSINESS: Array<[string, Kind]> = [
+const BUSINESS: Column[] = [
   ['status', 'text'],
   ['destination', 'text'],
   ['category', 'text'],
@@ -20,7 +26,14 @@ const BUSINESS: Array<[string, Kind]> = [
 ];
 
 /** Relations compared, each with its columns. */
-export const COMPARED: Record<string, { columns: Array<[string, Kind]> }> = {
+export const COMPARED: Record<string, { columns: Column[] }> = {
+  // The upstream's unknown fields as received (`json`), byte-exact: the text the reader on PostgreSQL serves.
+  report_rows: {
+    columns: [
+      ['id', 'text'],
+      ['extra_json', 'exact', 'extra'],
+    ],
+  },
   reports: {
     columns: [
       ['id', 'text'],
@@ -103,16 +116,13 @@ export const COMPARED: Record<string, { columns: Array<[string, Kind]> }> = {
   },
 };
 
+const asText = (k: Kind) => k === 'json' || k === 'exact' || k === 'int';
 const duckExpr = (c: string, k: Kind) =>
-  k === 'ts' ? `epoch_us("${c}")::VARCHAR` : k === 'json' || k === 'int' ? `"${c}"::VARCHAR` : `"${c}"`;
+  k === 'ts' ? `epoch_us("${c}")::VARCHAR` : asText(k) ? `"${c}"::VARCHAR` : `"${c}"`;
 const pgExpr = (c: string, k: Kind) =>
-  k === 'ts'
-    ? `(extract(epoch from "${c}") * 1000000)::bigint::text`
-    : k === 'json' || k === 'int'
-      ? `"${c}"::text`
-      : `"${c}"`;
+  k === 'ts' ? `(extract(epoch from "${c}") * 1000000)::bigint::text` : asText(k) ? `"${c}"::text` : `"${c}"`;
 
-function normalize(row: Record<string, unknown>, columns: Array<[string, Kind]>): unknown[] {
+function normalize(row: Record<string, unknown>, columns: Column[]): unknown[] {
   return columns.map(([c, k]) => {
     const v = row[c];
     if (v === null || v === undefined) return null;
@@ -141,7 +151,7 @@ export async function duckRows(warehouse: Warehouse, relation: string): Promise<
   const c = await warehouse.connect();
   try {
     const reader = await c.runAndReadAll(
-      `SELECT ${columns.map(([n, k]) => `${duckExpr(n, k)} AS "${n}"`).join(', ')} FROM ${relation}`,
+      `SELECT ${columns.map(([n, k, d]) => `${duckExpr(d ?? n, k)} AS "${n}"`).join(', ')} FROM ${relation}`,
       {} as Record<string, DuckDBValue>,
     );
     return sorted(reader.getRowObjectsJS().map((r) => normalize(r, columns)));

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import type { Config, ConfigOverrides } from '../../src/config/config.js';
+import { buildPostgresReader } from '../../src/reader/postgres/pg-reader.js';
 import { buildReader } from '../../src/reader/server.js';
 import { PUBLIC_PREFIX } from '../../src/schema/public-query.js';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/server.js';
@@ -78,4 +79,16 @@ export async function startSyncedReader(
       tmp.cleanup();
     },
   };
+}
+
+/** Builds the reader on PostgreSQL over the serving schema `db` and listens on 127.0.0.1, port 0. */
+export async function startTestPgReader(
+  db: { url: string; schema: string },
+  config: Config,
+): Promise<TestReader> {
+  const app = await buildPostgresReader({ ...db, config, logger: silentLogger() });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  return { app, url, api: (path) => `${url}${PUBLIC_PREFIX}${path}`, close: () => app.close() };
 }

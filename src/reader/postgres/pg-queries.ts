@@ -12,10 +12,16 @@ import type { Validators } from '../validators.js';
  * answers do not depend on the database's collation, and served by the indexes of migration 002.
  */
 
+/**
+ * `extra` as received: the `json` copy (its text as published), else, for a row published before that
+ * column existed, the `jsonb` one (jsonb's key order) until a publish rewrites the row.
+ */
+const extraAsReceived = (row = '') => `coalesce(${row}extra_json, ${row}extra::json)`;
+
 /** The columns {@link rowToReport} reads, in its order: timestamps as epoch ms, `extra` as JSON text. */
 export const PG_REPORT_COLUMNS = `id, status, destination, category, description, lat, lng, address,
   trunc(extract(epoch FROM created_at) * 1000)::float8 AS created_ms,
-  trunc(extract(epoch FROM updated_at) * 1000)::float8 AS updated_ms, extra::text AS extra`;
+  trunc(extract(epoch FROM updated_at) * 1000)::float8 AS updated_ms, ${extraAsReceived()}::text AS extra`;
 export const PG_NEWEST_FIRST = 'created_at DESC, id COLLATE "C" ASC';
 const EXPORT_ORDER = 'created_at ASC, id COLLATE "C" ASC';
 
@@ -76,15 +82,16 @@ export class PgReaderQueries {
 
   /**
    * The CSV export's extra columns (docs/sources.md): every key of the current reports' `extra` in
-   * first-seen order along the export order, keys of one report in their stored order (jsonb's order:
-   * PostgreSQL keeps jsonb keys sorted by length then bytes, not as received).
+   * first-seen order along the export order, keys of one report in their order as received (the DuckDB
+   * reader's columns, export-shape.ts).
    */
   async extraKeys(client: ClientBase): Promise<string[]> {
     const res = await client.query<[string]>({
       text: `SELECT key FROM (
           SELECT DISTINCT ON (k.key) k.key, r.created_at, r.id COLLATE "C" AS id, k.pos
-          FROM ${this.#s}.report_rows r, jsonb_object_keys(r.extra) WITH ORDINALITY AS k(key, pos)
-          WHERE r.removed_at IS NULL AND jsonb_typeof(r.extra) = 'object'
+          FROM ${this.#s}.report_rows r,
+            json_object_keys(${extraAsReceived('r.')}) WITH ORDINALITY AS k(key, pos)
+          WHERE r.removed_at IS NULL AND json_typeof(${extraAsReceived('r.')}) = 'object'
           ORDER BY k.key, r.created_at, r.id COLLATE "C", k.pos) firsts
         ORDER BY created_at, id, pos`,
       rowMode: 'array',

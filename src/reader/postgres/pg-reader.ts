@@ -42,8 +42,9 @@ export interface PostgresReaderOptions {
  * against one server or its streaming replicas. Every answer reads one published state: a list page in
  * one statement, an export or the stats in one REPEATABLE READ transaction with the `publish_state` row
  * that gives its `ETag`, so a reader during a publish sees the run before or after, never half.
- * Differences from the DuckDB reader: `extra` is jsonb, so unknown fields come in jsonb's key order;
- * the status page shows what the published run log holds.
+ * Unknown upstream fields come as received, byte for byte as from the DuckDB reader (`extra_json`, the
+ * `json` copy of `extra`; rows published before it existed fall back to the `jsonb` one until a publish
+ * rewrites them). Difference from the DuckDB reader: the status page shows what the published run log holds.
  */
 export async function buildPostgresReader(options: PostgresReaderOptions): Promise<FastifyInstance> {
   const { config } = options;

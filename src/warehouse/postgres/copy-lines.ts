@@ -4,7 +4,7 @@ import type { DuckDBBlobValue, DuckDBConnection, DuckDBValue } from '@duckdb/nod
 import type { ClientBase } from 'pg';
 import { escapeIdentifier } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import type { PgColumn, PgTable } from './pg-tables.js';
+import { duckSource, type PgColumn, type PgTable } from './pg-tables.js';
 
 /** A DuckDB identifier, quoted (names come from pg-tables.ts, never from data). */
 const duck = (name: string) => `"${name.replace(/"/g, '""')}"`;
@@ -17,7 +17,7 @@ const JSON_PG_CANNOT_STORE = String.raw`(^|[^\\])(\\\\)*\\u(0000|[dD][89a-fA-F])
 
 /** DuckDB SQL: true when the value of `column` cannot be stored by PostgreSQL as it is. */
 function cannotStore(column: PgColumn): string | undefined {
-  const c = duck(column.name);
+  const c = duck(duckSource(column));
   if (column.type === 'text') return `contains(${c}, chr(0))`;
   if (column.type === 'json' || column.type === 'jsonb') {
     // The cheap test first: most JSON texts hold no escape at all.
@@ -28,16 +28,22 @@ function cannotStore(column: PgColumn): string | undefined {
 
 /** DuckDB SQL: true for a row PostgreSQL cannot store (see {@link refusalReasonSql}). */
 export function refusedSql(table: PgTable): string {
-  const checks = table.columns.map(cannotStore).filter((s): s is string => s !== undefined);
-  return `coalesce(${checks.join(' OR ')}, false)`;
+  // One test per DuckDB column, though it feeds two PostgreSQL columns (`extra` as jsonb and as json).
+  const checks = new Set(table.columns.map(cannotStore).filter((s): s is string => s !== undefined));
+  return `coalesce(${[...checks].join(' OR ')}, false)`;
 }
 
-/** DuckDB SQL: the reason a refused row is kept out of PostgreSQL, naming its columns. */
+/**
+ * DuckDB SQL: the reason a refused row is kept out of PostgreSQL, naming its DuckDB columns (each once,
+ * where the exact text can be queried).
+ */
 export function refusalReasonSql(table: PgTable): string {
-  const named = table.columns
-    .map((col) => [col.name, cannotStore(col)] as const)
-    .filter((pair): pair is readonly [string, string] => pair[1] !== undefined)
-    .map(([name, check]) => `CASE WHEN coalesce(${check}, false) THEN '${name}' END`);
+  const checks = new Map<string, string>();
+  for (const col of table.columns) {
+    const check = cannotStore(col);
+    if (check !== undefined) checks.set(duckSource(col), check);
+  }
+  const named = [...checks].map(([name, check]) => `CASE WHEN coalesce(${check}, false) THEN '${name}' END`);
   return `'U+0000 (NUL) or a lone surrogate escape in ' || concat_ws(', ', ${named.join(', ')}) ||
     ': PostgreSQL cannot store it; the row is kept in DuckDB unchanged'`;
 }
@@ -49,7 +55,7 @@ export function rowKeySql(table: PgTable): string {
 
 /** DuckDB SQL: one value as a field of PostgreSQL's CSV COPY format (unquoted empty = NULL). */
 function csvField(column: PgColumn): string {
-  const c = duck(column.name);
+  const c = duck(duckSource(column));
   switch (column.type) {
     case 'text':
       return `CASE WHEN ${c} IS NULL THEN '' ELSE '"' || replace(${c}, '"', '""') || '"' END`;

@@ -6,10 +6,19 @@
 export type PgColumnType =
   'text' | 'jsonb' | 'json' | 'timestamptz' | 'double' | 'bigint' | 'integer' | 'boolean';
 
-/** One column of a published table: its name (the same in DuckDB and PostgreSQL) and PostgreSQL type. */
+/**
+ * One column of a published table: its PostgreSQL name and type, and `from`, the DuckDB column it is read
+ * from when that has another name (the same DuckDB column may feed two PostgreSQL columns).
+ */
 export interface PgColumn {
   name: string;
   type: PgColumnType;
+  from?: string;
+}
+
+/** The DuckDB column a published column is read from: its `from`, else its own name. */
+export function duckSource(column: PgColumn): string {
+  return column.from ?? column.name;
 }
 
 /**
@@ -24,13 +33,14 @@ export interface PgTable {
   runColumn: string;
 }
 
+/** Columns from `name:type` pairs; `name:type:from` reads the DuckDB column `from`. */
 const cols = (spec: string): PgColumn[] =>
   spec
     .trim()
     .split(/\s+/)
     .map((pair) => {
-      const [name, type] = pair.split(':') as [string, PgColumnType];
-      return { name, type };
+      const [name, type, from] = pair.split(':') as [string, PgColumnType, string | undefined];
+      return from === undefined ? { name, type } : { name, type, from };
     });
 
 const BUSINESS =
@@ -52,14 +62,18 @@ export const SYNC_RUNS: PgTable = {
     merged_at:timestamptz note:text`),
 };
 
-/** The stored report rows under the `reports` view (one per report, its current version). */
+/**
+ * The stored report rows under the `reports` view (one per report, its current version). `extra_json` is
+ * DuckDB's `extra` once more, as `json`: its text as received (key order, number text), which the reader
+ * serves; `extra` stays `jsonb` for analysts.
+ */
 export const REPORT_ROWS: PgTable = {
   name: 'report_rows',
   key: ['id'],
   runColumn: 'version_run_id',
   columns: cols(`id:text ${BUSINESS} first_seen_at:timestamptz last_seen_at:timestamptz
     last_changed_at:timestamptz removed_at:timestamptz source:text run_id:text version_change:text
-    version_run_id:text unseen_since:timestamptz`),
+    version_run_id:text unseen_since:timestamptz extra_json:json:extra`),
 };
 
 /** SCD2 versions a later run closed (`valid_to` = that run's merge time). */
