@@ -191,6 +191,41 @@ describe('unknown upstream fields on the reader on PostgreSQL', () => {
     expect(await ndjsonOf()).toBe(ndjson);
   });
 
+  it('holding a number jsonb cannot hold (1e200000) keep their report out of PostgreSQL with the reason, and the publish goes on', async (ctx) => {
+    const db = await postgres.database(ctx);
+    const lines = [
+      reportLine(1, '"big":1e200000'),
+      reportLine(2, '"tiny":[1,{"x":1.5e-16383}],"text":"1e200000"'),
+      reportLine(3, '"edge":1e131071,"small":1e-16383,"zero":0e999999,"text":"1e200000"'),
+    ];
+    const sim = await simulatorOf(lines, 'numbers');
+    const config = testConfig(sim.url, `${tmp.dir}/numbers.duckdb`, { readerCacheBytes: 0 });
+    const warehouse = await openTestWarehouse(config);
+    try {
+      const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+      expect(run?.counters.inserted).toBe(3);
+      const published = await publishToPostgres(warehouse, db);
+      expect(published.tables.report_rows).toEqual({ rows: 1, refused: 2 });
+    } finally {
+      warehouse.close();
+    }
+    const refused = await pgQuery<{ row_key: string; reason: string }>(
+      db.url,
+      db.schema,
+      `SELECT row_key, reason FROM publish_refused WHERE table_name = 'report_rows' ORDER BY row_key`,
+    );
+    expect(refused.map((r) => r.row_key)).toEqual(['["X1"]', '["X2"]']);
+    for (const r of refused) expect(r.reason).toMatch(/number jsonb cannot hold in extra: /);
+    const kept = await pgQuery<{ id: string; extra_json: string }>(
+      db.url,
+      db.schema,
+      'SELECT id, extra_json::text AS extra_json FROM report_rows',
+    );
+    expect(kept).toEqual([
+      { id: 'X3', extra_json: '{"edge":1e131071,"small":1e-16383,"zero":0e999999,"text":"1e200000"}' },
+    ]);
+  });
+
   it('property: for generated extras, every body of the reader on PostgreSQL equals the DuckDB reader’s', async (ctx) => {
     const db = await postgres.database(ctx);
     let run = 0;

@@ -15,37 +15,74 @@ const duck = (name: string) => `"${name.replace(/"/g, '""')}"`;
  */
 const JSON_PG_CANNOT_STORE = String.raw`(^|[^\\])(\\\\)*\\u(0000|[dD][89a-fA-F])`;
 
+/** A JSON number token; in JSON text whose strings are blanked, every run of digits belongs to one. */
+const JSON_NUMBER = String.raw`-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?`;
+const JSON_NUMBER_PARTS = String.raw`^-?([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$`;
+const JSON_STRING = String.raw`"(?:[^"\\]|\\.)*"`;
+
+/**
+ * DuckDB SQL: true when the JSON text `x` holds a number PostgreSQL's `numeric`, and so `jsonb`, cannot
+ * hold (its input fails with "value overflows numeric format"), as the number is written: its leading
+ * digit 131,072 or more places before the decimal point, more than 16,383 digits after it (fraction
+ * digits minus the exponent: `1.5e-16383`, `0.0e-99999`), or an exponent of ±1,073,741,823 or more (PostgreSQL
+ * docs, "Numeric Types", for PostgreSQL 14 and later; `json` keeps any of them as text). Only a text with
+ * an exponent of five digits or a run of 1,000 digits can hold one, so the exact test, over the number
+ * tokens left once strings are blanked, runs on those alone. test/postgres/jsonb-numbers.test.ts checks
+ * it against a server.
+ */
+export function jsonbCannotHoldSql(x: string): string {
+  return `(regexp_matches(${x}, '[eE][+-]?[0-9]{5}|[0-9]{1000}') AND list_bool_or(list_transform(
+    list_transform(
+      list_transform(regexp_extract_all(regexp_replace(${x}, '${JSON_STRING}', '""', 'g'), '${JSON_NUMBER}'),
+        lambda t: regexp_extract(t, '${JSON_NUMBER_PARTS}', ['i', 'f', 'e'])),
+      lambda p: {'i': ltrim(p.i, '0'), 'f': p.f, 'z': length(p.f) - length(ltrim(p.f, '0')),
+                 'e': TRY_CAST(CASE WHEN p.e = '' THEN '0' ELSE p.e END AS HUGEINT)}),
+    lambda q: q.e IS NULL OR abs(q.e) >= 1073741823 OR length(q.f) - q.e > 16383
+      OR coalesce(CASE WHEN q.i <> '' THEN length(q.i) - 1 + q.e
+                       WHEN q.z < length(q.f) THEN q.e - q.z - 1 END >= 131072, false))))`;
+}
+
 /** DuckDB SQL: true when the value of `column` cannot be stored by PostgreSQL as it is. */
 function cannotStore(column: PgColumn): string | undefined {
   const c = duck(duckSource(column));
   if (column.type === 'text') return `contains(${c}, chr(0))`;
   if (column.type === 'json' || column.type === 'jsonb') {
     // The cheap test first: most JSON texts hold no escape at all.
-    return `(contains(${c}::VARCHAR, '\\u') AND regexp_matches(${c}::VARCHAR, '${JSON_PG_CANNOT_STORE}'))`;
+    const escape = `(contains(${c}::VARCHAR, '\\u') AND regexp_matches(${c}::VARCHAR, '${JSON_PG_CANNOT_STORE}'))`;
+    return column.type === 'json' ? escape : `(${escape} OR ${jsonbCannotHoldSql(`${c}::VARCHAR`)})`;
   }
   return undefined;
 }
 
+/** The tests of a table's DuckDB columns, each column once (`extra` feeds a `jsonb` and a `json` column). */
+function checksByDuckColumn(table: PgTable): Map<string, string> {
+  const checks = new Map<string, string[]>();
+  for (const col of table.columns) {
+    const check = cannotStore(col);
+    if (check === undefined) continue;
+    const name = duckSource(col);
+    const list = checks.get(name) ?? [];
+    if (!list.includes(check)) list.push(check);
+    checks.set(name, list);
+  }
+  return new Map([...checks].map(([name, list]) => [name, list.join(' OR ')]));
+}
+
 /** DuckDB SQL: true for a row PostgreSQL cannot store (see {@link refusalReasonSql}). */
 export function refusedSql(table: PgTable): string {
-  // One test per DuckDB column, though it feeds two PostgreSQL columns (`extra` as jsonb and as json).
-  const checks = new Set(table.columns.map(cannotStore).filter((s): s is string => s !== undefined));
-  return `coalesce(${[...checks].join(' OR ')}, false)`;
+  return `coalesce(${[...checksByDuckColumn(table).values()].join(' OR ')}, false)`;
 }
 
 /**
  * DuckDB SQL: the reason a refused row is kept out of PostgreSQL, naming its DuckDB columns (each once,
- * where the exact text can be queried).
+ * where the exact value can be queried).
  */
 export function refusalReasonSql(table: PgTable): string {
-  const checks = new Map<string, string>();
-  for (const col of table.columns) {
-    const check = cannotStore(col);
-    if (check !== undefined) checks.set(duckSource(col), check);
-  }
-  const named = [...checks].map(([name, check]) => `CASE WHEN coalesce(${check}, false) THEN '${name}' END`);
-  return `'U+0000 (NUL) or a lone surrogate escape in ' || concat_ws(', ', ${named.join(', ')}) ||
-    ': PostgreSQL cannot store it; the row is kept in DuckDB unchanged'`;
+  const named = [...checksByDuckColumn(table)].map(
+    ([name, check]) => `CASE WHEN coalesce(${check}, false) THEN '${name}' END`,
+  );
+  return `'U+0000 (NUL), a lone surrogate escape or a number jsonb cannot hold in ' ||
+    concat_ws(', ', ${named.join(', ')}) || ': PostgreSQL cannot store it; the row is kept in DuckDB unchanged'`;
 }
 
 /** DuckDB SQL: the row's key columns as a JSON array (the `publish_refused.row_key`). */
