@@ -140,11 +140,18 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
         'request',
       );
     });
-    handle(req, res).catch((err: unknown) => {
-      logger.error({ err, path: req.url }, 'simulator request failed');
-      if (!res.headersSent) sendError(req, res, 500, 'INTERNAL', `Simulator error: ${errorMessage(err)}`);
-      else res.destroy();
-    });
+    const respond = () =>
+      handle(req, res).catch((err: unknown) => {
+        logger.error({ err, path: req.url }, 'simulator request failed');
+        if (!res.headersSent) sendError(req, res, 500, 'INTERNAL', `Simulator error: ${errorMessage(err)}`);
+        else res.destroy();
+      });
+    // A request that arrives on a keep-alive connection before the previous response finished (its
+    // client had every byte, node had not yet emitted 'finish') gets a response with no socket yet: node
+    // assigns one when the previous response finishes. Bodies (and the faults, which write on the socket
+    // itself) need it: answering without it threw and closed the connection under the client.
+    if (res.socket) void respond();
+    else res.once('socket', () => void respond());
   });
   server.on('connection', (socket) => {
     sockets.add(socket);
