@@ -70,7 +70,7 @@ export async function listPageRows(
       const current = await withQueryTimeout(connection, q.timeoutMs, q.what, () =>
         runPrepared(connection, 'SELECT version FROM reader_serving', {}),
       );
-      const seen = current.getRows()[0]?.[0] as bigint | undefined;
+      const seen = current[0]?.[0] as bigint | undefined;
       if (seen === version) return [];
       q.index.noteVersion(seen ?? version);
       continue;
@@ -82,9 +82,9 @@ export async function listPageRows(
       ...windowParams(window, true),
       ...(split ? { split_us: splitUs } : {}),
     };
-    const rows = (
-      await withQueryTimeout(connection, q.timeoutMs, q.what, () => runPrepared(connection, sql, params))
-    ).getRows();
+    const rows = await withQueryTimeout(connection, q.timeoutMs, q.what, () =>
+      runPrepared(connection, sql, params),
+    );
     const seen = rows[0]?.[REPORT_COLUMN_COUNT] as bigint | undefined;
     const expected = Math.min(pageSize, totalOf(counts) - offset);
     if (seen === version && rows.length === expected) return rows;
