@@ -82,6 +82,32 @@ end
 `;
 }
 
+/** One filter of the deep-page scripts and its last page (its current reports / pageSize, rounded up). */
+export interface FilterPages {
+  status: string;
+  destination: string;
+  pages: number;
+}
+
+/**
+ * A wrk Lua script asking, for a filter chosen at random, one of its own pages `1…pages` at random: only
+ * pages that hold reports, where {@link randomPagesScript} also asks pages past a small filter's end (an
+ * empty answer that costs the reader almost nothing).
+ */
+export function inRangePagesScript(filters: FilterPages[], pageSize: number): string {
+  const rows = filters
+    .filter((f) => f.pages > 0)
+    .map((f) => `{${JSON.stringify(f.status)}, ${JSON.stringify(f.destination)}, ${f.pages}}`);
+  return `
+local filters = {${rows.join(', ')}}
+${SEED_PER_THREAD}
+function request()
+  local f = filters[math.random(#filters)]
+  return wrk.format("GET", "/api/v1/public/reports?status=" .. f[1] .. "&destination=" .. f[2] .. "&pageSize=${pageSize}&page=" .. math.random(f[3]))
+end
+`;
+}
+
 /** Time to the first body byte and to the end of one GET (ms), and the body's size. */
 export function firstByte(url: string): Promise<{ firstByteMs: number; totalMs: number; bytes: number }> {
   return new Promise((resolve, reject) => {

@@ -6,9 +6,12 @@
 //      wrk -t1 -c1  --latency  on /healthz (the probe an orchestrator would send),
 //    while a sync of a changed upstream (the simulator advanced one day) commits in the same process;
 // 2. deep pages: wrk -t2 -c64 on every status × destination of the data, pages 1–2000 at random (most
-//    beyond what any cache holds), with the page cache as configured and with it off;
+//    beyond what any cache holds), with the page cache as configured and with it off; then, cache off,
+//    only pages within each filter's own range (every answer holds reports);
 // 3. first bytes: the time to the first byte of random CSV pages over the whole export and of the full
 //    NDJSON and GeoJSON exports, each the first request for its body in this data state.
+// With --nights D, the warehouse first lives D simulated days, each followed by the nightly NDJSON sync, as
+// a mirror does after weeks of service (the rows each night changes are appended to the table).
 // Prints the figures against the goals and writes bench/results-reader.json.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -27,6 +30,7 @@ import {
   bodyBytes,
   firstByte,
   quantile,
+  inRangePagesScript,
   randomPagesScript,
   SEED_PER_THREAD,
   slowReader,
@@ -45,6 +49,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '64' },
     'no-sync': { type: 'boolean', default: false },
     'max-page': { type: 'string', default: '2000' },
+    nights: { type: 'string', default: '0' },
     out: { type: 'string', default: join(root, 'bench', 'results-reader.json') },
     help: { type: 'boolean', default: false },
   },
@@ -58,6 +63,7 @@ if (values.help) {
   --connections C   wrk connections on the list (default 64)
   --no-sync         no sync during the run (isolates the cost of a sync committing meanwhile)
   --max-page P      deep pages are asked from 1 to P (default 2000)
+  --nights D        before measuring, D simulated days each followed by the nightly NDJSON sync (default 0)
   --out FILE        JSON results (default bench/results-reader.json)
 
 Needs wrk (apt-get install wrk). Goals on 2 cores: shallow pages >= 2000 req/s, p99 <= 50 ms, /healthz
@@ -68,6 +74,11 @@ p99 <= 10 ms; deep pages >= 1000 req/s, p99 <= 100 ms; first byte of any CSV pag
 const records = Number(values.records);
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
+const nights = Number(values.nights);
+if (!Number.isInteger(nights) || nights < 0) {
+  process.stderr.write(`--nights must be a whole number of days >= 0 (got ${values.nights})\n`);
+  process.exit(2);
+}
 const log = (msg: string) =>
   process.stderr.write(`[bench:reader ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
@@ -106,6 +117,16 @@ try {
   if (failed) throw new Error(`the initial sync failed: ${failed.error?.message ?? failed.status}`);
   const buildMs = Date.now() - started;
   log(`built in ${(buildMs / 1000).toFixed(1)} s`);
+  const nightly: { day: number; seconds: number; status: string }[] = [];
+  for (let day = 1; day <= nights; day++) {
+    simulator.advanceDays(1);
+    const t = Date.now();
+    const runs = await syncTarget({ warehouse, config, dispatcher, logger, target: 'ndjson' });
+    nightly.push({ day, seconds: (Date.now() - t) / 1000, status: runs.map((r) => r.status).join(',') });
+    log(
+      `night ${day}: nightly NDJSON sync ${nightly.at(-1)!.status} in ${nightly.at(-1)!.seconds.toFixed(1)} s`,
+    );
+  }
 
   const app = await buildReader({ warehouse, config, logger });
   const base = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -175,8 +196,36 @@ try {
     const uncachedApp = await buildReader({ warehouse, config: { ...config, readerCacheBytes: 0 }, logger });
     const uncachedBase = await uncachedApp.listen({ port: 0, host: '127.0.0.1' });
     const uncached = await wrkWithCpu([...args, `${uncachedBase}/`]);
+    const inRangeLua = join(work, 'in-range.lua');
+    writeFileSync(inRangeLua, inRangePagesScript(await filterPages(50), 50));
+    log('deep pages within each filter’s range, page cache off');
+    const inRange = await wrkWithCpu([
+      '-t2',
+      `-c${connections}`,
+      `-d${seconds}s`,
+      '--latency',
+      '-s',
+      inRangeLua,
+      `${uncachedBase}/`,
+    ]);
     await uncachedApp.close();
-    return { statuses, destinations, cached, uncached };
+    return { statuses, destinations, cached, uncached, inRange };
+  }
+
+  /** Every status × destination with current reports, and its last page of `pageSize`. */
+  async function filterPages(pageSize: number) {
+    const c = await warehouse.connect();
+    try {
+      const sql = `SELECT status, destination, count(*)::DOUBLE FROM reports WHERE removed_at IS NULL
+        GROUP BY ALL ORDER BY ALL`;
+      return (await c.runAndReadAll(sql)).getRows().map((row) => ({
+        status: String(row[0]),
+        destination: String(row[1]),
+        pages: Math.ceil(Number(row[2]) / pageSize),
+      }));
+    } finally {
+      c.closeSync();
+    }
   }
 
   /** Phase 3: first bytes of random CSV pages and of the full exports, each the first of its body. */
@@ -212,6 +261,7 @@ try {
   const results = {
     records,
     buildSeconds: buildMs / 1000,
+    nights: nightly,
     wrkSeconds: seconds,
     list: list,
     healthz: health,
@@ -239,12 +289,13 @@ try {
   writeFileSync(values.out, `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(
     [
-      `reader bench: ${records} reports, wrk ${seconds} s, ${connections} connections, 4 slow export readers, ${values['no-sync'] ? 'no sync' : 'one sync'}`,
+      `reader bench: ${records} reports${nights > 0 ? ` after ${nights} simulated nights` : ''}, wrk ${seconds} s, ${connections} connections, 4 slow export readers, ${values['no-sync'] ? 'no sync' : 'one sync'}`,
       `  list      ${list.requestsPerSecond.toFixed(0)} req/s, p50 ${list.p50Ms} ms, p99 ${list.p99Ms} ms, not 2xx/3xx ${list.failed}, socket errors ${list.socketErrors}`,
       `  /healthz  ${health.requestsPerSecond.toFixed(0)} req/s, p50 ${health.p50Ms} ms, p99 ${health.p99Ms} ms, not 2xx/3xx ${health.failed}`,
       `  deep pages (1–${values['max-page']}, ${deep.statuses.length}×${deep.destinations.length} filters, no sync):`,
       `    page cache on   ${deepLine(deep.cached)}`,
       `    page cache off  ${deepLine(deep.uncached)}`,
+      `    in range, off   ${deepLine(deep.inRange)}`,
       `  first byte: CSV pages (pageSize 1000, ${firstBytes.csvPages.samples.length} at random) p50 ${firstBytes.csvPages.p50Ms} ms, max ${firstBytes.csvPages.maxMs} ms; last page of 10000 ${firstBytes.csvLastPage10000.firstByteMs} ms`,
       `  first byte: NDJSON export ${firstBytes.ndjson.firstByteMs} ms (all ${mb(firstBytes.ndjson.bytes)} MB in ${(firstBytes.ndjson.totalMs / 1000).toFixed(1)} s), GeoJSON ${firstBytes.geojson.firstByteMs} ms (all in ${(firstBytes.geojson.totalMs / 1000).toFixed(1)} s)`,
       ...Object.entries(compression).map(
