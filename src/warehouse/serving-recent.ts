@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { reclusterChangedRows, type ReclusterOptions } from './recluster.js';
 
 /**
  * The reader's recent rows (migration 031, docs/reader.md "Paging at any depth"). The current reports last
@@ -8,9 +9,9 @@ import type { DuckDBConnection } from '@duckdb/node-api';
  * appended their changes to `report_rows` since the split. A run that changed many reports rewrites the
  * recent rows sorted (its cost follows the reports changed since the split, kept below
  * {@link MAX_RECENT_SHARE} of the current ones by moving the split to the newest change: the recent rows then
- * start empty, and `report_rows`' appended row groups are read by every page again until a load rewrites it
- * in order); one that changed few appends its own (a page then also reads the last row group of the recent
- * rows, until the next rewrite).
+ * start empty, and the rows they held are stored again in `report_rows` sorted by `created_at`, recluster.ts,
+ * so a page reads only the part of them its window covers); one that changed few appends its own (a page
+ * then also reads the last row group of the recent rows, until the next rewrite).
  */
 
 /** Share of the current reports the recent rows may hold before the split moves. */
@@ -32,6 +33,8 @@ export interface RecentRefresh {
   maxRows?: number | undefined;
   /** Appended share allowed (default {@link MAX_APPENDED_SHARE}); tests pass 0 or 1 to force either way. */
   appendShare?: number | undefined;
+  /** How the rows the split leaves behind are sorted again (recluster.ts; tests pass small slices). */
+  recluster?: ReclusterOptions | undefined;
 }
 
 /**
@@ -66,8 +69,11 @@ export async function refreshRecentRows(c: DuckDBConnection, o: RecentRefresh = 
     await c.run('UPDATE reader_serving SET recent_appended = $n', { n: BigInt(appended) });
     return;
   }
-  if (moveSplit)
+  if (moveSplit) {
+    // The rows the split stops reading from the recent rows are stored again in `created_at` order.
+    if (!state.unset) await reclusterChangedRows(c, state.splitAt, o.recluster);
     await c.run('UPDATE reader_serving SET split_at = (SELECT max(last_changed_at) FROM report_rows)');
+  }
   await c.run('DELETE FROM reader_page_recent');
   await c.run(
     `INSERT INTO reader_page_recent
@@ -78,12 +84,16 @@ export async function refreshRecentRows(c: DuckDBConnection, o: RecentRefresh = 
   await c.run('UPDATE reader_serving SET recent_appended = 0');
 }
 
-/** The split's state: unset, recent rows it selects now, current reports, appended rows, the run's changes. */
+/**
+ * The split's state: unset, recent rows it selects now, current reports, appended rows, the run's changes,
+ * and the split itself (TIMESTAMPTZ text, '' when unset).
+ */
 async function recentState(
   c: DuckDBConnection,
   changedAt: string | undefined,
 ): Promise<
-  { unset: boolean; recent: number; current: number; appended: number; changed: number } | undefined
+  | { unset: boolean; recent: number; current: number; appended: number; changed: number; splitAt: string }
+  | undefined
 > {
   const row = (
     await c.runAndReadAll(
@@ -91,12 +101,20 @@ async function recentState(
          (SELECT count(*) FROM report_rows r WHERE r.last_changed_at > s.split_at AND r.removed_at IS NULL)::DOUBLE,
          (SELECT count(*) FROM report_rows WHERE removed_at IS NULL)::DOUBLE,
          coalesce(s.recent_appended, 0)::DOUBLE,
-         (SELECT count(*) FROM report_rows WHERE last_changed_at = $now::TIMESTAMPTZ)::DOUBLE
+         (SELECT count(*) FROM report_rows WHERE last_changed_at = $now::TIMESTAMPTZ)::DOUBLE,
+         coalesce(s.split_at::VARCHAR, '')
        FROM reader_serving s`,
       { now: changedAt ?? null },
     )
   ).getRows()[0];
   if (row === undefined) return undefined;
   const n = (i: number) => Number(row[i] ?? 0);
-  return { unset: row[0] === true, recent: n(1), current: n(2), appended: n(3), changed: n(4) };
+  return {
+    unset: row[0] === true,
+    recent: n(1),
+    current: n(2),
+    appended: n(3),
+    changed: n(4),
+    splitAt: String(row[5]),
+  };
 }

@@ -76,6 +76,8 @@ const scenario = fc.integer({ min: 1, max: 24 }).chain((n) =>
     recentCap: fc.constantFrom(0, 1, 3, undefined),
     // Then the last run's changes appended (1), or the recent rows rewritten sorted (0).
     appendShare: fc.constantFrom(0, 1),
+    // When the split moves, the rows it leaves behind sorted again in slices of 1-3 rows or in one.
+    reclusterSlice: fc.constantFrom(1, 2, 3, 1_000_000),
     checks: fc.array(
       fc.record({
         status: fc.option(fc.constantFrom(...STATUSES, 'UNKNOWN'), { nil: undefined }),
@@ -113,7 +115,16 @@ describe('paging with the serving index', () => {
     await fc.assert(
       fc.asyncProperty(
         scenario,
-        async ({ steps, bucketReports, sliceRows, tombstones, recentCap, appendShare, checks }) => {
+        async ({
+          steps,
+          bucketReports,
+          sliceRows,
+          tombstones,
+          recentCap,
+          appendShare,
+          reclusterSlice,
+          checks,
+        }) => {
           const dir = join(tmp.dir, `s${round++}`);
           let warehouse: Awaited<ReturnType<typeof openTestWarehouse>> | undefined;
           // One index for the whole scenario, as a reader keeps it across runs: stale counts must be noticed.
@@ -150,7 +161,12 @@ describe('paging with the serving index', () => {
                 await c.run('UPDATE reader_serving SET version = version + 1');
                 const last = await c.runAndReadAll('SELECT max(last_changed_at)::VARCHAR FROM report_rows');
                 const changedAt = (last.getRows()[0]?.[0] as string | null) ?? undefined;
-                await refreshRecentRows(c, { maxRows: recentCap, changedAt, appendShare });
+                await refreshRecentRows(c, {
+                  maxRows: recentCap,
+                  changedAt,
+                  appendShare,
+                  recluster: { minRows: 0, sliceRows: reclusterSlice },
+                });
                 await c.run('COMMIT');
                 await expectIndexExact(c);
                 for (const check of checks) {

@@ -1,0 +1,111 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { reclusterChangedRows } from '../../src/warehouse/recluster.js';
+import { refreshRecentRows } from '../../src/warehouse/serving-recent.js';
+import { startTestSimulator } from '../helpers/simulator.js';
+import { openTestWarehouse, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => {
+  tmp = tempDir();
+});
+afterEach(() => tmp.cleanup());
+
+/** Every stored row of `report_rows`, all columns, as sorted text: the table's content, not its order. */
+async function content(c: DuckDBConnection): Promise<string[]> {
+  const rows = await c.runAndReadAll(`SELECT to_json(r)::VARCHAR AS j FROM report_rows r ORDER BY j`);
+  return rows.getRows().map((row) => String(row[0]));
+}
+
+/** `created_at, id` of the rows changed after `since`, in stored (rowid) order. */
+async function storedOrder(c: DuckDBConnection, since: string): Promise<string[]> {
+  const rows = await c.runAndReadAll(
+    `SELECT epoch_us(created_at)::VARCHAR || ' ' || id FROM report_rows
+     WHERE last_changed_at > $since::TIMESTAMPTZ ORDER BY rowid`,
+    { since },
+  );
+  return rows.getRows().map((row) => String(row[0]));
+}
+
+const byTimeThenId = (a: string, b: string) => {
+  const [ta, ia] = a.split(' ');
+  const [tb, ib] = b.split(' ');
+  const d = BigInt(ta!) - BigInt(tb!);
+  if (d !== 0n) return d < 0n ? -1 : 1;
+  return ia! < ib! ? -1 : ia! > ib! ? 1 : 0;
+};
+
+describe('reclustering the rows nightly runs appended', () => {
+  it('stores the same rows again, sorted by createdAt then id, however many slices', async () => {
+    const sim = await startTestSimulator({ generate: { n: 3000, seed: 5 } });
+    const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`);
+    const warehouse = await openTestWarehouse(config);
+    try {
+      const [first] = await syncTargetOnce(warehouse, config, 'ndjson');
+      expect(first?.status).toBe('succeeded');
+      const c = await warehouse.connect();
+      try {
+        const loaded = await c.runAndReadAll('SELECT max(last_changed_at)::VARCHAR FROM report_rows');
+        const since = String(loaded.getRows()[0]?.[0]);
+        for (let day = 0; day < 3; day++) {
+          sim.advanceDays(5);
+          const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+          expect(run?.status).toBe('succeeded');
+        }
+        const before = await content(c);
+        const appended = await storedOrder(c, since);
+        expect(appended.length).toBeGreaterThan(100);
+        // Appended night by night: not in createdAt order before.
+        expect(appended).not.toEqual([...appended].sort(byTimeThenId));
+        for (const sliceRows of [7, 100, 1_000_000]) {
+          await c.run('BEGIN TRANSACTION');
+          expect(await reclusterChangedRows(c, since, { minRows: 0, sliceRows })).toBe(appended.length);
+          await c.run('COMMIT');
+          expect(await content(c), `slices of ${sliceRows}`).toEqual(before);
+          const order = await storedOrder(c, since);
+          expect(order, `slices of ${sliceRows}`).toEqual([...appended].sort(byTimeThenId));
+        }
+        // Below the threshold, nothing is rewritten.
+        expect(await reclusterChangedRows(c, since, { minRows: appended.length + 1 })).toBe(0);
+      } finally {
+        c.closeSync();
+      }
+    } finally {
+      warehouse.close();
+      await sim.close();
+    }
+  });
+
+  it('runs when the split moves: the rows it leaves behind are sorted, the recent rows start over', async () => {
+    const sim = await startTestSimulator({ generate: { n: 3000, seed: 9 } });
+    const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`);
+    const warehouse = await openTestWarehouse(config);
+    try {
+      await syncTargetOnce(warehouse, config, 'ndjson');
+      const c = await warehouse.connect();
+      try {
+        const split = async () =>
+          String((await c.runAndReadAll('SELECT split_at::VARCHAR FROM reader_serving')).getRows()[0]?.[0]);
+        const oldSplit = await split();
+        sim.advanceDays(10);
+        await syncTargetOnce(warehouse, config, 'ndjson');
+        const before = await content(c);
+        const appended = await storedOrder(c, oldSplit);
+        expect(appended.length).toBeGreaterThan(100);
+        await c.run('BEGIN TRANSACTION');
+        await refreshRecentRows(c, { maxRows: 0, recluster: { minRows: 0, sliceRows: 50 } });
+        await c.run('COMMIT');
+        expect(await split()).not.toBe(oldSplit);
+        expect(await content(c)).toEqual(before);
+        expect(await storedOrder(c, oldSplit)).toEqual([...appended].sort(byTimeThenId));
+        const recent = await c.runAndReadAll('SELECT count(*)::INT FROM reader_page_recent');
+        expect(recent.getRows()[0]?.[0]).toBe(0);
+      } finally {
+        c.closeSync();
+      }
+    } finally {
+      warehouse.close();
+      await sim.close();
+    }
+  });
+});
