@@ -18,6 +18,7 @@ export const DATA_TABLES = [
   'reader_extra_keys',
   'reader_serving',
   'reader_page_recent',
+  'reader_sorted_runs',
   'staging_reports',
   'staging_seen',
   'sync_checkpoints',

@@ -1,5 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { reclusterChangedRows, type ReclusterOptions } from './recluster.js';
+import type { ReclusterOptions } from './recluster.js';
+import { sortRowsLeftBehind } from './sorted-runs.js';
 
 /**
  * The reader's recent rows (migration 031, docs/reader.md "Paging at any depth"). The current reports last
@@ -10,7 +11,8 @@ import { reclusterChangedRows, type ReclusterOptions } from './recluster.js';
  * recent rows sorted (its cost follows the reports changed since the split, kept below
  * {@link MAX_RECENT_SHARE} of the current ones by moving the split to the newest change: the recent rows then
  * start empty, and the rows they held are stored again in `report_rows` sorted by `created_at`, recluster.ts,
- * so a page reads only the part of them its window covers); one that changed few appends its own (a page
+ * merged with earlier such runs so they stay few, sorted-runs.ts, and a page reads only the part of each its
+ * window covers); one that changed few appends its own (a page
  * then also reads the last row group of the recent rows, until the next rewrite).
  */
 
@@ -70,8 +72,10 @@ export async function refreshRecentRows(c: DuckDBConnection, o: RecentRefresh = 
     return;
   }
   if (moveSplit) {
-    // The rows the split stops reading from the recent rows are stored again in `created_at` order.
-    if (!state.unset) await reclusterChangedRows(c, state.splitAt, o.recluster);
+    // The rows the split stops reading from the recent rows are stored again in `created_at` order
+    // (merged with earlier sorted runs, sorted-runs.ts); a split set anew starts without runs.
+    if (state.unset) await c.run('DELETE FROM reader_sorted_runs');
+    else await sortRowsLeftBehind(c, state.splitAt, o.recluster);
     await c.run('UPDATE reader_serving SET split_at = (SELECT max(last_changed_at) FROM report_rows)');
   }
   await c.run('DELETE FROM reader_page_recent');
