@@ -117,6 +117,7 @@ async function commitMerge(run: OpenedExportRun, options: RunSyncOptions): Promi
       mergeThreads: config.duckdbMergeThreads,
       fullExport: source.fullExport,
       sliceRows: mergeSliceRows(config.mergeSliceRows, config.duckdbMemoryLimit),
+      sortMemoryLimit: readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes),
     },
     options.afterMerge,
   );

@@ -19,6 +19,7 @@ export const DATA_TABLES = [
   'reader_serving',
   'reader_page_recent',
   'reader_sorted_runs',
+  'reader_sort_pending',
   'staging_reports',
   'staging_seen',
   'sync_checkpoints',

@@ -36,9 +36,13 @@ export const COPY_ONLY_TABLES: ReadonlySet<string> = new Set([
  * Tables left out of the published copy and the Parquet set, like staging: the reader's recent rows
  * (warehouse/serving-recent.ts) repeat current reports, up to an eighth of them, that a publish would copy
  * again whole each time; a reader of the copy, not finding them, reads every report from `report_rows`. The
- * sorted runs (warehouse/sorted-runs.ts) describe the live `report_rows`' order, not the copy's.
+ * sorted runs and the sort under way (warehouse/sorted-runs.ts) describe the live `report_rows`' order.
  */
-export const LIVE_ONLY_TABLES: ReadonlySet<string> = new Set(['reader_page_recent', 'reader_sorted_runs']);
+export const LIVE_ONLY_TABLES: ReadonlySet<string> = new Set([
+  'reader_page_recent',
+  'reader_sorted_runs',
+  'reader_sort_pending',
+]);
 
 /** Tables the published copy does not hold. */
 export const isUnpublished = (table: string): boolean => isStaging(table) || LIVE_ONLY_TABLES.has(table);

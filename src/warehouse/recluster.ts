@@ -1,83 +1,140 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { withTransaction } from './transaction.js';
 
 /**
- * Rows sorted per statement at most: a slice's sort then needs the same memory at 1M reports as at 40M
- * (about one DuckDB row group and a half of full rows).
+ * Rows sorted and committed per transaction at most: a slice then needs the same memory at 1M reports as at
+ * 40M (about one DuckDB row group and a half of full rows), and so does its commit. Sorting a 10M-report
+ * table again in one transaction took the sync that did it from ~865 to 1,133 MiB peak RSS, most of it in
+ * the commit of 10M moved rows (docs/performance.md, "Pages and age").
  */
 const SLICE_ROWS = 200_000;
 
-/** Fewer changed rows than one DuckDB vector are not worth a rewrite: any page reads their vector whole. */
+/** Fewer rows than one DuckDB vector are not worth a rewrite: any page reads their vector whole. */
 const MIN_ROWS = 2_048;
 
-/** Tests pass small values to rewrite a few rows in many slices. */
+/** Tests pass small values to rewrite a few rows in many slices, or stop after some. */
 export interface ReclusterOptions {
   /** Fewest rows worth a rewrite (default {@link MIN_ROWS}). */
   minRows?: number | undefined;
   /** Rows per sorted slice (default {@link SLICE_ROWS}). */
   sliceRows?: number | undefined;
+  /** Called after each committed slice (0-based); a throw stops the sort there, as a crash would. */
+  afterSlice?: ((slice: number) => Promise<void>) | undefined;
+}
+
+/** The sort a move of the serving split left to do (`reader_sort_pending`, migration 042); TIMESTAMPTZ text. */
+interface PendingSort {
+  /** Rows last changed after this … */
+  since: string;
+  /** … and at or before this are sorted again; */
+  until: string;
+  /** those created before this are done (null: none yet). */
+  doneBefore: string | null;
+}
+
+async function pendingSort(c: DuckDBConnection): Promise<PendingSort | undefined> {
+  const row = (
+    await c.runAndReadAll(
+      'SELECT since::VARCHAR, until::VARCHAR, done_before::VARCHAR FROM reader_sort_pending LIMIT 1',
+    )
+  ).getRows()[0];
+  if (row === undefined) return undefined;
+  return {
+    since: String(row[0]),
+    until: String(row[1]),
+    doneBefore: row[2] === null ? null : String(row[2]),
+  };
+}
+
+/** The rows of `report_rows` a pending sort still has to rewrite, created in [`lo`, `hi`) when given. */
+function rangeSql(p: PendingSort, lo: string | null, hi: string | null) {
+  const params: Record<string, string> = { since: p.since, until: p.until };
+  let sql = 'last_changed_at > $since::TIMESTAMPTZ AND last_changed_at <= $until::TIMESTAMPTZ';
+  if (lo !== null) {
+    sql += ' AND created_at >= $lo::TIMESTAMPTZ';
+    params.lo = lo;
+  }
+  if (hi !== null) {
+    sql += ' AND created_at < $hi::TIMESTAMPTZ';
+    params.hi = hi;
+  }
+  return { sql, params };
 }
 
 /**
- * Stores again, in `created_at` order, the rows of `report_rows` last changed after `since` (a TIMESTAMPTZ
- * as text): a run writes the reports it changes at the end of the table (row-rewrite.ts), so after many
- * nights those rows fill row groups that each span the whole `created_at` axis, and every list page scanned
- * all of them (`npm run bench:reader -- --nights 20`: ~2.3 × the CPU of a page at 1M). Once sorted, DuckDB's
- * zone maps let a page read only the part of them its time window covers. The serving split calls this for
- * the rows it stops reading from `reader_page_recent` (serving-recent.ts), so a row is rewritten about once
- * per share of the warehouse that changes, not every night.
- *
- * Same rows, same columns: copied sorted into a TEMP table in slices of {@link SLICE_ROWS} by `created_at`
- * (each slice's sort fits DuckDB's memory limit; a TEMP table spills to `temp_directory`), then deleted and
- * appended back in that order, all in the caller's transaction. Readers see the table before or after.
- *
- * @returns rows rewritten (0 when fewer than {@link MIN_ROWS})
- * @throws DuckDB errors as they are (the caller's transaction then rolls back)
+ * Bounds of `slices` slices of about equal rows over `created_at`, from `lo` (null: the start) to the end:
+ * quantiles of the rows' `created_at` (ties stay together: a row goes to the slice whose lower bound it
+ * reaches).
  */
-export async function reclusterChangedRows(
+async function sliceBounds(
   c: DuckDBConnection,
-  since: string,
-  o: ReclusterOptions = {},
-): Promise<number> {
-  const params = { since };
-  const changed = `report_rows WHERE last_changed_at > $since::TIMESTAMPTZ`;
-  const n = Number(
-    (await c.runAndReadAll(`SELECT count(*)::DOUBLE FROM ${changed}`, params)).getRows()[0]?.[0] ?? 0,
-  );
-  if (n === 0 || n < (o.minRows ?? MIN_ROWS)) return 0;
-  const slices = Math.ceil(n / (o.sliceRows ?? SLICE_ROWS));
-  // Slice bounds: `created_at` quantiles of the rows, so each slice holds about SLICE_ROWS (ties stay
-  // together: a row goes to the slice whose lower bound it reaches).
-  const bounds: (string | null)[] = [null];
+  p: PendingSort,
+  lo: string | null,
+  slices: number,
+): Promise<(string | null)[]> {
+  const bounds: (string | null)[] = [lo];
   if (slices > 1) {
     const qs = Array.from({ length: slices - 1 }, (_, k) => ((k + 1) / slices).toFixed(6)).join(', ');
+    const range = rangeSql(p, lo, null);
     const row = (
       await c.runAndReadAll(
-        `SELECT list_transform(quantile_disc(created_at, [${qs}]), x -> x::VARCHAR) FROM ${changed}`,
-        params,
+        `SELECT list_transform(quantile_disc(created_at, [${qs}]), x -> x::VARCHAR) FROM report_rows
+         WHERE ${range.sql}`,
+        range.params,
       )
     ).getRows()[0];
     for (const b of (row?.[0] as { items: string[] } | undefined)?.items ?? []) bounds.push(b);
   }
   bounds.push(null);
-  await c.run(`CREATE OR REPLACE TEMP TABLE recluster_rows AS SELECT * FROM report_rows LIMIT 0`);
-  try {
-    for (let k = 0; k + 1 < bounds.length; k++) {
-      const lo = bounds[k] === null ? 'true' : `created_at >= $lo::TIMESTAMPTZ`;
-      const hi = bounds[k + 1] === null ? 'true' : `created_at < $hi::TIMESTAMPTZ`;
+  return bounds;
+}
+
+/**
+ * Stores again, in `created_at, id` order at the end of `report_rows`, the rows a move of the serving split
+ * left to sort (`reader_sort_pending`, written by sorted-runs.ts in the run's transaction), one slice of
+ * {@link SLICE_ROWS} rows per transaction: each copies its rows sorted into a TEMP table, deletes them and
+ * appends them back (DuckDB keeps insertion order, `preserve_insertion_order`), and records how far it got.
+ * Every commit holds the same reports with the same columns, so readers see no difference but the order;
+ * a crash between slices leaves the rest for the next call, which the next run makes once it commits
+ * (sync/close-run.ts). Returns the rows rewritten.
+ *
+ * Why the order matters: a run writes the reports it changes at the end of the table, so those row groups
+ * span the whole `created_at` axis and every list page read all of them (4M after 14 nights and a move of
+ * the split: a page 8.95 ms, 4.9–5.5 ms once sorted; docs/performance.md, "The reader at scale").
+ *
+ * @throws DuckDB errors as they are (the slice under way rolls back; those committed stay)
+ */
+export async function sortPendingRows(c: DuckDBConnection, o: ReclusterOptions = {}): Promise<number> {
+  const p = await pendingSort(c);
+  if (p === undefined) return 0;
+  const all = rangeSql(p, p.doneBefore, null);
+  const n = Number(
+    (
+      await c.runAndReadAll(`SELECT count(*)::DOUBLE FROM report_rows WHERE ${all.sql}`, all.params)
+    ).getRows()[0]?.[0] ?? 0,
+  );
+  // Too few to be worth it, unless a sort under way left them (the rest of a run must follow the rows done).
+  if (n === 0 || (p.doneBefore === null && n < (o.minRows ?? MIN_ROWS))) {
+    await c.run('DELETE FROM reader_sort_pending');
+    return 0;
+  }
+  const bounds = await sliceBounds(c, p, p.doneBefore, Math.ceil(n / (o.sliceRows ?? SLICE_ROWS)));
+  for (let k = 0; k + 1 < bounds.length; k++) {
+    const slice = rangeSql(p, bounds[k] ?? null, bounds[k + 1] ?? null);
+    await withTransaction(c, async () => {
       await c.run(
-        `INSERT INTO recluster_rows SELECT * FROM ${changed} AND ${lo} AND ${hi} ORDER BY created_at, id`,
-        {
-          ...params,
-          ...(bounds[k] === null ? {} : { lo: bounds[k]! }),
-          ...(bounds[k + 1] === null ? {} : { hi: bounds[k + 1]! }),
-        },
+        `CREATE OR REPLACE TEMP TABLE sorted_slice AS
+         SELECT * FROM report_rows WHERE ${slice.sql} ORDER BY created_at, id`,
+        slice.params,
       );
-    }
-    await c.run(`DELETE FROM ${changed}`, params);
-    // Appended in the TEMP table's order: DuckDB keeps insertion order (`preserve_insertion_order`).
-    await c.run('INSERT INTO report_rows SELECT * FROM recluster_rows');
-  } finally {
-    await c.run('DROP TABLE IF EXISTS recluster_rows');
+      await c.run(`DELETE FROM report_rows WHERE ${slice.sql}`, slice.params);
+      await c.run('INSERT INTO report_rows SELECT * FROM sorted_slice');
+      await c.run('DROP TABLE sorted_slice');
+      if (bounds[k + 1] === null) await c.run('DELETE FROM reader_sort_pending');
+      else
+        await c.run('UPDATE reader_sort_pending SET done_before = $hi::TIMESTAMPTZ', { hi: bounds[k + 1]! });
+    });
+    await o.afterSlice?.(k);
   }
   return n;
 }

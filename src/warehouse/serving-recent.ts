@@ -1,6 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { ReclusterOptions } from './recluster.js';
-import { sortRowsLeftBehind } from './sorted-runs.js';
+import { planSortOnMove } from './sorted-runs.js';
 
 /**
  * The reader's recent rows (migration 031, docs/reader.md "Paging at any depth"). The current reports last
@@ -10,10 +9,10 @@ import { sortRowsLeftBehind } from './sorted-runs.js';
  * appended their changes to `report_rows` since the split. A run that changed many reports rewrites the
  * recent rows sorted (its cost follows the reports changed since the split, kept below
  * {@link MAX_RECENT_SHARE} of the current ones by moving the split to the newest change: the recent rows then
- * start empty, and the rows they held are stored again in `report_rows` sorted by `created_at`, recluster.ts,
- * merged with earlier such runs so they stay few, sorted-runs.ts, and a page reads only the part of each its
- * window covers); one that changed few appends its own (a page
- * then also reads the last row group of the recent rows, until the next rewrite).
+ * start empty, and the rows they held are stored again in `report_rows` sorted by `created_at` once the run
+ * commits, merged with earlier such runs so they stay few (sorted-runs.ts, recluster.ts), and a page reads
+ * only the part of each its window covers); one that changed few appends its own (a page then also reads
+ * the last row group of the recent rows, until the next rewrite).
  */
 
 /** Share of the current reports the recent rows may hold before the split moves. */
@@ -35,8 +34,6 @@ export interface RecentRefresh {
   maxRows?: number | undefined;
   /** Appended share allowed (default {@link MAX_APPENDED_SHARE}); tests pass 0 or 1 to force either way. */
   appendShare?: number | undefined;
-  /** How the rows the split leaves behind are sorted again (recluster.ts; tests pass small slices). */
-  recluster?: ReclusterOptions | undefined;
 }
 
 /**
@@ -74,8 +71,10 @@ export async function refreshRecentRows(c: DuckDBConnection, o: RecentRefresh = 
   if (moveSplit) {
     // The rows the split stops reading from the recent rows are stored again in `created_at` order
     // (merged with earlier sorted runs, sorted-runs.ts); a split set anew starts without runs.
-    if (state.unset) await c.run('DELETE FROM reader_sorted_runs');
-    else await sortRowsLeftBehind(c, state.splitAt, o.recluster);
+    if (state.unset) {
+      await c.run('DELETE FROM reader_sorted_runs');
+      await c.run('DELETE FROM reader_sort_pending');
+    } else await planSortOnMove(c, state.splitAt);
     await c.run('UPDATE reader_serving SET split_at = (SELECT max(last_changed_at) FROM report_rows)');
   }
   await c.run('DELETE FROM reader_page_recent');

@@ -1,5 +1,4 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { reclusterChangedRows, type ReclusterOptions } from './recluster.js';
 
 /**
  * The sorted runs of `report_rows` (migration 042). Each move of the serving split (serving-recent.ts)
@@ -61,36 +60,49 @@ async function runSizes(c: DuckDBConnection, bounds: readonly string[]): Promise
   return (row ?? []).map((v) => Number(v ?? 0));
 }
 
-/** What a move of the split rewrote. */
-export interface SortedMove {
-  /** Rows stored again sorted (0 when too few changed to be worth it). */
-  rows: number;
-  /** Sorted runs after the move (the base not counted). */
+/** What a move of the split leaves to sort. */
+export interface SortPlan {
+  /** Rows last changed after this (TIMESTAMPTZ text; `-infinity`: every row) are sorted again. */
+  since: string;
+  /** Sorted runs once sorted (the base not counted). */
   runs: number;
-  /** Whether the whole table was sorted again (the base merged). */
-  whole: boolean;
 }
 
 /**
- * Stores again sorted the rows a move of the split from `splitAt` (TIMESTAMPTZ text) leaves behind, merged
- * with the runs {@link oldestMerged} picks, and records the runs in `reader_sorted_runs`. Call in the run's
+ * Plans, for a move of the split from `splitAt` (TIMESTAMPTZ text) to the newest change, the sort of the
+ * rows it leaves behind merged with the runs {@link oldestMerged} picks: records the runs in
+ * `reader_sorted_runs` and the sort in `reader_sort_pending` (rows last changed after the plan's `since` and
+ * at or before the newest change), which recluster.ts carries out in slices once the run commits. A sort
+ * left unfinished (a crash) is folded in: the new one starts at the earlier of the two. Call in the run's
  * transaction, before the split moves (serving-recent.ts).
  *
  * @throws DuckDB errors as they are (the caller's transaction then rolls back)
  */
-export async function sortRowsLeftBehind(
-  c: DuckDBConnection,
-  splitAt: string,
-  o: ReclusterOptions = {},
-): Promise<SortedMove> {
+export async function planSortOnMove(c: DuckDBConnection, splitAt: string): Promise<SortPlan> {
   const starts = await runStarts(c);
   const sizes = await runSizes(c, [...starts, splitAt]);
   const newRows = sizes.pop()!;
   const k = oldestMerged(sizes, newRows);
-  const since = k === 0 ? '-infinity' : k === sizes.length ? splitAt : starts[k - 1]!;
-  const rows = await reclusterChangedRows(c, since, o);
-  if (rows === 0) return { rows, runs: starts.length, whole: false };
+  const planned = k === 0 ? '-infinity' : k === sizes.length ? splitAt : starts[k - 1]!;
+  const since = String(
+    (
+      await c.runAndReadAll(
+        `SELECT least($planned::TIMESTAMPTZ, (SELECT min(since) FROM reader_sort_pending))::VARCHAR`,
+        { planned },
+      )
+    ).getRows()[0]?.[0] ?? planned,
+  );
   await c.run(`DELETE FROM reader_sorted_runs WHERE starts_after >= $since::TIMESTAMPTZ`, { since });
-  if (k > 0) await c.run(`INSERT INTO reader_sorted_runs VALUES ($since::TIMESTAMPTZ)`, { since });
-  return { rows, runs: k === 0 ? 0 : k, whole: k === 0 };
+  if (since !== '-infinity') {
+    await c.run(`INSERT INTO reader_sorted_runs VALUES ($since::TIMESTAMPTZ)`, { since });
+  }
+  await c.run('DELETE FROM reader_sort_pending');
+  await c.run(
+    `INSERT INTO reader_sort_pending SELECT $since::TIMESTAMPTZ, max(last_changed_at), NULL FROM report_rows`,
+    { since },
+  );
+  const runs = Number(
+    (await c.runAndReadAll('SELECT count(*) FROM reader_sorted_runs')).getRows()[0]?.[0] ?? 0,
+  );
+  return { since, runs };
 }

@@ -1,6 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { reclusterChangedRows } from '../../src/warehouse/recluster.js';
+import { sortPendingRows } from '../../src/warehouse/recluster.js';
 import { refreshRecentRows } from '../../src/warehouse/serving-recent.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
@@ -35,7 +35,19 @@ const byTimeThenId = (a: string, b: string) => {
   return ia! < ib! ? -1 : ia! > ib! ? 1 : 0;
 };
 
-describe('reclustering the rows nightly runs appended', () => {
+/** Leaves a sort of the rows changed after `since` to do, as a move of the split does (sorted-runs.ts). */
+async function planSort(c: DuckDBConnection, since: string): Promise<void> {
+  await c.run('DELETE FROM reader_sort_pending');
+  await c.run(
+    `INSERT INTO reader_sort_pending SELECT $since::TIMESTAMPTZ, max(last_changed_at), NULL FROM report_rows`,
+    { since },
+  );
+}
+
+const pendingRows = async (c: DuckDBConnection) =>
+  Number((await c.runAndReadAll('SELECT count(*) FROM reader_sort_pending')).getRows()[0]?.[0]);
+
+describe('sorting again the rows nightly runs appended', () => {
   it('stores the same rows again, sorted by createdAt then id, however many slices', async () => {
     const sim = await startTestSimulator({ generate: { n: 3000, seed: 5 } });
     const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`);
@@ -58,15 +70,65 @@ describe('reclustering the rows nightly runs appended', () => {
         // Appended night by night: not in createdAt order before.
         expect(appended).not.toEqual([...appended].sort(byTimeThenId));
         for (const sliceRows of [7, 100, 1_000_000]) {
-          await c.run('BEGIN TRANSACTION');
-          expect(await reclusterChangedRows(c, since, { minRows: 0, sliceRows })).toBe(appended.length);
-          await c.run('COMMIT');
+          await planSort(c, since);
+          expect(await sortPendingRows(c, { minRows: 0, sliceRows })).toBe(appended.length);
           expect(await content(c), `slices of ${sliceRows}`).toEqual(before);
           const order = await storedOrder(c, since);
           expect(order, `slices of ${sliceRows}`).toEqual([...appended].sort(byTimeThenId));
+          expect(await pendingRows(c)).toBe(0);
         }
-        // Below the threshold, nothing is rewritten.
-        expect(await reclusterChangedRows(c, since, { minRows: appended.length + 1 })).toBe(0);
+        // Below the threshold, nothing is rewritten, and nothing is left to do.
+        await planSort(c, since);
+        expect(await sortPendingRows(c, { minRows: appended.length + 1 })).toBe(0);
+        expect(await pendingRows(c)).toBe(0);
+      } finally {
+        c.closeSync();
+      }
+    } finally {
+      warehouse.close();
+      await sim.close();
+    }
+  });
+
+  it('keeps every report through a stop between slices, and the next run finishes the sort', async () => {
+    const sim = await startTestSimulator({ generate: { n: 3000, seed: 7 } });
+    const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`);
+    const warehouse = await openTestWarehouse(config);
+    try {
+      await syncTargetOnce(warehouse, config, 'ndjson');
+      const c = await warehouse.connect();
+      try {
+        sim.advanceDays(5);
+        await syncTargetOnce(warehouse, config, 'ndjson');
+        const before = await content(c);
+        const all = await storedOrder(c, '-infinity');
+        expect(all).not.toEqual([...all].sort(byTimeThenId));
+        await planSort(c, '-infinity');
+        const stop = async (slice: number) => {
+          if (slice === 2) throw new Error('killed');
+        };
+        await expect(sortPendingRows(c, { sliceRows: 500, afterSlice: stop })).rejects.toThrow('killed');
+        // Three slices committed: the same reports, part sorted, the rest still to do.
+        expect(await content(c)).toEqual(before);
+        const done = await c.runAndReadAll('SELECT done_before IS NOT NULL FROM reader_sort_pending');
+        expect(done.getRows()).toEqual([[true]]);
+        // The next run sorts the rest once it commits (a sort under way is finished, however few rows remain).
+        sim.advanceDays(1);
+        const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+        expect(run?.status).toBe('succeeded');
+        expect(await pendingRows(c)).toBe(0);
+        const loaded = await c.runAndReadAll('SELECT min(last_changed_at)::VARCHAR FROM report_rows');
+        const since = String(loaded.getRows()[0]?.[0]);
+        // Every row the sort covered lies in createdAt order (the run's own changes came after it).
+        const lastRun = await c.runAndReadAll('SELECT max(last_changed_at)::VARCHAR FROM report_rows');
+        const rows = await c.runAndReadAll(
+          `SELECT epoch_us(created_at)::VARCHAR || ' ' || id FROM report_rows
+           WHERE last_changed_at >= $since::TIMESTAMPTZ AND last_changed_at < $last::TIMESTAMPTZ ORDER BY rowid`,
+          { since, last: String(lastRun.getRows()[0]?.[0]) },
+        );
+        const order = rows.getRows().map((row) => String(row[0]));
+        expect(order.length).toBeGreaterThan(2000);
+        expect(order).toEqual([...order].sort(byTimeThenId));
       } finally {
         c.closeSync();
       }
@@ -93,8 +155,10 @@ describe('reclustering the rows nightly runs appended', () => {
         const appended = await storedOrder(c, oldSplit);
         expect(appended.length).toBeGreaterThan(100);
         await c.run('BEGIN TRANSACTION');
-        await refreshRecentRows(c, { maxRows: 0, recluster: { minRows: 0, sliceRows: 50 } });
+        await refreshRecentRows(c, { maxRows: 0 });
         await c.run('COMMIT');
+        expect(await pendingRows(c)).toBe(1);
+        await sortPendingRows(c, { minRows: 0, sliceRows: 50 });
         expect(await split()).not.toBe(oldSplit);
         expect(await content(c)).toEqual(before);
         expect(await storedOrder(c, oldSplit)).toEqual([...appended].sort(byTimeThenId));

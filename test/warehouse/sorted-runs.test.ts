@@ -1,6 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sortPendingRows } from '../../src/warehouse/recluster.js';
 import { refreshRecentRows } from '../../src/warehouse/serving-recent.js';
 import { MAX_SORTED_RUNS, oldestMerged } from '../../src/warehouse/sorted-runs.js';
 import { startTestSimulator } from '../helpers/simulator.js';
@@ -115,8 +116,9 @@ describe('sorted runs in the warehouse', () => {
           expect(run?.status).toBe('succeeded');
           const before = await content(c);
           await c.run('BEGIN TRANSACTION');
-          await refreshRecentRows(c, { maxRows: 0, recluster: { minRows: 0, sliceRows: 97 } });
+          await refreshRecentRows(c, { maxRows: 0 });
           await c.run('COMMIT');
+          await sortPendingRows(c, { minRows: 0, sliceRows: 97 });
           expect(await content(c), `night ${night}`).toEqual(before);
           const stored = await storedRuns(c);
           const runs = Number(

@@ -7,3 +7,12 @@
 CREATE TABLE reader_sorted_runs (
   starts_after TIMESTAMPTZ NOT NULL
 );
+
+-- The sort a move of the split left to do, carried out in slices of rows once the run commits
+-- (warehouse/recluster.ts): rows last changed after `since` and at or before `until`, those created before
+-- `done_before` done. At most one row; a crash between slices leaves it for the next run.
+CREATE TABLE reader_sort_pending (
+  since        TIMESTAMPTZ NOT NULL,
+  until        TIMESTAMPTZ NOT NULL,
+  done_before  TIMESTAMPTZ
+);
