@@ -8,13 +8,11 @@ import {
   prepareMerge,
   type PreparedMerge,
 } from '../warehouse/merge.js';
-import { withMemoryLimit } from '../warehouse/memory-limit.js';
 import { recordSeen } from '../warehouse/merge-seen.js';
 import { mergeTime, systemClock, type Clock } from '../warehouse/merge-time.js';
 import { flagQuality } from '../warehouse/quality-flags.js';
 import { changedAny, type MergeFigures } from '../warehouse/run-counters.js';
 import type { RunFacts, RunLog } from '../warehouse/runs.js';
-import { sortPendingRows } from '../warehouse/recluster.js';
 import { updateServingIndex } from '../warehouse/serving-index.js';
 import { withThreads } from '../warehouse/threads.js';
 import { withTransaction } from '../warehouse/transaction.js';
@@ -37,12 +35,6 @@ export interface MergedRun {
   fullExport: boolean;
   /** Staged reports per slice of the merge (merge.ts, `mergeSliceRows`). */
   sliceRows: number;
-  /**
-   * DuckDB `memory_limit` while the rows a moved serving split left behind are sorted after the commit (a
-   * DuckDB size; the read limit, memory-limit.ts): each slice's sort is small, and the merge's cache of
-   * scanned blocks would otherwise stay at the full limit through it.
-   */
-  sortMemoryLimit?: string | undefined;
 }
 
 /**
@@ -109,26 +101,7 @@ async function mergeInTransaction(
   // Only now: a merge that rolled back leaves its figures off the run's counters (and its failed row).
   run.state.mergeCommitted(figures);
   await times.timed('clearMs', () => clearStaging(connection, runId));
-  await times.timed('sortMs', () =>
-    run.sortMemoryLimit === undefined
-      ? sortLeftBehind(connection, run.logger)
-      : withMemoryLimit(connection, run.sortMemoryLimit, () => sortLeftBehind(connection, run.logger)),
-  );
   run.logger.info({ ...times.ms, totalMs: Date.now() - started }, 'merge committed');
-}
-
-/**
- * Sorts the rows a move of the serving split left behind (warehouse/recluster.ts), after the run committed:
- * slice by slice, each its own transaction, so its memory does not grow with the warehouse. The run has
- * succeeded whatever happens here: a failure is logged and the next run finishes the sort.
- */
-async function sortLeftBehind(connection: DuckDBConnection, logger: Logger): Promise<void> {
-  try {
-    const rows = await sortPendingRows(connection);
-    if (rows > 0) logger.info({ rows }, 'rows left behind by the serving split sorted again');
-  } catch (err) {
-    logger.warn({ err }, 'sorting the rows left behind by the serving split failed; the next run goes on');
-  }
 }
 
 /** What the merge step of the finishing transaction found: its figures and the distinct reports seen. */

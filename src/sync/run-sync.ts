@@ -6,6 +6,7 @@ import { clearSpool, spoolDirFor } from '../warehouse/batch-files.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
 import { mergeSliceRows } from '../warehouse/merge.js';
 import { readMemoryLimit, withMemoryLimit } from '../warehouse/memory-limit.js';
+import { sortLeftBehind } from './sort-left-behind.js';
 import { StagingWriter } from '../warehouse/staging.js';
 import { mergeRun } from './close-run.js';
 import { failRun } from './fail-run.js';
@@ -46,9 +47,14 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     await withMemoryLimit(run.connection, readLimit, () =>
       withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal),
     );
-    if (run.state.notModified) return await commitNotModified(run);
-    await checkBeforeMerge(run, options);
-    return await commitMerge(run, options);
+    let summary: RunSummary;
+    if (run.state.notModified) summary = await commitNotModified(run);
+    else {
+      await checkBeforeMerge(run, options);
+      summary = await commitMerge(run, options);
+    }
+    await sortLeftBehind(run.connection, config, logger);
+    return summary;
   } catch (err) {
     const failure = await failRun(run, err);
     return { ...summaryOf(run), ...failure };
@@ -117,7 +123,6 @@ async function commitMerge(run: OpenedExportRun, options: RunSyncOptions): Promi
       mergeThreads: config.duckdbMergeThreads,
       fullExport: source.fullExport,
       sliceRows: mergeSliceRows(config.mergeSliceRows, config.duckdbMemoryLimit),
-      sortMemoryLimit: readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes),
     },
     options.afterMerge,
   );

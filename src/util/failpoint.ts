@@ -5,6 +5,7 @@ export type FailpointName =
   | 'merge-slice'
   | 'in-merge'
   | 'after-commit'
+  | 'sort-slice'
   | 'publish-written'
   | 'publish-renamed'
   | 'postgres-applied';
@@ -18,7 +19,8 @@ export type FailpointName =
  * Points: `after-batch` (a staging batch and its checkpoint committed), `before-merge` (every batch
  * committed, the merge not begun), `merge-slice` (the first of several slices of the merge done, inside its
  * transaction), `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is
- * committed, nothing after it has run yet), `publish-written` (a publish wrote its temp copy and Parquet
+ * committed, nothing after it has run yet), `sort-slice` (a slice of the rows a moved serving split left
+ * behind rewritten, its transaction not committed: warehouse/recluster.ts), `publish-written` (a publish wrote its temp copy and Parquet
  * folder, nothing renamed yet), `publish-renamed` (the new copy renamed into place, the Parquet link not
  * swapped yet), `postgres-applied` (a PostgreSQL publish has copied its rows, its transaction not
  * committed).

@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { failpoint } from '../util/failpoint.js';
 import { withTransaction } from './transaction.js';
 
 /**
@@ -130,6 +131,7 @@ export async function sortPendingRows(c: DuckDBConnection, o: ReclusterOptions =
       await c.run(`DELETE FROM report_rows WHERE ${slice.sql}`, slice.params);
       await c.run('INSERT INTO report_rows SELECT * FROM sorted_slice');
       await c.run('DROP TABLE sorted_slice');
+      await failpoint('sort-slice');
       if (bounds[k + 1] === null) await c.run('DELETE FROM reader_sort_pending');
       else
         await c.run('UPDATE reader_sort_pending SET done_before = $hi::TIMESTAMPTZ', { hi: bounds[k + 1]! });

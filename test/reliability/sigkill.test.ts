@@ -230,4 +230,54 @@ describe('SIGKILL of a sync (case 1)', () => {
     expect(next.fingerprint).toEqual(w.after);
     expect(next.runs.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
   });
+
+  it('while sorting the rows a moved split left behind: the run stands, and the next run finishes the sort', async () => {
+    const w = await world();
+    // A sort under way (as a crash between slices leaves it): every row, none done yet past 1900.
+    const planted = await openWarehouse(w.path);
+    try {
+      await q(
+        planted,
+        `INSERT INTO reader_sort_pending SELECT '-infinity'::TIMESTAMPTZ, max(last_changed_at),
+           '1900-01-01'::TIMESTAMPTZ FROM report_rows`,
+      );
+    } finally {
+      planted.close();
+    }
+    const proc = spawnCli(['sync'], { ...w.env, REPORTS_FAILPOINT: 'sort-slice' });
+    await proc.waitFor(/failpoint sort-slice reached/);
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+
+    // The run committed before the sort began; the slice under way rolled back, the sort is still to do.
+    const killed = await inspect(w.path);
+    expect(killed.fingerprint).toEqual(w.after);
+    expect(killed.runs.map((r) => r.status)).toEqual(['succeeded', 'succeeded']);
+    const left = await openWarehouse(w.path, { readOnly: true });
+    try {
+      expect(await q(left, 'SELECT count(*)::INT AS n FROM reader_sort_pending')).toEqual([{ n: 1 }]);
+    } finally {
+      left.close();
+    }
+
+    const next = await rerun(w);
+    expect(next.fingerprint).toEqual(w.after);
+    const done = await openWarehouse(w.path, { readOnly: true });
+    try {
+      expect(await q(done, 'SELECT count(*)::INT AS n FROM reader_sort_pending')).toEqual([{ n: 0 }]);
+      // The rows the sort covered (those the first run wrote; the killed run's changes came after it) lie
+      // in createdAt order.
+      const rows = await q(
+        done,
+        `SELECT epoch_us(created_at) AS t FROM report_rows WHERE last_changed_at <= (
+           SELECT min(finished_at) FROM sync_runs WHERE source = 'ndjson' AND status = 'succeeded')
+         ORDER BY rowid`,
+      );
+      const times = rows.map((r) => BigInt(r.t as bigint));
+      expect(times.length).toBeGreaterThan(100);
+      expect(times).toEqual([...times].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    } finally {
+      done.close();
+    }
+  });
 });

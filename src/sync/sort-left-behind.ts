@@ -1,0 +1,33 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Config } from '../config/config.js';
+import type { Logger } from '../util/logger.js';
+import { readMemoryLimit, withMemoryLimit } from '../warehouse/memory-limit.js';
+import { sortPendingRows } from '../warehouse/recluster.js';
+
+/**
+ * Sorts again the rows a move of the reader's serving split left behind (warehouse/recluster.ts), once a
+ * run has committed: slice by slice, each its own transaction, so neither the sort nor its commits take
+ * memory that grows with the warehouse. Every run that succeeds calls it, a `304` one included, so the
+ * next run finishes a sort a crash interrupted. DuckDB's memory limit is the read limit meanwhile
+ * (memory-limit.ts): each slice's sort is small, and the merge's cache of scanned blocks would otherwise
+ * stay at the full limit through it (a 10M-report whole re-sort peaked at 996–1,043 MiB with the full
+ * limit, 891 MiB with the read limit; docs/performance.md, "The reader at scale").
+ *
+ * Never throws: the run has succeeded whatever happens here; a failure is logged and left to the next run.
+ */
+export async function sortLeftBehind(
+  connection: DuckDBConnection,
+  config: Pick<Config, 'duckdbReadMemoryLimit' | 'maxRecordBytes'>,
+  logger: Logger,
+): Promise<void> {
+  const started = Date.now();
+  try {
+    const limit = readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes);
+    const rows = await withMemoryLimit(connection, limit, () => sortPendingRows(connection));
+    if (rows > 0) {
+      logger.info({ rows, ms: Date.now() - started }, 'rows left behind by the serving split sorted again');
+    }
+  } catch (err) {
+    logger.warn({ err }, 'sorting the rows left behind by the serving split failed; the next run goes on');
+  }
+}
