@@ -9,11 +9,11 @@ import type { DuckDBConnection } from '@duckdb/node-api';
  *
  * So a move merges runs as a binary counter does: the new run absorbs the run before it while that run holds
  * no more rows than all it absorbed so far, and so on back to the base (the rows changed before the first
- * run: the load's order, or the last full re-sort). Then the runs, newest first, at least double in size,
- * and all of them together hold fewer rows than the base: about log2(reports / rows per move) runs (two
- * or three, a move being an eighth of the reports; never more than {@link MAX_SORTED_RUNS}). A row is
- * rewritten a few times over the warehouse's life, and the whole table once the runs reach half of it
- * (4M: ~15 s every eighth move; 10M: ~53 s, 856 MiB).
+ * run: the load's order, or the last full re-sort). Then each run holds more rows than all newer ones
+ * together had when it was formed, and the runs fewer than the base: about log2(reports / rows per move)
+ * runs (one to three, a move being an eighth of the reports; never more than {@link MAX_SORTED_RUNS}). A
+ * row is rewritten a few times over the warehouse's life, and the whole table once the runs reach half of
+ * it (every eighth move when moves are alike; 4M: 15–18 s, 10M: 32–41 s, after the run commits).
  */
 
 /**
