@@ -53,7 +53,7 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
       await checkBeforeMerge(run, options);
       summary = await commitMerge(run, options);
     }
-    await sortLeftBehind(run.connection, config, logger);
+    await sortLeftBehind(run.connection, config, logger, options.signal);
     return summary;
   } catch (err) {
     const failure = await failRun(run, err);

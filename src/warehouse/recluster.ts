@@ -6,7 +6,7 @@ import { withTransaction } from './transaction.js';
  * Rows sorted and committed per transaction at most: a slice then needs the same memory at 1M reports as at
  * 40M (about one DuckDB row group and a half of full rows), and so does its commit. Sorting a 10M-report
  * table again in one transaction took the sync that did it from ~865 to 1,133 MiB peak RSS, most of it in
- * the commit of 10M moved rows (docs/performance.md, "Pages and age").
+ * the commit of 10M moved rows (docs/performance.md, "The sort leaves the run's transaction").
  */
 const SLICE_ROWS = 200_000;
 
@@ -21,6 +21,8 @@ export interface ReclusterOptions {
   sliceRows?: number | undefined;
   /** Called after each committed slice (0-based); a throw stops the sort there, as a crash would. */
   afterSlice?: ((slice: number) => Promise<void>) | undefined;
+  /** Once aborted, no slice starts: the rest is left for the next run (a daemon stopping waits one slice). */
+  signal?: AbortSignal | undefined;
 }
 
 /** The sort a move of the serving split left to do (`reader_sort_pending`, migration 042); TIMESTAMPTZ text. */
@@ -29,34 +31,34 @@ interface PendingSort {
   since: string;
   /** … and at or before this are sorted again; */
   until: string;
-  /** those created before this are done (null: none yet). */
-  doneBefore: string | null;
+  /** those created before this (epoch µs, exact at any date and time zone) are done (null: none yet). */
+  doneBefore: bigint | null;
 }
 
 async function pendingSort(c: DuckDBConnection): Promise<PendingSort | undefined> {
   const row = (
     await c.runAndReadAll(
-      'SELECT since::VARCHAR, until::VARCHAR, done_before::VARCHAR FROM reader_sort_pending LIMIT 1',
+      'SELECT since::VARCHAR, until::VARCHAR, epoch_us(done_before) FROM reader_sort_pending LIMIT 1',
     )
   ).getRows()[0];
   if (row === undefined) return undefined;
   return {
     since: String(row[0]),
     until: String(row[1]),
-    doneBefore: row[2] === null ? null : String(row[2]),
+    doneBefore: row[2] === null ? null : BigInt(row[2] as bigint),
   };
 }
 
 /** The rows of `report_rows` a pending sort still has to rewrite, created in [`lo`, `hi`) when given. */
-function rangeSql(p: PendingSort, lo: string | null, hi: string | null) {
-  const params: Record<string, string> = { since: p.since, until: p.until };
+function rangeSql(p: PendingSort, lo: bigint | null, hi: bigint | null) {
+  const params: Record<string, string | bigint> = { since: p.since, until: p.until };
   let sql = 'last_changed_at > $since::TIMESTAMPTZ AND last_changed_at <= $until::TIMESTAMPTZ';
   if (lo !== null) {
-    sql += ' AND created_at >= $lo::TIMESTAMPTZ';
+    sql += ' AND created_at >= make_timestamptz($lo::BIGINT)';
     params.lo = lo;
   }
   if (hi !== null) {
-    sql += ' AND created_at < $hi::TIMESTAMPTZ';
+    sql += ' AND created_at < make_timestamptz($hi::BIGINT)';
     params.hi = hi;
   }
   return { sql, params };
@@ -70,21 +72,21 @@ function rangeSql(p: PendingSort, lo: string | null, hi: string | null) {
 async function sliceBounds(
   c: DuckDBConnection,
   p: PendingSort,
-  lo: string | null,
+  lo: bigint | null,
   slices: number,
-): Promise<(string | null)[]> {
-  const bounds: (string | null)[] = [lo];
+): Promise<(bigint | null)[]> {
+  const bounds: (bigint | null)[] = [lo];
   if (slices > 1) {
     const qs = Array.from({ length: slices - 1 }, (_, k) => ((k + 1) / slices).toFixed(6)).join(', ');
     const range = rangeSql(p, lo, null);
     const row = (
       await c.runAndReadAll(
-        `SELECT list_transform(quantile_disc(created_at, [${qs}]), x -> x::VARCHAR) FROM report_rows
+        `SELECT list_transform(quantile_disc(created_at, [${qs}]), x -> epoch_us(x)) FROM report_rows
          WHERE ${range.sql}`,
         range.params,
       )
     ).getRows()[0];
-    for (const b of (row?.[0] as { items: string[] } | undefined)?.items ?? []) bounds.push(b);
+    for (const b of (row?.[0] as { items: bigint[] } | undefined)?.items ?? []) bounds.push(BigInt(b));
   }
   bounds.push(null);
   return bounds;
@@ -97,7 +99,7 @@ async function sliceBounds(
  * appends them back (DuckDB keeps insertion order, `preserve_insertion_order`), and records how far it got.
  * Every commit holds the same reports with the same columns, so readers see no difference but the order;
  * a crash between slices leaves the rest for the next call, which the next run makes once it commits
- * (sync/close-run.ts). Returns the rows rewritten.
+ * (sync/sort-left-behind.ts). Returns the rows rewritten (those still to do when `o.signal` stopped it).
  *
  * Why the order matters: a run writes the reports it changes at the end of the table, so those row groups
  * span the whole `created_at` axis and every list page read all of them (4M after 14 nights and a move of
@@ -120,7 +122,10 @@ export async function sortPendingRows(c: DuckDBConnection, o: ReclusterOptions =
     return 0;
   }
   const bounds = await sliceBounds(c, p, p.doneBefore, Math.ceil(n / (o.sliceRows ?? SLICE_ROWS)));
-  for (let k = 0; k + 1 < bounds.length; k++) {
+  // The plan this sort read: a later move replaces it (and starts over from its own `since`).
+  const mine = 'since = $since::TIMESTAMPTZ AND until = $until::TIMESTAMPTZ';
+  const plan = { since: p.since, until: p.until };
+  for (let k = 0; k + 1 < bounds.length && o.signal?.aborted !== true; k++) {
     const slice = rangeSql(p, bounds[k] ?? null, bounds[k + 1] ?? null);
     await withTransaction(c, async () => {
       await c.run(
@@ -132,9 +137,16 @@ export async function sortPendingRows(c: DuckDBConnection, o: ReclusterOptions =
       await c.run('INSERT INTO report_rows SELECT * FROM sorted_slice');
       await c.run('DROP TABLE sorted_slice');
       await failpoint('sort-slice');
-      if (bounds[k + 1] === null) await c.run('DELETE FROM reader_sort_pending');
-      else
-        await c.run('UPDATE reader_sort_pending SET done_before = $hi::TIMESTAMPTZ', { hi: bounds[k + 1]! });
+      if (bounds[k + 1] === null) await c.run(`DELETE FROM reader_sort_pending WHERE ${mine}`, plan);
+      else {
+        await c.run(
+          `UPDATE reader_sort_pending SET done_before = make_timestamptz($hi::BIGINT) WHERE ${mine}`,
+          {
+            ...plan,
+            hi: bounds[k + 1]!,
+          },
+        );
+      }
     });
     await o.afterSlice?.(k);
   }

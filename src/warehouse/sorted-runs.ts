@@ -5,7 +5,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
  * stores the rows changed since the previous split again sorted by `created_at` at the end of the table
  * (recluster.ts): one more sorted run. A list page reads, in each run, the part its time window covers, so
  * a page cost one run's share more per move (4M reports: ~0.65 ms a run, 4.7 ms with one run, 15.7 ms with
- * sixteen; docs/performance.md, "Pages and age"), without bound as a warehouse lives on.
+ * sixteen; docs/performance.md, "Pages and age: sorted runs merged"), without bound as a warehouse lives on.
  *
  * So a move merges runs as a binary counter does: the new run absorbs the run before it while that run holds
  * no more rows than all it absorbed so far, and so on back to the base (the rows changed before the first

@@ -104,11 +104,18 @@ describe('sorting again the rows nightly runs appended', () => {
         const all = await storedOrder(c, '-infinity');
         expect(all).not.toEqual([...all].sort(byTimeThenId));
         await planSort(c, '-infinity');
+        // A stop (the daemon's shutdown) after the first slice: the rest is left, the reports all there.
+        const shutdown = new AbortController();
+        const abort = async () => shutdown.abort();
+        await sortPendingRows(c, { sliceRows: 500, signal: shutdown.signal, afterSlice: abort });
+        expect(await content(c)).toEqual(before);
+        const stopped = await c.runAndReadAll('SELECT done_before IS NOT NULL FROM reader_sort_pending');
+        expect(stopped.getRows()).toEqual([[true]]);
         const stop = async (slice: number) => {
           if (slice === 2) throw new Error('killed');
         };
         await expect(sortPendingRows(c, { sliceRows: 500, afterSlice: stop })).rejects.toThrow('killed');
-        // Three slices committed: the same reports, part sorted, the rest still to do.
+        // Four slices committed: the same reports, part sorted, the rest still to do.
         expect(await content(c)).toEqual(before);
         const done = await c.runAndReadAll('SELECT done_before IS NOT NULL FROM reader_sort_pending');
         expect(done.getRows()).toEqual([[true]]);
