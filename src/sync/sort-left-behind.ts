@@ -26,7 +26,11 @@ export async function sortLeftBehind(
   const started = Date.now();
   try {
     const limit = readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes);
-    const rows = await withMemoryLimit(connection, limit, () => sortPendingRows(connection, { signal }));
+    const onStart = (rows: number, slices: number) =>
+      logger.info({ rows, slices }, 'sorting again the rows left behind by the serving split');
+    const rows = await withMemoryLimit(connection, limit, () =>
+      sortPendingRows(connection, { signal, onStart }),
+    );
     if (rows > 0) {
       const stopped = signal?.aborted === true;
       logger.info(

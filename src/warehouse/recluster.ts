@@ -21,6 +21,8 @@ export interface ReclusterOptions {
   sliceRows?: number | undefined;
   /** Called after each committed slice (0-based); a throw stops the sort there, as a crash would. */
   afterSlice?: ((slice: number) => Promise<void>) | undefined;
+  /** Called once the sort knows its size: rows to rewrite and slices (for a log line: it can take a while). */
+  onStart?: ((rows: number, slices: number) => void) | undefined;
   /** Once aborted, no slice starts: the rest is left for the next run (a daemon stopping waits one slice). */
   signal?: AbortSignal | undefined;
 }
@@ -121,7 +123,9 @@ export async function sortPendingRows(c: DuckDBConnection, o: ReclusterOptions =
     await c.run('DELETE FROM reader_sort_pending');
     return 0;
   }
-  const bounds = await sliceBounds(c, p, p.doneBefore, Math.ceil(n / (o.sliceRows ?? SLICE_ROWS)));
+  const slices = Math.ceil(n / (o.sliceRows ?? SLICE_ROWS));
+  o.onStart?.(n, slices);
+  const bounds = await sliceBounds(c, p, p.doneBefore, slices);
   // The plan this sort read: a later move replaces it (and starts over from its own `since`).
   const mine = 'since = $since::TIMESTAMPTZ AND until = $until::TIMESTAMPTZ';
   const plan = { since: p.since, until: p.until };
