@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sortPendingRows } from '../../src/warehouse/recluster.js';
 import { refreshRecentRows } from '../../src/warehouse/serving-recent.js';
 import { startTestSimulator } from '../helpers/simulator.js';
+import { byTimeThenId, storedContent } from '../helpers/stored-order.js';
 import { openTestWarehouse, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -10,12 +11,6 @@ beforeEach(() => {
   tmp = tempDir();
 });
 afterEach(() => tmp.cleanup());
-
-/** Every stored row of `report_rows`, all columns, as sorted text: the table's content, not its order. */
-async function content(c: DuckDBConnection): Promise<string[]> {
-  const rows = await c.runAndReadAll(`SELECT to_json(r)::VARCHAR AS j FROM report_rows r ORDER BY j`);
-  return rows.getRows().map((row) => String(row[0]));
-}
 
 /** `created_at, id` of the rows changed after `since`, in stored (rowid) order. */
 async function storedOrder(c: DuckDBConnection, since: string): Promise<string[]> {
@@ -26,14 +21,6 @@ async function storedOrder(c: DuckDBConnection, since: string): Promise<string[]
   );
   return rows.getRows().map((row) => String(row[0]));
 }
-
-const byTimeThenId = (a: string, b: string) => {
-  const [ta, ia] = a.split(' ');
-  const [tb, ib] = b.split(' ');
-  const d = BigInt(ta!) - BigInt(tb!);
-  if (d !== 0n) return d < 0n ? -1 : 1;
-  return ia! < ib! ? -1 : ia! > ib! ? 1 : 0;
-};
 
 /** Leaves a sort of the rows changed after `since` to do, as a move of the split does (sorted-runs.ts). */
 async function planSort(c: DuckDBConnection, since: string): Promise<void> {
@@ -64,7 +51,7 @@ describe('sorting again the rows nightly runs appended', () => {
           const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
           expect(run?.status).toBe('succeeded');
         }
-        const before = await content(c);
+        const before = await storedContent(c);
         const appended = await storedOrder(c, since);
         expect(appended.length).toBeGreaterThan(100);
         // Appended night by night: not in createdAt order before.
@@ -72,7 +59,7 @@ describe('sorting again the rows nightly runs appended', () => {
         for (const sliceRows of [7, 100, 1_000_000]) {
           await planSort(c, since);
           expect(await sortPendingRows(c, { minRows: 0, sliceRows })).toBe(appended.length);
-          expect(await content(c), `slices of ${sliceRows}`).toEqual(before);
+          expect(await storedContent(c), `slices of ${sliceRows}`).toEqual(before);
           const order = await storedOrder(c, since);
           expect(order, `slices of ${sliceRows}`).toEqual([...appended].sort(byTimeThenId));
           expect(await pendingRows(c)).toBe(0);
@@ -100,7 +87,7 @@ describe('sorting again the rows nightly runs appended', () => {
       try {
         sim.advanceDays(5);
         await syncTargetOnce(warehouse, config, 'ndjson');
-        const before = await content(c);
+        const before = await storedContent(c);
         const all = await storedOrder(c, '-infinity');
         expect(all).not.toEqual([...all].sort(byTimeThenId));
         await planSort(c, '-infinity');
@@ -108,7 +95,7 @@ describe('sorting again the rows nightly runs appended', () => {
         const shutdown = new AbortController();
         const abort = async () => shutdown.abort();
         await sortPendingRows(c, { sliceRows: 500, signal: shutdown.signal, afterSlice: abort });
-        expect(await content(c)).toEqual(before);
+        expect(await storedContent(c)).toEqual(before);
         const stopped = await c.runAndReadAll('SELECT done_before IS NOT NULL FROM reader_sort_pending');
         expect(stopped.getRows()).toEqual([[true]]);
         const stop = async (slice: number) => {
@@ -116,7 +103,7 @@ describe('sorting again the rows nightly runs appended', () => {
         };
         await expect(sortPendingRows(c, { sliceRows: 500, afterSlice: stop })).rejects.toThrow('killed');
         // Four slices committed: the same reports, part sorted, the rest still to do.
-        expect(await content(c)).toEqual(before);
+        expect(await storedContent(c)).toEqual(before);
         const done = await c.runAndReadAll('SELECT done_before IS NOT NULL FROM reader_sort_pending');
         expect(done.getRows()).toEqual([[true]]);
         // The next run sorts the rest once it commits (a sort under way is finished, however few rows remain).
@@ -158,7 +145,7 @@ describe('sorting again the rows nightly runs appended', () => {
         const oldSplit = await split();
         sim.advanceDays(10);
         await syncTargetOnce(warehouse, config, 'ndjson');
-        const before = await content(c);
+        const before = await storedContent(c);
         const appended = await storedOrder(c, oldSplit);
         expect(appended.length).toBeGreaterThan(100);
         await c.run('BEGIN TRANSACTION');
@@ -167,7 +154,7 @@ describe('sorting again the rows nightly runs appended', () => {
         expect(await pendingRows(c)).toBe(1);
         await sortPendingRows(c, { minRows: 0, sliceRows: 50 });
         expect(await split()).not.toBe(oldSplit);
-        expect(await content(c)).toEqual(before);
+        expect(await storedContent(c)).toEqual(before);
         expect(await storedOrder(c, oldSplit)).toEqual([...appended].sort(byTimeThenId));
         const recent = await c.runAndReadAll('SELECT count(*)::INT FROM reader_page_recent');
         expect(recent.getRows()[0]?.[0]).toBe(0);

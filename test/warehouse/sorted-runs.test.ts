@@ -5,6 +5,7 @@ import { sortPendingRows } from '../../src/warehouse/recluster.js';
 import { refreshRecentRows } from '../../src/warehouse/serving-recent.js';
 import { MAX_SORTED_RUNS, oldestMerged } from '../../src/warehouse/sorted-runs.js';
 import { startTestSimulator } from '../helpers/simulator.js';
+import { byTimeThenId, storedContent } from '../helpers/stored-order.js';
 import { openTestWarehouse, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -86,19 +87,6 @@ async function storedRuns(c: DuckDBConnection): Promise<{ run: number; key: stri
   return rows.getRows().map((row) => ({ run: Number(row[0]), key: String(row[1]) }));
 }
 
-async function content(c: DuckDBConnection): Promise<string[]> {
-  const rows = await c.runAndReadAll(`SELECT to_json(r)::VARCHAR AS j FROM report_rows r ORDER BY j`);
-  return rows.getRows().map((row) => String(row[0]));
-}
-
-const byTimeThenId = (a: string, b: string) => {
-  const [ta, ia] = a.split(' ');
-  const [tb, ib] = b.split(' ');
-  const d = BigInt(ta!) - BigInt(tb!);
-  if (d !== 0n) return d < 0n ? -1 : 1;
-  return ia! < ib! ? -1 : ia! > ib! ? 1 : 0;
-};
-
 describe('sorted runs in the warehouse', () => {
   it('keeps each run together and sorted, merges them, and sorts the whole table when they reach the base', async () => {
     const sim = await startTestSimulator({ generate: { n: 2000, seed: 3 } });
@@ -114,12 +102,12 @@ describe('sorted runs in the warehouse', () => {
           sim.advanceDays(30);
           const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
           expect(run?.status).toBe('succeeded');
-          const before = await content(c);
+          const before = await storedContent(c);
           await c.run('BEGIN TRANSACTION');
           await refreshRecentRows(c, { maxRows: 0 });
           await c.run('COMMIT');
           await sortPendingRows(c, { minRows: 0, sliceRows: 97 });
-          expect(await content(c), `night ${night}`).toEqual(before);
+          expect(await storedContent(c), `night ${night}`).toEqual(before);
           const stored = await storedRuns(c);
           const runs = Number(
             (await c.runAndReadAll('SELECT count(*) FROM reader_sorted_runs')).getRows()[0]?.[0],
