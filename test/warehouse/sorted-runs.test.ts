@@ -4,9 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sortPendingRows } from '../../src/warehouse/recluster.js';
 import { refreshRecentRows } from '../../src/warehouse/serving-recent.js';
 import { MAX_SORTED_RUNS, oldestMerged } from '../../src/warehouse/sorted-runs.js';
-import { startTestSimulator } from '../helpers/simulator.js';
-import { byTimeThenId, storedContent } from '../helpers/stored-order.js';
-import { openTestWarehouse, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
+import { byTimeThenId, storedContent, withSyncedWarehouse } from '../helpers/stored-order.js';
+import { syncTargetOnce, tempDir } from '../helpers/sync.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
@@ -89,56 +88,44 @@ async function storedRuns(c: DuckDBConnection): Promise<{ run: number; key: stri
 
 describe('sorted runs in the warehouse', () => {
   it('keeps each run together and sorted, merges them, and sorts the whole table when they reach the base', async () => {
-    const sim = await startTestSimulator({ generate: { n: 2000, seed: 3 } });
-    const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`);
-    const warehouse = await openTestWarehouse(config);
-    try {
-      await syncTargetOnce(warehouse, config, 'ndjson');
-      const c = await warehouse.connect();
-      try {
-        const counts: number[] = [];
-        let whole = false;
-        for (let night = 0; night < 10; night++) {
-          sim.advanceDays(30);
-          const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
-          expect(run?.status).toBe('succeeded');
-          const before = await storedContent(c);
-          await c.run('BEGIN TRANSACTION');
-          await refreshRecentRows(c, { maxRows: 0 });
-          await c.run('COMMIT');
-          await sortPendingRows(c, { minRows: 0, sliceRows: 97 });
-          expect(await storedContent(c), `night ${night}`).toEqual(before);
-          const stored = await storedRuns(c);
-          const runs = Number(
-            (await c.runAndReadAll('SELECT count(*) FROM reader_sorted_runs')).getRows()[0]?.[0],
-          );
-          counts.push(runs);
-          expect(runs).toBeLessThanOrEqual(MAX_SORTED_RUNS);
-          // The split moved to the newest change: no row is left after it.
-          expect(stored.some((r) => r.run === -1)).toBe(false);
-          // Every run lies together, sorted by createdAt then id.
-          const order = stored.map((r) => r.run).filter((run, i, all) => i === 0 || all[i - 1] !== run);
-          expect(new Set(order).size, `night ${night}: runs ${order.join(',')}`).toBe(order.length);
-          for (let k = 1; k <= runs; k++) {
-            const keys = stored.filter((r) => r.run === k).map((r) => r.key);
-            expect(keys.length).toBeGreaterThan(0);
-            expect(keys, `night ${night}, run ${k}`).toEqual([...keys].sort(byTimeThenId));
-          }
-          if (runs === 0) {
-            whole = true;
-            const keys = stored.map((r) => r.key);
-            expect(keys).toEqual([...keys].sort(byTimeThenId));
-          }
+    await withSyncedWarehouse(tmp.dir, { n: 2000, seed: 3 }, async ({ sim, config, warehouse, c }) => {
+      const counts: number[] = [];
+      let whole = false;
+      for (let night = 0; night < 10; night++) {
+        sim.advanceDays(30);
+        const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+        expect(run?.status).toBe('succeeded');
+        const before = await storedContent(c);
+        await c.run('BEGIN TRANSACTION');
+        await refreshRecentRows(c, { maxRows: 0 });
+        await c.run('COMMIT');
+        await sortPendingRows(c, { minRows: 0, sliceRows: 97 });
+        expect(await storedContent(c), `night ${night}`).toEqual(before);
+        const stored = await storedRuns(c);
+        const runs = Number(
+          (await c.runAndReadAll('SELECT count(*) FROM reader_sorted_runs')).getRows()[0]?.[0],
+        );
+        counts.push(runs);
+        expect(runs).toBeLessThanOrEqual(MAX_SORTED_RUNS);
+        // The split moved to the newest change: no row is left after it.
+        expect(stored.some((r) => r.run === -1)).toBe(false);
+        // Every run lies together, sorted by createdAt then id.
+        const order = stored.map((r) => r.run).filter((run, i, all) => i === 0 || all[i - 1] !== run);
+        expect(new Set(order).size, `night ${night}: runs ${order.join(',')}`).toBe(order.length);
+        for (let k = 1; k <= runs; k++) {
+          const keys = stored.filter((r) => r.run === k).map((r) => r.key);
+          expect(keys.length).toBeGreaterThan(0);
+          expect(keys, `night ${night}, run ${k}`).toEqual([...keys].sort(byTimeThenId));
         }
-        // Runs were merged (never one more per move) and the whole table was sorted again at least once.
-        expect(counts.some((n, i) => i > 0 && n <= counts[i - 1]!)).toBe(true);
-        expect(whole, `runs after each move: ${counts.join(',')}`).toBe(true);
-      } finally {
-        c.closeSync();
+        if (runs === 0) {
+          whole = true;
+          const keys = stored.map((r) => r.key);
+          expect(keys).toEqual([...keys].sort(byTimeThenId));
+        }
       }
-    } finally {
-      warehouse.close();
-      await sim.close();
-    }
+      // Runs were merged (never one more per move) and the whole table was sorted again at least once.
+      expect(counts.some((n, i) => i > 0 && n <= counts[i - 1]!)).toBe(true);
+      expect(whole, `runs after each move: ${counts.join(',')}`).toBe(true);
+    });
   });
 });
