@@ -60,25 +60,17 @@ async function runSizes(c: DuckDBConnection, bounds: readonly string[]): Promise
   return (row ?? []).map((v) => Number(v ?? 0));
 }
 
-/** What a move of the split leaves to sort. */
-export interface SortPlan {
-  /** Rows last changed after this (TIMESTAMPTZ text; `-infinity`: every row) are sorted again. */
-  since: string;
-  /** Sorted runs once sorted (the base not counted). */
-  runs: number;
-}
-
 /**
  * Plans, for a move of the split from `splitAt` (TIMESTAMPTZ text) to the newest change, the sort of the
  * rows it leaves behind merged with the runs {@link oldestMerged} picks: records the runs in
- * `reader_sorted_runs` and the sort in `reader_sort_pending` (rows last changed after the plan's `since` and
- * at or before the newest change), which recluster.ts carries out in slices once the run commits. A sort
- * left unfinished (a crash) is folded in: the new one starts at the earlier of the two. Call in the run's
- * transaction, before the split moves (serving-recent.ts).
+ * `reader_sorted_runs` and the sort in `reader_sort_pending` (rows last changed after the start it picks,
+ * `-infinity` for the whole table, and at or before the newest change), which recluster.ts carries out in
+ * slices once the run commits. A sort left unfinished (a crash) is folded in: the new one starts at the
+ * earlier of the two. Call in the run's transaction, before the split moves (serving-recent.ts).
  *
  * @throws DuckDB errors as they are (the caller's transaction then rolls back)
  */
-export async function planSortOnMove(c: DuckDBConnection, splitAt: string): Promise<SortPlan> {
+export async function planSortOnMove(c: DuckDBConnection, splitAt: string): Promise<void> {
   const starts = await runStarts(c);
   const sizes = await runSizes(c, [...starts, splitAt]);
   const newRows = sizes.pop()!;
@@ -101,8 +93,4 @@ export async function planSortOnMove(c: DuckDBConnection, splitAt: string): Prom
     `INSERT INTO reader_sort_pending SELECT $since::TIMESTAMPTZ, max(last_changed_at), NULL FROM report_rows`,
     { since },
   );
-  const runs = Number(
-    (await c.runAndReadAll('SELECT count(*) FROM reader_sorted_runs')).getRows()[0]?.[0] ?? 0,
-  );
-  return { since, runs };
 }
