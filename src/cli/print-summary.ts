@@ -3,6 +3,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { describe as describeDrift } from '../sync/drift-hooks.js';
 import type { RunSummary } from '../sync/run-sync.js';
 import { wrapToWidth } from '../util/screen.js';
+import { currentCountsRelation } from '../warehouse/current-counts.js';
 import { runQualityFlags } from '../warehouse/quality-flags.js';
 import { rejectReasons, type RejectReason } from '../warehouse/reject-reasons.js';
 import { formatTable } from './format-table.js';
@@ -81,14 +82,14 @@ export async function printRunSummaries(
       );
     }
   }
+  const countsSql = await currentCountsRelation(connection);
   const byDestination = (
     await connection.runAndReadAll(
-      `PIVOT (SELECT destination, status FROM reports WHERE removed_at IS NULL)
-       ON status USING count(*)::DOUBLE GROUP BY destination ORDER BY destination`,
+      `PIVOT (${countsSql}) ON status USING sum(reports)::DOUBLE GROUP BY destination ORDER BY destination`,
     )
   ).getRowObjectsJS();
   const total = (
-    await connection.runAndReadAll(`SELECT count(*)::DOUBLE AS n FROM reports WHERE removed_at IS NULL`)
+    await connection.runAndReadAll(`SELECT coalesce(sum(reports), 0)::DOUBLE AS n FROM (${countsSql})`)
   ).getRowObjectsJS()[0]?.n;
   write(`\nWarehouse: ${count(Number(total))} current reports, by destination and status:\n`);
   // Every column but the destination is a count.

@@ -2,6 +2,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { describe as describeDrift } from '../sync/drift-hooks.js';
 import type { RunSummary } from '../sync/run-sync.js';
 import type { DriftEvent } from '../warehouse/drift.js';
+import { currentCountsRelation } from '../warehouse/current-counts.js';
 import { runQualityFlags } from '../warehouse/quality-flags.js';
 import { rejectReasons } from '../warehouse/reject-reasons.js';
 import { readRunFacts, type RunFacts } from './run-facts.js';
@@ -80,8 +81,8 @@ export async function runSummariesJson(
   }
   const byDestinationAndStatus = (
     await connection.runAndReadAll(
-      `SELECT destination, status, count(*)::DOUBLE AS reports FROM reports WHERE removed_at IS NULL
-       GROUP BY ALL ORDER BY destination, status`,
+      `SELECT destination, status, reports FROM (${await currentCountsRelation(connection)})
+       ORDER BY destination, status`,
     )
   ).getRowObjectsJS();
   const currentReports = byDestinationAndStatus.reduce((sum, r) => sum + Number(r.reports), 0);

@@ -1,0 +1,63 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { currentCountsRelation } from '../../src/warehouse/current-counts.js';
+import { withSyncedWarehouse } from '../helpers/stored-order.js';
+import { syncTargetOnce, tempDir } from '../helpers/sync.js';
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => {
+  tmp = tempDir();
+});
+afterEach(() => tmp.cleanup());
+
+/** `destination|status|reports` lines of a relation with those columns, sorted. */
+async function countLines(c: DuckDBConnection, relation: string): Promise<string[]> {
+  const rows = await c.runAndReadAll(
+    `SELECT destination || '|' || status || '|' || reports::BIGINT FROM (${relation}) ORDER BY 1`,
+  );
+  return rows.getRows().map((row) => String(row[0]));
+}
+
+/** The counts a scan of every current report gives: what the summary printed before it read the index. */
+const SCANNED = `SELECT destination, status, count(*) AS reports FROM reports WHERE removed_at IS NULL GROUP BY ALL`;
+
+describe('current reports by destination and status (the sync summary)', () => {
+  it('equal a count of every current report, from the serving index and without one', async () => {
+    await withSyncedWarehouse(tmp.dir, { n: 2500, seed: 9 }, async ({ sim, config, warehouse, c }) => {
+      for (let night = 0; night < 3; night++) {
+        // A day moves statuses, adds reports and unpublishes some: every kind of change the index follows.
+        sim.advanceDays(1);
+        const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+        expect(run?.status).toBe('succeeded');
+        expect(run!.counters.removed + run!.counters.updated).toBeGreaterThan(0);
+        const indexed = await currentCountsRelation(c);
+        expect(indexed).toContain('reader_page_counts');
+        const scanned = await countLines(c, SCANNED);
+        expect(scanned.length).toBeGreaterThan(4);
+        expect(await countLines(c, indexed)).toEqual(scanned);
+      }
+      // A warehouse whose index is not built (before its first open, or emptied by a reset) counts rows.
+      await c.run('UPDATE reader_serving SET bucket_us = NULL');
+      const counted = await currentCountsRelation(c);
+      expect(counted).not.toContain('reader_page_counts');
+      expect(await countLines(c, counted)).toEqual(await countLines(c, SCANNED));
+    });
+  });
+
+  it('leaves out a pair whose last report went, as a count of rows does', async () => {
+    await withSyncedWarehouse(tmp.dir, { n: 400, seed: 3 }, async ({ c }) => {
+      const pair = (
+        await c.runAndReadAll(
+          `SELECT destination, status FROM reports WHERE removed_at IS NULL GROUP BY ALL ORDER BY count(*) LIMIT 1`,
+        )
+      ).getRows()[0]!;
+      // The index as a run leaves it when the pair's reports are all removed: a zero count kept as a row.
+      await c.run(`UPDATE reader_page_counts SET reports = 0 WHERE destination = $d AND status = $s`, {
+        d: String(pair[0]),
+        s: String(pair[1]),
+      });
+      const lines = await countLines(c, await currentCountsRelation(c));
+      expect(lines.some((l) => l.startsWith(`${String(pair[0])}|${String(pair[1])}|`))).toBe(false);
+    });
+  });
+});
