@@ -38,13 +38,14 @@ export function readMemoryLimit(readLimit: string, maxRecordBytes: number): stri
  * Runs `fn` with DuckDB's `memory_limit` lowered to `limit` (a DuckDB size), then restores the limit it
  * found (as DuckDB prints it: to a tenth of its unit), also when `fn` throws. Never raises it: a limit at
  * or above the current one (or one that is not a size) runs `fn` unchanged. The setting belongs to the
- * whole instance, so a reader sharing it has the lower limit meanwhile.
+ * whole instance, so a reader sharing it has the lower limit meanwhile. When DuckDB refuses the lower
+ * limit (more memory pinned at that moment than it allows), `fn` runs at the current one.
  *
  * Why: a sync's reading only appends to staging, yet DuckDB keeps the blocks it wrote cached up to its
  * limit, which was most of the growth of a sync's peak RSS from 1M to 4M reports; the merge then needs
  * the full limit for its joins.
  *
- * @throws whatever `fn` throws, or DuckDB's error when the setting cannot be read or changed
+ * @throws whatever `fn` throws, or DuckDB's error when the setting cannot be read
  */
 export async function withMemoryLimit<T>(
   connection: DuckDBConnection,
@@ -56,11 +57,22 @@ export async function withMemoryLimit<T>(
   const current = sizeBytes(before);
   const wanted = sizeBytes(limit);
   if (current === undefined || wanted === undefined || wanted >= current) return fn();
-  await connection.run(`SET memory_limit = '${Math.round(wanted)}B'`);
+  // DuckDB refuses a limit below what is pinned at that moment (a reader's query sharing the instance):
+  // the work then runs at the limit it found rather than failing for a setting that only saves memory.
+  // (DuckDB 1.5 shows the refused value in the setting all the same: restored either way.)
+  const restore = () => connection.run(`SET memory_limit = '${Math.round(current)}B'`).catch(() => undefined);
+  const lowered = await connection.run(`SET memory_limit = '${Math.round(wanted)}B'`).then(
+    () => true,
+    () => false,
+  );
+  if (!lowered) {
+    await restore();
+    return fn();
+  }
   try {
     return await fn();
   } finally {
-    await connection.run(`SET memory_limit = '${Math.round(current)}B'`).catch(() => undefined);
+    await restore();
   }
 }
 

@@ -36,6 +36,31 @@ describe('withMemoryLimit (a sync reads with a lower DuckDB memory limit than it
     expect(await limit()).toBe('256.0 MiB');
   });
 
+  it('runs the work at the limit it found when DuckDB refuses the lower one (memory held elsewhere)', async () => {
+    // Another connection's data that DuckDB cannot evict (in memory, no temp folder): ~140 MiB.
+    const held = await DuckDBInstance.create(':memory:', { memory_limit: '1GiB', temp_directory: '' });
+    const other = await held.connect();
+    const mine = await held.connect();
+    try {
+      await other.run(`CREATE TABLE kept AS SELECT range AS a, md5(range::VARCHAR) AS b FROM range(3000000)`);
+      const limitOf = async () =>
+        String((await mine.runAndReadAll(`SELECT current_setting('memory_limit') AS m`)).getRows()[0]![0]);
+      const before = await limitOf();
+      let ran = false;
+      const inside = await withMemoryLimit(mine, '50MB', async () => {
+        ran = true;
+        return limitOf();
+      });
+      expect(ran).toBe(true);
+      expect(inside).toBe(before);
+      expect(await limitOf()).toBe(before);
+    } finally {
+      mine.closeSync();
+      other.closeSync();
+      held.closeSync();
+    }
+  });
+
   it('never raises the limit (an instance configured lower keeps its limit)', async () => {
     expect(await withMemoryLimit(c, '1GiB', limit)).toBe('256.0 MiB');
     await c.run(`SET memory_limit = '100MB'`);
