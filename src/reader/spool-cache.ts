@@ -30,14 +30,26 @@ interface Entry {
   /** Resolved (and replaced) at every write, at completion and at failure. */
   progress: { promise: Promise<void>; resolve: () => void };
   users: number;
+  /** Responses handed this body and not done sending it; production stops when none is left. */
+  followers: number;
   stale: boolean;
+}
+
+/** Thrown into a production nobody reads any more (spool-cache.ts): it ends, and its connection is freed. */
+class AbandonedBody extends Error {
+  constructor() {
+    super('every response reading this export body has ended');
+  }
 }
 
 /**
  * Export bodies written to temporary files at the warehouse's pace and sent at the client's, while they are
  * written: a response starts as soon as the first piece is on disk, not when the whole body is. A DuckDB
  * connection is held only while a body is produced, never while a slow client drains it, so slow export
- * readers cannot starve `/healthz`, stats or lists of connections.
+ * readers cannot starve `/healthz`, stats or lists of connections. A production stops once every response
+ * it was for has ended (clients that left mid-export): otherwise each one held an export connection until
+ * the whole body was written (minutes for millions of reports), for a file no one would read once the data
+ * changed, and a few departed clients left every export request a `503` meanwhile.
  *
  * Bodies are keyed by data state (`ETag`) and request (`key`): later requests for the same export of the
  * same state share the file (and follow its production when it is not complete yet). A new state makes every
@@ -75,6 +87,8 @@ export class SpoolCache {
     this.#forgetOtherStates(etag);
     const id = `${etag}\u0000${key}`;
     let entry = this.#entries.get(id);
+    // A production that failed (or was abandoned) is forgotten a few microtasks later: start afresh.
+    if (entry?.error !== undefined) entry = undefined;
     const shared = entry !== undefined;
     if (entry) {
       this.#entries.delete(id);
@@ -101,6 +115,8 @@ export class SpoolCache {
         await entry.progress.promise;
       }
       const handle = await open(entry.path, 'r');
+      // Counted before `users` drops, so the production never sees nobody between the two.
+      entry.followers++;
       return { bytes: entry.complete ? entry.flushed : undefined, read: () => follow(entry, handle) };
     } finally {
       entry.users--;
@@ -129,6 +145,7 @@ export class SpoolCache {
       error: undefined,
       progress: pulse(),
       users: 0,
+      followers: 0,
       stale: false,
     };
     const signal = () => {
@@ -142,6 +159,8 @@ export class SpoolCache {
       failed.catch(() => undefined);
       try {
         await produce(async (text) => {
+          // Before its first piece is on disk, the request that started it is still opening it.
+          if (entry.flushed > 0 && entry.users === 0 && entry.followers === 0) throw new AbandonedBody();
           const piece = Buffer.from(text);
           const written = (err?: Error | null) => {
             if (err) return; // the stream's 'error' event fails the production
@@ -205,7 +224,10 @@ export class SpoolCache {
   }
 }
 
-/** Reads `entry`'s file from the start, following its production until it is complete or failed. */
+/**
+ * Reads `entry`'s file from the start, following its production until it is complete or failed; counts
+ * off as a follower (counted by `open`) when it ends, the client gone included.
+ */
 async function* follow(entry: Entry, handle: FileHandle): AsyncGenerator<Buffer> {
   let position = 0;
   try {
@@ -225,6 +247,7 @@ async function* follow(entry: Entry, handle: FileHandle): AsyncGenerator<Buffer>
       }
     }
   } finally {
+    entry.followers--;
     await handle.close();
   }
 }

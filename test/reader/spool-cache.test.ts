@@ -52,3 +52,96 @@ describe('SpoolCache', () => {
     );
   });
 });
+
+/** A production of `pieces` pieces, one per macrotask, recording how far it got and whether it ended. */
+function slowBody(pieces: number) {
+  const state = { written: 0, ended: false, error: undefined as unknown };
+  const produce = async (write: (t: string) => Promise<void>) => {
+    try {
+      for (let i = 0; i < pieces; i++) {
+        await new Promise((resolve) => setImmediate(resolve));
+        await write(`piece ${i}\n`);
+        state.written++;
+      }
+    } catch (err) {
+      state.error = err;
+      throw err;
+    } finally {
+      // Where the reader gives its warehouse connection back (export-response.ts).
+      state.ended = true;
+    }
+  };
+  return { state, produce };
+}
+
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 2000 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 1));
+  expect(done()).toBe(true);
+}
+
+describe('SpoolCache: a production nobody reads any more', () => {
+  it('stops once every response reading it has ended, and the next request produces the body afresh', async () => {
+    const spools = new SpoolCache(1 << 20);
+    try {
+      const first = slowBody(5000);
+      const body = await spools.open('v1', 'a', first.produce, async () => undefined);
+      const reading = body.read();
+      expect((await reading.next()).done).toBe(false);
+      // The client leaves: the response's stream ends its reading.
+      await reading.return(undefined);
+      await until(() => first.state.ended);
+      expect(first.state.error).toBeInstanceOf(Error);
+      expect(first.state.written).toBeLessThan(5000);
+
+      const again = slowBody(50);
+      const next = await spools.open('v1', 'a', again.produce, async () => undefined);
+      expect(await text(next)).toBe(Array.from({ length: 50 }, (_, i) => `piece ${i}\n`).join(''));
+      expect(again.state.error).toBeUndefined();
+    } finally {
+      spools.close();
+    }
+  });
+
+  it('goes on while one of the responses sharing it still reads', async () => {
+    const spools = new SpoolCache(1 << 20);
+    try {
+      const shared = slowBody(300);
+      const leaving = await spools.open('v1', 'a', shared.produce, async () => undefined);
+      const staying = await spools.open('v1', 'a', slowBody(1).produce, async () => undefined);
+      const reading = leaving.read();
+      await reading.next();
+      await reading.return(undefined);
+      expect(await text(staying)).toBe(Array.from({ length: 300 }, (_, i) => `piece ${i}\n`).join(''));
+      expect(shared.state).toMatchObject({ written: 300, ended: true, error: undefined });
+    } finally {
+      spools.close();
+    }
+  });
+
+  it('never stops while a request is still opening it (waiting for its first piece)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 0, max: 39 }),
+        async (n, leaveAt) => {
+          const spools = new SpoolCache(1 << 20);
+          try {
+            const p = slowBody(n);
+            const opening = [
+              spools.open('v', 'k', p.produce, async () => undefined),
+              spools.open('v', 'k', slowBody(1).produce, async () => undefined),
+            ];
+            const [a, b] = await Promise.all(opening);
+            const reading = a!.read();
+            for (let i = 0; i < Math.min(leaveAt, n); i++) await reading.next();
+            await reading.return(undefined);
+            expect(await text(b!)).toBe(Array.from({ length: n }, (_, i) => `piece ${i}\n`).join(''));
+          } finally {
+            spools.close();
+          }
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
+});
