@@ -48,7 +48,7 @@ class AbandonedBody extends Error {
  * connection is held only while a body is produced, never while a slow client drains it, so slow export
  * readers cannot starve `/healthz`, stats or lists of connections. A production stops once every response
  * it was for has ended (clients that left mid-export): otherwise each one held an export connection until
- * the whole body was written (minutes for millions of reports), for a file no one would read once the data
+ * the whole body was written (~100 s for 4M reports under load), for a file no one would read once the data
  * changed, and a few departed clients left every export request a `503` meanwhile.
  *
  * Bodies are keyed by data state (`ETag`) and request (`key`): later requests for the same export of the
