@@ -1,8 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { statsOfGroups, type ReportStats } from '../schema/stats.js';
+import { currentCountsRelation } from '../warehouse/current-counts.js';
 import { withQueryTimeout } from './query-timeout.js';
-import { servingVersion } from './report-pages.js';
-import { reportWhere } from './report-rows.js';
 
 /**
  * The `/reports/stats` counters of the current (not removed) reports, in the simulator's shape: the
@@ -13,16 +12,10 @@ import { reportWhere } from './report-rows.js';
  * @throws SyncError `READER_QUERY_TIMEOUT` past `timeoutMs`
  */
 export async function warehouseStats(connection: DuckDBConnection, timeoutMs: number): Promise<ReportStats> {
-  const where = reportWhere();
   const reader = await withQueryTimeout(connection, timeoutMs, 'The stats query', async () =>
-    (await servingVersion(connection)) === null
-      ? connection.runAndReadAll(
-          `SELECT status, destination, count(*)::DOUBLE AS n FROM report_rows ${where.sql} GROUP BY ALL`,
-          where.params,
-        )
-      : connection.runAndReadAll(
-          'SELECT status, destination, sum(reports)::DOUBLE AS n FROM reader_page_counts GROUP BY ALL',
-        ),
+    connection.runAndReadAll(
+      `SELECT status, destination, reports AS n FROM (${await currentCountsRelation(connection)})`,
+    ),
   );
   const groups = reader.getRows().map((row) => ({
     status: String(row[0]),
