@@ -85,7 +85,8 @@ export async function printRunSummaries(
   const countsSql = await currentCountsRelation(connection);
   const byDestination = (
     await connection.runAndReadAll(
-      `PIVOT (${countsSql}) ON status USING sum(reports)::DOUBLE GROUP BY destination ORDER BY destination`,
+      `PIVOT (${countsSql}) ON status USING coalesce(sum(reports), 0)::DOUBLE
+       GROUP BY destination ORDER BY destination`,
     )
   ).getRowObjectsJS();
   const total = (

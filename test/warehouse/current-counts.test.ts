@@ -1,5 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Writable } from 'node:stream';
+import { printRunSummaries } from '../../src/cli/print-summary.js';
 import { currentCountsRelation } from '../../src/warehouse/current-counts.js';
 import { withSyncedWarehouse } from '../helpers/stored-order.js';
 import { syncTargetOnce, tempDir } from '../helpers/sync.js';
@@ -58,6 +60,46 @@ describe('current reports by destination and status (the sync summary)', () => {
       });
       const lines = await countLines(c, await currentCountsRelation(c));
       expect(lines.some((l) => l.startsWith(`${String(pair[0])}|${String(pair[1])}|`))).toBe(false);
+    });
+  });
+
+  it('prints 0, not a blank, for a destination with no report of a status', async () => {
+    await withSyncedWarehouse(tmp.dir, { n: 600, seed: 11 }, async ({ c }) => {
+      const [d, st] = (
+        await c.runAndReadAll(
+          `SELECT destination, status FROM reports WHERE removed_at IS NULL GROUP BY ALL ORDER BY count(*) LIMIT 1`,
+        )
+      ).getRows()[0]!;
+      await c.run(`UPDATE report_rows SET removed_at = now() WHERE destination = $d AND status = $s`, {
+        d: String(d),
+        s: String(st),
+      });
+      for (const indexed of [false, true]) {
+        if (indexed) {
+          await c.run(`DELETE FROM reader_page_counts WHERE destination = $d AND status = $s`, {
+            d: String(d),
+            s: String(st),
+          });
+        } else await c.run('UPDATE reader_serving SET bucket_us = NULL');
+        let text = '';
+        const out = new Writable({
+          write(chunk: Buffer, _enc, done) {
+            text += chunk.toString();
+            done();
+          },
+        });
+        await printRunSummaries(c, [], out, 200);
+        const table = text.split('\n').filter((l) => /^\s{2}\S/.test(l));
+        const header = table[0]!.trim().split(/\s{2,}/);
+        expect(header).toContain(String(st));
+        const row = table
+          .find((l) => l.trim().startsWith(`${String(d)} `))!
+          .trim()
+          .split(/\s{2,}/);
+        expect(row).toHaveLength(header.length);
+        expect(row[header.indexOf(String(st))]).toBe('0');
+        if (!indexed) await c.run('UPDATE reader_serving SET bucket_us = 1');
+      }
     });
   });
 });
