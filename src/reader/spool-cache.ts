@@ -117,7 +117,7 @@ export class SpoolCache {
       const handle = await open(entry.path, 'r');
       // Counted before `users` drops, so the production never sees nobody between the two.
       entry.followers++;
-      return { bytes: entry.complete ? entry.flushed : undefined, read: () => follow(entry, handle) };
+      return { bytes: entry.complete ? entry.flushed : undefined, read: () => following(entry, handle) };
     } finally {
       entry.users--;
       if (entry.stale) this.#remove(entry);
@@ -160,7 +160,11 @@ export class SpoolCache {
       try {
         await produce(async (text) => {
           // Before its first piece is on disk, the request that started it is still opening it.
-          if (entry.flushed > 0 && entry.users === 0 && entry.followers === 0) throw new AbandonedBody();
+          if (entry.flushed > 0 && entry.users === 0 && entry.followers === 0) {
+            // Failed at once, so no request joins it while its connection is being given back.
+            entry.error = new AbandonedBody();
+            throw entry.error;
+          }
           const piece = Buffer.from(text);
           const written = (err?: Error | null) => {
             if (err) return; // the stream's 'error' event fails the production
@@ -225,10 +229,33 @@ export class SpoolCache {
 }
 
 /**
- * Reads `entry`'s file from the start, following its production until it is complete or failed; counts
- * off as a follower (counted by `open`) when it ends, the client gone included.
+ * {@link follow} for one response, counted off as a follower (counted by `open`) once, when it ends or is
+ * ended: `return()` counts off at once, also for a reading that never started (a client gone before the
+ * response's stream first read: the generator's own `finally` never runs then, its file is closed here).
  */
-async function* follow(entry: Entry, handle: FileHandle): AsyncGenerator<Buffer> {
+function following(entry: Entry, handle: FileHandle): AsyncGenerator<Buffer> {
+  let counted = true;
+  const countOff = () => {
+    if (counted) entry.followers--;
+    counted = false;
+  };
+  const reading = follow(entry, handle, countOff);
+  const end = reading.return.bind(reading);
+  reading.return = async (value) => {
+    countOff();
+    try {
+      return await end(value);
+    } catch {
+      return { done: true, value: undefined };
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
+  };
+  return reading;
+}
+
+/** Reads `entry`'s file from the start, following its production until it is complete or failed. */
+async function* follow(entry: Entry, handle: FileHandle, countOff: () => void): AsyncGenerator<Buffer> {
   let position = 0;
   try {
     for (;;) {
@@ -247,7 +274,7 @@ async function* follow(entry: Entry, handle: FileHandle): AsyncGenerator<Buffer>
       }
     }
   } finally {
-    entry.followers--;
+    countOff();
     await handle.close();
   }
 }

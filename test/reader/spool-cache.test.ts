@@ -144,4 +144,52 @@ describe('SpoolCache: a production nobody reads any more', () => {
       { numRuns: 30 },
     );
   });
+
+  it('stops for a response whose reading never started (its client gone before the first read)', async () => {
+    const spools = new SpoolCache(1 << 20);
+    try {
+      const p = slowBody(5000);
+      const body = await spools.open('v1', 'a', p.produce, async () => undefined);
+      // The response's stream was destroyed before it first pulled: only return() is called.
+      await body.read().return(undefined);
+      await until(() => p.state.ended);
+      expect(p.state.written).toBeLessThan(5000);
+    } finally {
+      spools.close();
+    }
+  });
+
+  it('a request arriving while an abandoned body gives its connection back gets the whole body', async () => {
+    const spools = new SpoolCache(1 << 20);
+    try {
+      const releasing = gate();
+      const joined = gate();
+      let stopped = false;
+      // Giving the connection back (a ROLLBACK) takes a while after the write that found no reader.
+      const produce = async (write: (t: string) => Promise<void>) => {
+        try {
+          for (let i = 0; i < 5000; i++) {
+            await new Promise((resolve) => setImmediate(resolve));
+            await write(`old ${i}\n`);
+          }
+        } catch (err) {
+          stopped = true;
+          releasing.open();
+          await joined.promise;
+          throw err;
+        }
+      };
+      const body = await spools.open('v1', 'a', produce, async () => undefined);
+      const reading = body.read();
+      await reading.next();
+      await reading.return(undefined);
+      await releasing.promise;
+      const late = spools.open('v1', 'a', slowBody(20).produce, async () => undefined);
+      joined.open();
+      expect(stopped).toBe(true);
+      expect(await text(await late)).toBe(Array.from({ length: 20 }, (_, i) => `piece ${i}\n`).join(''));
+    } finally {
+      spools.close();
+    }
+  });
 });
