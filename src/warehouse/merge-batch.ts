@@ -49,7 +49,8 @@ export function inSlice(column: string, s: Slice): string {
  * known) instead of a window: a narrow hash aggregate, no sort; it spills. A winner is `known`, or: an
  * `insert` (new id), a `revive` (tombstoned id), `unchanged` (same content hash; a CSV row: same CSV
  * projection, schema/csv-projection.ts), a `refine` (an NDJSON row whose CSV projection equals that of a
- * report last written from CSV) or an `update`.
+ * report last written from CSV) or an `update`. `row_id` is the stored row's `rowid` (NULL for a known or
+ * new id): the stored line hashes are written by rowid range (merge.ts, `storeLineHashes`).
  */
 export async function buildMergeBatch(
   c: DuckDBConnection,
@@ -57,7 +58,7 @@ export async function buildMergeBatch(
   slices: number,
 ): Promise<BatchCounts> {
   await c.run(
-    `CREATE OR REPLACE TEMP TABLE merge_batch (id VARCHAR, seq BIGINT, line_hash BIGINT, change VARCHAR)`,
+    `CREATE OR REPLACE TEMP TABLE merge_batch (id VARCHAR, seq BIGINT, line_hash BIGINT, change VARCHAR, row_id BIGINT)`,
   );
   for (let slice = 0; slice < slices; slice++) {
     await batchSlice(c, run, { slice, slices });
@@ -91,7 +92,8 @@ async function batchSlice(
   const lossy = LOSSY_SOURCES.includes(run.source) ? 'true' : 'false';
   await c.run(
     `CREATE OR REPLACE TEMP TABLE merge_existing AS
-     SELECT id, removed_at, updated_at, content_hash, csv_hash, source, ${lineHashColumn(run.source)} AS line_hash
+     SELECT id, removed_at, updated_at, content_hash, csv_hash, source, ${lineHashColumn(run.source)} AS line_hash,
+       rowid AS row_id
      FROM report_rows WHERE ${inSlice('id', s)} AND id IN (SELECT id FROM ${staged})`,
     params,
   );
@@ -111,7 +113,7 @@ async function batchSlice(
   );
   await c.run(
     `INSERT INTO merge_batch
-     SELECT id, seq, NULL::BIGINT AS line_hash, 'known' AS change FROM merge_picked WHERE known
+     SELECT id, seq, NULL::BIGINT AS line_hash, 'known' AS change, NULL::BIGINT AS row_id FROM merge_picked WHERE known
      UNION ALL
      -- seq is shared by staged rows and known lines, so a staged winner finds its own row
      SELECT p.id, p.seq, s.line_hash,
@@ -123,7 +125,8 @@ async function batchSlice(
             WHEN ${lossy} AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash THEN 'unchanged'
             WHEN NOT ${lossy} AND e.source IN (${LOSSY_SQL}) AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash
               THEN 'refine'
-            ELSE 'update' END AS change
+            ELSE 'update' END AS change,
+       e.row_id
      FROM (SELECT * FROM merge_picked WHERE NOT known) p
      LEFT JOIN (SELECT seq, line_hash, content_hash, coalesce(csv_hash, content_hash) AS csv_hash
                 FROM ${staged}) s ON s.seq = p.seq
@@ -135,7 +138,7 @@ async function batchSlice(
 /** An empty `merge_batch` (a run that staged no rows), so later statements can read it all the same. */
 export async function emptyMergeBatch(c: DuckDBConnection): Promise<BatchCounts> {
   await c.run(
-    `CREATE OR REPLACE TEMP TABLE merge_batch (id VARCHAR, seq BIGINT, line_hash BIGINT, change VARCHAR)`,
+    `CREATE OR REPLACE TEMP TABLE merge_batch (id VARCHAR, seq BIGINT, line_hash BIGINT, change VARCHAR, row_id BIGINT)`,
   );
   return { unique: 0, inserted: 0, updated: 0, revived: 0, refined: 0, unchanged: 0, known: 0 };
 }

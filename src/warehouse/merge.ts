@@ -1,7 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { withCheckpointsDeferred } from './deferred-checkpoint.js';
 import { lineHashColumn, lineHashValues } from './line-hash-column.js';
-import { buildMergeBatch, emptyMergeBatch, inSlice, type BatchCounts } from './merge-batch.js';
+import { buildMergeBatch, emptyMergeBatch, type BatchCounts } from './merge-batch.js';
 import { sizeBytes } from './memory-limit.js';
 import { findUnseen } from './merge-seen.js';
 import { copyOldRows, replaceRows } from './row-rewrite.js';
@@ -44,12 +44,16 @@ export interface MergeRun {
 const MAX_SLICE_ROWS = 1_000_000;
 
 /**
- * The staged reports a merge handles per slice: `configured`, or when 0, 6,250 per MiB of DuckDB's
- * memory limit up to 1M (docs/configuration.md, `REPORTS_MERGE_SLICE_ROWS`).
+ * The staged reports a merge handles per slice: `configured`, or when 0, 2,000 per MiB of DuckDB's
+ * memory limit up to 1M (docs/configuration.md, `REPORTS_MERGE_SLICE_ROWS`). Measured on a CSV run over
+ * a 4M-report warehouse the NDJSON export filled, two merge threads: a slice of `merge_batch` fit with
+ * 400,000 staged rows at 128MiB, 800,000 at 256MiB and 2M at 512MiB, and ran out of memory with 500,000 at
+ * 128MiB and 1M at 256MiB (the stored rows' scans and TEMP tables weigh more than the rows' count
+ * alone: the 6,250 per MiB used before failed there). 2,000 keeps about half the measured room.
  */
 export function mergeSliceRows(configured: number, memoryLimit: string): number {
   if (configured > 0) return configured;
-  const byLimit = Math.floor(((sizeBytes(memoryLimit) ?? 256 * 2 ** 20) / 2 ** 20) * 6_250);
+  const byLimit = Math.floor(((sizeBytes(memoryLimit) ?? 256 * 2 ** 20) / 2 ** 20) * 2_000);
   return Math.max(10_000, Math.min(MAX_SLICE_ROWS, byLimit));
 }
 
@@ -197,10 +201,16 @@ async function applyChanges(c: DuckDBConnection, run: MergeRun, batch: BatchCoun
 /**
  * A full export's staged rows whose content the warehouse holds: the report keeps the hash of the line it
  * came in (the next run of this source then knows it). Only that fixed-width column is updated in place
- * (an `UPDATE` of it is cheap: no string heap, one column rewritten), in the merge's slices, each its own
- * transaction (a CSV run on a warehouse the NDJSON export filled updates every row: see
+ * (an `UPDATE` of it is cheap: no string heap, one column rewritten), in `slices` ranges of `rowid`, each
+ * its own transaction (a CSV run on a warehouse the NDJSON export filled updates every row: see
  * {@link prepareMerge}); `last_seen_at` and `run_id` come with the run's end for every report it saw
  * (merge-seen.ts). A report marked unseen is rewritten whole by {@link applyChanges}.
+ *
+ * By `rowid` (`merge_batch.row_id`, read with the stored row), not by a hash of the id: a range's rows
+ * sit in a few row groups, which the scan alone reads (DuckDB pushes a `rowid` range into it), where a
+ * hash slice touched rows of every row group: 16 slices of 4M reports took 2.8 s each against ~60 ms
+ * (measured). The id is compared too: a row a checkpoint moved keeps its old hash, a cache miss that the
+ * next run reads as a changed line, never a wrong hash.
  */
 async function storeLineHashes(
   c: DuckDBConnection,
@@ -208,13 +218,23 @@ async function storeLineHashes(
   slices: number,
 ): Promise<void> {
   const hash = lineHashColumn(run.source);
+  const learnt = `change = 'unchanged' AND line_hash IS NOT NULL AND row_id IS NOT NULL`;
+  const span = (
+    await c.runAndReadAll(`SELECT min(row_id) AS lo, max(row_id) AS hi FROM merge_batch WHERE ${learnt}`)
+  ).getRowObjectsJS()[0]!;
+  if (span.lo === null || span.hi === null) return;
+  const [lo, hi] = [Number(span.lo), Number(span.hi) + 1];
   await withCheckpointsDeferred(c, async () => {
     for (let slice = 0; slice < slices; slice++) {
+      const from = lo + Math.floor(((hi - lo) * slice) / slices);
+      const to = lo + Math.floor(((hi - lo) * (slice + 1)) / slices);
+      if (to <= from) continue;
       await c.run(
         `UPDATE report_rows SET ${hash} = b.line_hash
-         FROM (SELECT id, line_hash FROM merge_batch
-               WHERE change = 'unchanged' AND line_hash IS NOT NULL AND ${inSlice('id', { slice, slices })}) b
-         WHERE report_rows.id = b.id AND report_rows.unseen_since IS NULL
+         FROM (SELECT id, row_id, line_hash FROM merge_batch
+               WHERE ${learnt} AND row_id >= ${from} AND row_id < ${to}) b
+         WHERE report_rows.rowid = b.row_id AND report_rows.rowid >= ${from} AND report_rows.rowid < ${to}
+           AND report_rows.id = b.id AND report_rows.unseen_since IS NULL
            AND b.line_hash IS DISTINCT FROM report_rows.${hash}`,
       );
     }

@@ -62,7 +62,8 @@ async function state(w: Warehouse): Promise<unknown> {
        FROM reports r LEFT JOIN ${rank} a ON a.run_id = r.run_id LEFT JOIN ${rank} b ON b.run_id = r.version_run_id
        ORDER BY id`,
     ),
-    unseen: await query(w, 'SELECT id, unseen_since FROM report_rows ORDER BY id'),
+    // The line hashes a run learns (stored apart from the merge's transaction, by rowid range).
+    unseen: await query(w, 'SELECT id, unseen_since, line_hash, csv_line_hash FROM report_rows ORDER BY id'),
     versions: await query(
       w,
       `SELECT v.id, v.valid_from, v.valid_to, v.change, v.status, v.content_hash, a.n AS run
