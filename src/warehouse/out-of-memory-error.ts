@@ -23,7 +23,8 @@ export interface MemoryLimits {
 /**
  * Turns DuckDB's out-of-memory error into a `WAREHOUSE_OUT_OF_MEMORY` {@link SyncError} whose message says
  * which limit was reached and what to set: the setting whose value DuckDB names in its message
- * (`REPORTS_DUCKDB_READ_MEMORY_LIMIT` when it is the reading limit, else `REPORTS_DUCKDB_MEMORY_LIMIT`), a
+ * (`REPORTS_DUCKDB_READ_MEMORY_LIMIT` when it is the reading limit, else `REPORTS_DUCKDB_MEMORY_LIMIT`;
+ * when both are the same size, the reading one only while the run was reading), a
  * value to try (twice the limit, at most a quarter of the machine's memory), and the spill folder, which
  * needs free disk. Returns `undefined` for any other error. Nothing is retried: the same run would need the
  * same memory.
@@ -35,9 +36,13 @@ export function outOfMemoryError(err: unknown, limits: MemoryLimits): SyncError 
   const first = message.split('\n')[0]?.trim() ?? message;
   const reached = LIMIT_IN_MESSAGE.exec(message)?.[2];
   const reachedBytes = reached === undefined ? undefined : sizeBytes(reached.replace(' ', ''));
+  const near = (a: number | undefined, b: number | undefined) =>
+    a !== undefined && b !== undefined && Math.abs(a - b) < 1024 * 1024;
   const readBytes = sizeBytes(limits.readMemoryLimit);
+  // Both limits alike (a small machine's auto values): the phase says which one the run was held to.
   const reading =
-    reachedBytes !== undefined && readBytes !== undefined && Math.abs(reachedBytes - readBytes) < 1024 * 1024;
+    near(reachedBytes, readBytes) &&
+    (!near(readBytes, sizeBytes(limits.memoryLimit)) || limits.phase === 'reading');
   const setting = reading ? 'REPORTS_DUCKDB_READ_MEMORY_LIMIT' : 'REPORTS_DUCKDB_MEMORY_LIMIT';
   const current = reachedBytes ?? sizeBytes(reading ? limits.readMemoryLimit : limits.memoryLimit);
   const suggestion = current === undefined ? '1GB' : suggest(current);

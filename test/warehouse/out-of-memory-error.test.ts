@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { outOfMemoryError } from '../../src/warehouse/out-of-memory-error.js';
+
+const duckdbError = (used: string, limit: string) =>
+  new Error(`Out of Memory Error: could not allocate block of size 256.0 KiB (${used}/${limit} used)`);
+
+describe('the advice of WAREHOUSE_OUT_OF_MEMORY names the limit the run was held to', () => {
+  const base = { warehousePath: '/w/w.duckdb' };
+
+  it('names the reading limit when DuckDB reports its value', () => {
+    const err = outOfMemoryError(duckdbError('127.8 MiB', '128.0 MiB'), {
+      ...base,
+      memoryLimit: '512MiB',
+      readMemoryLimit: '128MiB',
+      phase: 'reading',
+    });
+    expect(err?.context).toMatchObject({ setting: 'REPORTS_DUCKDB_READ_MEMORY_LIMIT', phase: 'reading' });
+  });
+
+  it('names the merge limit when DuckDB reports its value', () => {
+    const err = outOfMemoryError(duckdbError('511.8 MiB', '512.0 MiB'), {
+      ...base,
+      memoryLimit: '512MiB',
+      readMemoryLimit: '256MiB',
+      phase: 'merging',
+    });
+    expect(err?.message).toMatch(/while merging the run .*Set REPORTS_DUCKDB_MEMORY_LIMIT higher/);
+  });
+
+  // A 2 GiB container gets 128MiB for both: the value alone cannot tell them apart.
+  it('with both limits alike, names the one of the phase', () => {
+    const limits = { ...base, memoryLimit: '128MiB', readMemoryLimit: '128MiB' };
+    const oom = duckdbError('127.8 MiB', '128.0 MiB');
+    const merging = outOfMemoryError(oom, { ...limits, phase: 'merging' });
+    expect(merging?.message).toMatch(/while merging the run .*Set REPORTS_DUCKDB_MEMORY_LIMIT higher/);
+    expect(merging?.message).not.toContain('READ_MEMORY_LIMIT');
+    const reading = outOfMemoryError(oom, { ...limits, phase: 'reading' });
+    expect(reading?.context).toMatchObject({ setting: 'REPORTS_DUCKDB_READ_MEMORY_LIMIT' });
+  });
+
+  it('leaves any other error alone', () => {
+    expect(
+      outOfMemoryError(new Error('Constraint Error: duplicate key'), {
+        ...base,
+        memoryLimit: '1GB',
+        readMemoryLimit: '1GB',
+      }),
+    ).toBeUndefined();
+  });
+});
