@@ -76,7 +76,11 @@ export const ERROR_CODES = {
       'The change set could not be applied to PostgreSQL (server down, refused login, lost connection): PostgreSQL stays at the last publish, the next one catches up.',
     retry: 'request',
   },
-  PUBLISH_FAILED: { meaning: 'The warehouse snapshot for the reader could not be published.', retry: 'none' },
+  PUBLISH_FAILED: {
+    meaning:
+      'The warehouse snapshot for the reader could not be published (the previous one stays); when DuckDB ran out of memory, the message names the limit to raise (REPORTS_DUCKDB_MEMORY_LIMIT).',
+    retry: 'none',
+  },
   READER_BUSY: {
     meaning:
       'The reader has no free warehouse connection within REPORTS_READER_ACQUIRE_TIMEOUT_MS (503, Retry-After).',

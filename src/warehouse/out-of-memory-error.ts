@@ -16,9 +16,15 @@ export interface MemoryLimits {
   readMemoryLimit: string;
   /** The warehouse file: DuckDB spills beside it (`<file>.tmp`). */
   warehousePath: string;
-  /** What the run was doing when it failed, when known. */
-  phase?: 'reading' | 'merging';
+  /** What the run (or a publish) was doing when it failed, when known. */
+  phase?: 'reading' | 'merging' | 'publishing';
 }
+
+const DOING = {
+  reading: 'staging the export',
+  merging: 'merging the run',
+  publishing: 'publishing the snapshot',
+} as const;
 
 /**
  * Turns DuckDB's out-of-memory error into a `WAREHOUSE_OUT_OF_MEMORY` {@link SyncError} whose message says
@@ -48,9 +54,9 @@ export function outOfMemoryError(err: unknown, limits: MemoryLimits): SyncError 
   const suggestion = current === undefined ? '1GB' : suggest(current);
   return new SyncError(
     'WAREHOUSE_OUT_OF_MEMORY',
-    `DuckDB ran out of memory${reached ? ` at its limit of ${reached}` : ''}${limits.phase ? ` while ${limits.phase === 'reading' ? 'staging the export' : 'merging the run'}` : ''} (${first}). Set ${setting} ` +
+    `DuckDB ran out of memory${reached ? ` at its limit of ${reached}` : ''}${limits.phase ? ` while ${DOING[limits.phase]}` : ''} (${first}). Set ${setting} ` +
       `higher (e.g. ${setting}=${suggestion}), and keep free disk beside the warehouse for what DuckDB ` +
-      `spills (${limits.warehousePath}.tmp). Nothing was merged; the next run starts from the beginning.`,
+      `spills (${limits.warehousePath}.tmp). ${limits.phase === 'publishing' ? 'The previous snapshot is unchanged.' : 'Nothing was merged; the next run starts from the beginning.'}`,
     {
       context: {
         setting,

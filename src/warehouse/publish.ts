@@ -20,6 +20,7 @@ import {
 import { COPY, bringCopyForward, type CopyOutcome, type PublishPaths } from './publish-forward.js';
 import { parquetDifference, readManifest, writeParquetSet, type PreviousParquet } from './publish-parquet.js';
 import { ident, tableNames } from './published-tables.js';
+import { outOfMemoryError } from './out-of-memory-error.js';
 import { withThreads } from './threads.js';
 import { liveWatermark, writeWatermark, type Watermark } from './watermark.js';
 
@@ -91,7 +92,8 @@ export interface PublishResult {
  * consistent state. Left-over temp files of a publish that died are removed first.
  *
  * @param dir the published folder (default {@link publishedDirFor} the warehouse)
- * @throws SyncError `PUBLISH_FAILED` naming the folder and the cause (the previous snapshot stays as it was)
+ * @throws SyncError `PUBLISH_FAILED` naming the folder and the cause (the previous snapshot stays as it was);
+ *   when DuckDB ran out of memory, the message says which limit to raise (out-of-memory-error.ts)
  */
 export async function publishSnapshot(
   warehouse: Warehouse,
@@ -114,11 +116,20 @@ export async function publishSnapshot(
     return await publish(connection, paths, publishId, options);
   } catch (err) {
     for (const path of [paths.tmpDatabase, `${paths.tmpDatabase}.wal`, paths.tmpParquet]) removeQuietly(path);
+    // Out of memory: the limit to raise, not the disk (publish runs at REPORTS_DUCKDB_MEMORY_LIMIT).
+    const oom = outOfMemoryError(err, {
+      memoryLimit: '',
+      readMemoryLimit: '',
+      warehousePath: warehouse.path,
+      phase: 'publishing',
+    });
     throw new SyncError(
       'PUBLISH_FAILED',
-      `Publishing the snapshot to ${dir} failed: ${errorMessage(err)}. The previous snapshot is unchanged; ` +
-        'check free disk space and that the folder is writable.',
-      { context: { dir }, cause: err },
+      oom
+        ? `Publishing the snapshot to ${dir} failed: ${oom.message}`
+        : `Publishing the snapshot to ${dir} failed: ${errorMessage(err)}. The previous snapshot is unchanged; ` +
+            'check free disk space and that the folder is writable.',
+      { context: { dir, ...(oom ? { outOfMemory: oom.context } : {}) }, cause: err },
     );
   } finally {
     connection.closeSync();

@@ -298,6 +298,34 @@ describe('publishSnapshot', () => {
       message: expect.stringContaining(blocked),
     });
   });
+
+  it('out of memory: says which limit to raise, and the previous snapshot stays as it was', async () => {
+    const first = await publishSnapshot(warehouse);
+    await nextDay();
+    const c = await warehouse.connect();
+    // Far below what writing 500 reports to Parquet takes: DuckDB itself runs out (the setting is the instance's).
+    await c.run(`SET memory_limit = '8MiB'`);
+    try {
+      await expect(publishSnapshot(warehouse)).rejects.toMatchObject({
+        code: 'PUBLISH_FAILED',
+        message: expect.stringMatching(
+          /ran out of memory at its limit of [\d.]+ [KM]iB while publishing the snapshot .*Set REPORTS_DUCKDB_MEMORY_LIMIT higher .*The previous snapshot is unchanged\.$/,
+        ),
+      });
+    } finally {
+      await c.run(`SET memory_limit = '256MiB'`).finally(() => c.closeSync());
+    }
+    expect(readlinkSync(first.parquetPath)).toBe(basename(versionOf(first.parquetPath)));
+    const copy = await DuckDBInstance.create(first.databasePath, { access_mode: 'READ_ONLY' });
+    try {
+      const rows = (await (await copy.connect()).runAndReadAll('SELECT count(*) AS n FROM report_rows'))
+        .getRowObjectsJS()
+        .map((r) => Number(r.n));
+      expect(rows).toEqual([500]);
+    } finally {
+      copy.closeSync();
+    }
+  });
 });
 
 /** The version folder a `parquet` link points at. */
