@@ -272,7 +272,7 @@ export const SETTINGS = {
       .transform((v) => (v === 'auto' ? autoMemoryLimit() : v)),
     shownDefault: 'auto',
     allowed: 'auto, or a DuckDB size such as 256MiB or 1GB',
-    doc: "DuckDB `memory_limit` (bounds the warehouse side of a sync's merge and the reader; what does not fit spills to `<warehouse>.tmp` beside the warehouse). `auto`: a sixteenth of the machine's (or the container's) memory, from 128MiB to 512MiB (at 256MiB a 10M-report warehouse's first CSV run ran out: docs/performance.md, \"Scale\"); at 128MiB analysts' queries (read_csv of a large export) ran out of memory; a sync's reading has its own limit (`REPORTS_DUCKDB_READ_MEMORY_LIMIT`). A run that still runs out fails with `WAREHOUSE_OUT_OF_MEMORY`, naming the setting to raise.",
+    doc: "DuckDB `memory_limit` (bounds the warehouse side of a sync's merge and the reader; what does not fit spills to `<warehouse>.tmp` beside the warehouse). `auto`: an eighth of the machine's (or the container's) memory, from 128MiB to 512MiB (a 2 GiB container gets 256MiB; at 128MiB the publish after a 4M-report nightly run ran out: docs/performance.md, \"Scale\"); at 128MiB analysts' queries (read_csv of a large export) ran out of memory; a sync's reading has its own limit (`REPORTS_DUCKDB_READ_MEMORY_LIMIT`). A run that still runs out fails with `WAREHOUSE_OUT_OF_MEMORY`, naming the setting to raise.",
   },
   duckdbReadMemoryLimit: {
     env: 'REPORTS_DUCKDB_READ_MEMORY_LIMIT',
@@ -282,7 +282,7 @@ export const SETTINGS = {
       .transform((v) => (v === 'auto' ? autoReadMemoryLimit() : v)),
     shownDefault: 'auto',
     allowed: 'auto, or a DuckDB size such as 128MiB or 1GB',
-    doc: "DuckDB `memory_limit` while `reports-sync sync` reads an export (restored for the merge, which needs `REPORTS_DUCKDB_MEMORY_LIMIT` for its joins; never raises it). At least 16 × `REPORTS_MAX_RECORD_BYTES`, so the longest record allowed still stages. The daemon (`reports-sync run`) keeps the full limit: its reader shares the instance (tried at 4M: the nightly run in the daemon ran out of memory at 256MiB while staging, with the reader's exports sharing the limit). Reading only appends to staging, yet DuckDB keeps the blocks it wrote cached up to its limit: at 128MiB a sync of 4M reports peaked at ~540 instead of ~660 MiB RSS in the same time (measured); a 1M sync's peak is its merge's either way. `auto`: a thirty-second of the machine's (or the container's) memory, from 128MiB to 256MiB (a 10M-report re-read ran out at 128MiB: docs/performance.md, \"Scale\").",
+    doc: "DuckDB `memory_limit` while `reports-sync sync` reads an export (restored for the merge, which needs `REPORTS_DUCKDB_MEMORY_LIMIT` for its joins; never raises it). At least 16 × `REPORTS_MAX_RECORD_BYTES`, so the longest record allowed still stages. The daemon (`reports-sync run`) keeps the full limit: its reader shares the instance (tried at 4M: the nightly run in the daemon ran out of memory at 256MiB while staging, with the reader's exports sharing the limit). Reading only appends to staging, yet DuckDB keeps the blocks it wrote cached up to its limit: at 128MiB a sync of 4M reports peaked at ~540 instead of ~660 MiB RSS in the same time (measured); a 1M sync's peak is its merge's either way. `auto`: a sixteenth of the machine's (or the container's) memory, from 128MiB to 256MiB (a 10M-report re-read ran out at 128MiB: docs/performance.md, \"Scale\").",
   },
   duckdbThreads: {
     env: 'REPORTS_DUCKDB_THREADS',

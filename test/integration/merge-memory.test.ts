@@ -6,7 +6,7 @@ import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '.
 // A CSV run over a warehouse the NDJSON export filled stages every report and merges them all against the
 // stored rows (the heaviest merge a nightly cycle has). With the merge's slices sized from the limit at
 // 6,250 reports per MiB, 300,000 reports ran out of memory at 56MiB (one slice) here, as 4M did at the
-// 128MiB and 256MiB a 2 GiB or 4 GiB container gets (docs/performance.md, "Scale").
+// 128MiB and 256MiB (the automatic limits of a 1 GiB and a 2 GiB container; docs/performance.md, "Scale").
 const REPORTS = 300_000;
 const MEMORY_LIMIT = '56MiB';
 

@@ -27,7 +27,7 @@ describe('the advice of WAREHOUSE_OUT_OF_MEMORY names the limit the run was held
     expect(err?.message).toMatch(/while merging the run .*Set REPORTS_DUCKDB_MEMORY_LIMIT higher/);
   });
 
-  // A 2 GiB container gets 128MiB for both: the value alone cannot tell them apart.
+  // A 1 GiB container gets 128MiB for both: the value alone cannot tell them apart.
   it('with both limits alike, names the one of the phase', () => {
     const limits = { ...base, memoryLimit: '128MiB', readMemoryLimit: '128MiB' };
     const oom = duckdbError('127.8 MiB', '128.0 MiB');
