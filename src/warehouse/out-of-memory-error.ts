@@ -30,7 +30,7 @@ const DOING = {
  * Turns DuckDB's out-of-memory error into a `WAREHOUSE_OUT_OF_MEMORY` {@link SyncError} whose message says
  * which limit was reached and what to set: the setting whose value DuckDB names in its message
  * (`REPORTS_DUCKDB_READ_MEMORY_LIMIT` when it is the reading limit, else `REPORTS_DUCKDB_MEMORY_LIMIT`;
- * when both are the same size, the reading one only while the run was reading), a
+ * when both are the same size, `REPORTS_DUCKDB_MEMORY_LIMIT`, and both while the run was reading), a
  * value to try (twice the limit, at most a quarter of the machine's memory), and the spill folder, which
  * needs free disk. Returns `undefined` for any other error. Nothing is retried: the same run would need the
  * same memory.
@@ -45,17 +45,22 @@ export function outOfMemoryError(err: unknown, limits: MemoryLimits): SyncError 
   const near = (a: number | undefined, b: number | undefined) =>
     a !== undefined && b !== undefined && Math.abs(a - b) < 1024 * 1024;
   const readBytes = sizeBytes(limits.readMemoryLimit);
-  // Both limits alike (a small machine's auto values): the phase says which one the run was held to.
-  const reading =
-    near(reachedBytes, readBytes) &&
-    (!near(readBytes, sizeBytes(limits.memoryLimit)) || limits.phase === 'reading');
+  const alike = near(readBytes, sizeBytes(limits.memoryLimit));
+  // Both limits alike (a small machine's auto values, or the daemon, which reads at the merge's): reading
+  // runs at the lower of the two, so both must go up; raising the reading one alone changes nothing.
+  const both = alike && near(reachedBytes, readBytes) && limits.phase === 'reading';
+  const reading = !alike && near(reachedBytes, readBytes);
   const setting = reading ? 'REPORTS_DUCKDB_READ_MEMORY_LIMIT' : 'REPORTS_DUCKDB_MEMORY_LIMIT';
   const current = reachedBytes ?? sizeBytes(reading ? limits.readMemoryLimit : limits.memoryLimit);
   const suggestion = current === undefined ? '1GB' : suggest(current);
+  const names = both ? `${setting} and REPORTS_DUCKDB_READ_MEMORY_LIMIT` : setting;
+  const example = both
+    ? `${setting}=${suggestion} REPORTS_DUCKDB_READ_MEMORY_LIMIT=${suggestion}`
+    : `${setting}=${suggestion}`;
   return new SyncError(
     'WAREHOUSE_OUT_OF_MEMORY',
-    `DuckDB ran out of memory${reached ? ` at its limit of ${reached}` : ''}${limits.phase ? ` while ${DOING[limits.phase]}` : ''} (${first}). Set ${setting} ` +
-      `higher (e.g. ${setting}=${suggestion}), and keep free disk beside the warehouse for what DuckDB ` +
+    `DuckDB ran out of memory${reached ? ` at its limit of ${reached}` : ''}${limits.phase ? ` while ${DOING[limits.phase]}` : ''} (${first}). Set ${names} ` +
+      `higher (e.g. ${example}), and keep free disk beside the warehouse for what DuckDB ` +
       `spills (${limits.warehousePath}.tmp). ${limits.phase === 'publishing' ? 'The previous snapshot is unchanged.' : 'Nothing was merged; the next run starts from the beginning.'}`,
     {
       context: {

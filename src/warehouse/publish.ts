@@ -117,8 +117,12 @@ export async function publishSnapshot(
   } catch (err) {
     for (const path of [paths.tmpDatabase, `${paths.tmpDatabase}.wal`, paths.tmpParquet]) removeQuietly(path);
     // Out of memory: the limit to raise, not the disk (publish runs at REPORTS_DUCKDB_MEMORY_LIMIT).
+    const limit = await connection
+      .runAndReadAll(`SELECT current_setting('memory_limit') AS m`)
+      .then((r) => String(r.getRowObjectsJS()[0]?.m ?? ''))
+      .catch(() => '');
     const oom = outOfMemoryError(err, {
-      memoryLimit: '',
+      memoryLimit: limit,
       readMemoryLimit: '',
       warehousePath: warehouse.path,
       phase: 'publishing',

@@ -36,6 +36,8 @@ describe(`a CSV run over ${REPORTS} reports the NDJSON export loaded, within mem
       duckdbMemoryLimit: MEMORY_LIMIT,
       csvPageSize: 5_000,
       conditionalExports: false,
+      // As measured: a merge thread holds memory of its own, and the default takes one per core.
+      duckdbMergeThreads: 2,
     });
     warehouse = await openTestWarehouse(small);
     try {

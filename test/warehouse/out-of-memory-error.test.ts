@@ -27,15 +27,31 @@ describe('the advice of WAREHOUSE_OUT_OF_MEMORY names the limit the run was held
     expect(err?.message).toMatch(/while merging the run .*Set REPORTS_DUCKDB_MEMORY_LIMIT higher/);
   });
 
-  // A 1 GiB container gets 128MiB for both: the value alone cannot tell them apart.
-  it('with both limits alike, names the one of the phase', () => {
+  // A 1 GiB container gets 128MiB for both, and the daemon reads at the merge's limit: reading runs at the
+  // lower of the two, so raising the reading one alone would change nothing.
+  it('with both limits alike, names the merge limit, and both while reading', () => {
     const limits = { ...base, memoryLimit: '128MiB', readMemoryLimit: '128MiB' };
     const oom = duckdbError('127.8 MiB', '128.0 MiB');
     const merging = outOfMemoryError(oom, { ...limits, phase: 'merging' });
     expect(merging?.message).toMatch(/while merging the run .*Set REPORTS_DUCKDB_MEMORY_LIMIT higher/);
     expect(merging?.message).not.toContain('READ_MEMORY_LIMIT');
     const reading = outOfMemoryError(oom, { ...limits, phase: 'reading' });
-    expect(reading?.context).toMatchObject({ setting: 'REPORTS_DUCKDB_READ_MEMORY_LIMIT' });
+    expect(reading?.message).toMatch(
+      /while staging the export .*Set REPORTS_DUCKDB_MEMORY_LIMIT and REPORTS_DUCKDB_READ_MEMORY_LIMIT higher \(e\.g\. REPORTS_DUCKDB_MEMORY_LIMIT=\d+MiB REPORTS_DUCKDB_READ_MEMORY_LIMIT=\d+MiB\)/,
+    );
+    expect(reading?.context).toMatchObject({ setting: 'REPORTS_DUCKDB_MEMORY_LIMIT' });
+  });
+
+  it('while publishing: names the merge limit and says the previous snapshot stays', () => {
+    const err = outOfMemoryError(duckdbError('127.9 MiB', '128.0 MiB'), {
+      ...base,
+      memoryLimit: '128MiB',
+      readMemoryLimit: '',
+      phase: 'publishing',
+    });
+    expect(err?.message).toMatch(
+      /while publishing the snapshot .*REPORTS_DUCKDB_MEMORY_LIMIT=256MiB.*The previous snapshot is unchanged\.$/,
+    );
   });
 
   it('leaves any other error alone', () => {
