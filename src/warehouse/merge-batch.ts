@@ -50,7 +50,7 @@ export function inSlice(column: string, s: Slice): string {
  * `insert` (new id), a `revive` (tombstoned id), `unchanged` (same content hash; a CSV row: same CSV
  * projection, schema/csv-projection.ts), a `refine` (an NDJSON row whose CSV projection equals that of a
  * report last written from CSV) or an `update`. `row_id` is the stored row's `rowid` (NULL for a known or
- * new id): the stored line hashes are written by rowid range (merge.ts, `storeLineHashes`).
+ * new id): the stored line hashes are written by rowid range (learnt-line-hashes.ts).
  */
 export async function buildMergeBatch(
   c: DuckDBConnection,

@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { withCheckpointsDeferred } from './deferred-checkpoint.js';
+import { storeLineHashes } from './learnt-line-hashes.js';
 import { lineHashColumn, lineHashValues } from './line-hash-column.js';
 import { buildMergeBatch, emptyMergeBatch, type BatchCounts } from './merge-batch.js';
 import { sizeBytes } from './memory-limit.js';
@@ -196,49 +196,6 @@ async function applyChanges(c: DuckDBConnection, run: MergeRun, batch: BatchCoun
       all,
     );
   }
-}
-
-/**
- * A full export's staged rows whose content the warehouse holds: the report keeps the hash of the line it
- * came in (the next run of this source then knows it). Only that fixed-width column is updated in place
- * (an `UPDATE` of it is cheap: no string heap, one column rewritten), in `slices` ranges of `rowid`, each
- * its own transaction (a CSV run on a warehouse the NDJSON export filled updates every row: see
- * {@link prepareMerge}); `last_seen_at` and `run_id` come with the run's end for every report it saw
- * (merge-seen.ts). A report marked unseen is rewritten whole by {@link applyChanges}.
- *
- * By `rowid` (`merge_batch.row_id`, read with the stored row), not by a hash of the id: a range's rows
- * sit in a few row groups, which the scan alone reads (DuckDB pushes a `rowid` range into it), where a
- * hash slice touched rows of every row group: 16 slices of 4M reports took 2.8 s each against ~60 ms
- * (measured). The id is compared too: a row a checkpoint moved keeps its old hash, a cache miss that the
- * next run reads as a changed line, never a wrong hash.
- */
-async function storeLineHashes(
-  c: DuckDBConnection,
-  run: Pick<MergeRun, 'source'>,
-  slices: number,
-): Promise<void> {
-  const hash = lineHashColumn(run.source);
-  const learnt = `change = 'unchanged' AND line_hash IS NOT NULL AND row_id IS NOT NULL`;
-  const span = (
-    await c.runAndReadAll(`SELECT min(row_id) AS lo, max(row_id) AS hi FROM merge_batch WHERE ${learnt}`)
-  ).getRowObjectsJS()[0]!;
-  if (span.lo === null || span.hi === null) return;
-  const [lo, hi] = [Number(span.lo), Number(span.hi) + 1];
-  await withCheckpointsDeferred(c, async () => {
-    for (let slice = 0; slice < slices; slice++) {
-      const from = lo + Math.floor(((hi - lo) * slice) / slices);
-      const to = lo + Math.floor(((hi - lo) * (slice + 1)) / slices);
-      if (to <= from) continue;
-      await c.run(
-        `UPDATE report_rows SET ${hash} = b.line_hash
-         FROM (SELECT id, row_id, line_hash FROM merge_batch
-               WHERE ${learnt} AND row_id >= ${from} AND row_id < ${to}) b
-         WHERE report_rows.rowid = b.row_id AND report_rows.rowid >= ${from} AND report_rows.rowid < ${to}
-           AND report_rows.id = b.id AND report_rows.unseen_since IS NULL
-           AND b.line_hash IS DISTINCT FROM report_rows.${hash}`,
-      );
-    }
-  });
 }
 
 /** Drops the merge's TEMP tables (inside the finishing transaction, or after a failed one). */
