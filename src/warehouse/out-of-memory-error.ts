@@ -8,6 +8,11 @@ const OUT_OF_MEMORY =
   /Out of Memory Error|could not allocate block|failed to allocate data|failed to pin block/i;
 const LIMIT_IN_MESSAGE = /\(([\d.]+ [KMGT]?i?B)\/([\d.]+ [KMGT]?i?B) used\)/;
 
+/** True when `err` is DuckDB's out-of-memory error (any of the forms above). */
+export function isOutOfMemory(err: unknown): boolean {
+  return !(err instanceof SyncError) && OUT_OF_MEMORY.test(errorMessage(err));
+}
+
 /** The memory limits a run works with, as configured (DuckDB sizes), to name the one that was reached. */
 export interface MemoryLimits {
   /** `REPORTS_DUCKDB_MEMORY_LIMIT`: the merge's (and the reader's) limit. */
@@ -36,9 +41,8 @@ const DOING = {
  * same memory.
  */
 export function outOfMemoryError(err: unknown, limits: MemoryLimits): SyncError | undefined {
-  if (err instanceof SyncError) return undefined;
+  if (!isOutOfMemory(err)) return undefined;
   const message = errorMessage(err);
-  if (!OUT_OF_MEMORY.test(message)) return undefined;
   const first = message.split('\n')[0]?.trim() ?? message;
   const reached = LIMIT_IN_MESSAGE.exec(message)?.[2];
   const reachedBytes = reached === undefined ? undefined : sizeBytes(reached.replace(' ', ''));

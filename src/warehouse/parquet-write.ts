@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import {
@@ -13,11 +13,13 @@ import {
   type ParquetPart,
   type Period,
 } from './parquet-layout.js';
+import { writePartitioned, type PartitionBudget } from './parquet-partitioned.js';
 import { literal, qualified } from './published-tables.js';
 
 // Writing the files of a part (publish-parquet.ts). Two ways: a `COPY` per file, whose time range DuckDB's
 // zone maps skip to when the table is stored in about that order (rows are appended as they come: in
-// time order for runs, versions and most exports), or one `COPY … PARTITION_BY` over the whole table.
+// time order for runs, versions and most exports), or `COPY … PARTITION_BY` over the whole table, in
+// batches of keys that fit the memory limit (parquet-partitioned.ts).
 // On 1M reports stored in time order, the files of 12 months took ~1.0-1.5 s one by one against ~1.6-3.7 s
 // partitioned (interleaved, 2 shared cores); on a table in no such order one by one reads it per file.
 
@@ -47,7 +49,8 @@ interface Span {
 
 /**
  * Writes the files of `keys` (or of every key the table holds) of a part into the version folder `dir`.
- * Keys without rows get no file. Returns the files written with their rows.
+ * Keys without rows get no file. Returns the files written with their rows. `budget`, shared by the parts
+ * of one Parquet set, bounds the partitions a partitioned `COPY` opens (parquet-partitioned.ts).
  */
 export async function writePartFiles(
   connection: DuckDBConnection,
@@ -56,6 +59,7 @@ export async function writePartFiles(
   period: Period,
   keys: number[] | 'all',
   dir: string,
+  budget?: PartitionBudget,
 ): Promise<ManifestFile[]> {
   if (keys !== 'all' && keys.length === 0) return [];
   mkdirSync(join(dir, part.folder), { recursive: true });
@@ -69,7 +73,12 @@ export async function writePartFiles(
     for (const key of wanted) files.push(await writeFile(connection, copy, part, period, dir, key));
     return counted(connection, dir, files);
   }
-  return writePartitioned(connection, copy, part, period, keys, dir);
+  const files = await writePartitioned(connection, copy, part, period, keys, dir, budget);
+  return counted(
+    connection,
+    dir,
+    files.map((f) => ({ ...f, rows: 0 })),
+  );
 }
 
 /**
@@ -143,38 +152,6 @@ async function counted(
   await countRows(connection, dir, files);
   for (const f of files) if (f.rows === 0) rmSync(join(dir, f.file));
   return files.filter((f) => f.rows > 0);
-}
-
-/** The files of `keys` (or all), written with one partitioned `COPY` into a scratch folder, then renamed. */
-async function writePartitioned(
-  connection: DuckDBConnection,
-  copy: string,
-  part: ParquetPart,
-  period: Period,
-  keys: number[] | 'all',
-  dir: string,
-): Promise<ManifestFile[]> {
-  const scratch = join(dir, `.write-${part.folder}-${part.prefix}`);
-  rmSync(scratch, { recursive: true, force: true });
-  const where = keys === 'all' ? 'true' : rowsOfKeysSql(part, period, keys);
-  await connection.run(
-    `COPY (SELECT ${part.select}, ${keySql(part, period)} AS __key FROM ${source(copy, part)} WHERE ${where})
-     TO ${literal(scratch)} (FORMAT parquet, PARTITION_BY (__key), FILENAME_PATTERN 'data_{i}')`,
-  );
-  const files: ManifestFile[] = [];
-  for (const folder of existsSync(scratch) ? readdirSync(scratch) : []) {
-    const key = Number(folder.slice('__key='.length));
-    readdirSync(join(scratch, folder))
-      .sort()
-      .forEach((name, i) => {
-        const file = join(part.folder, `${fileStem(part, period, key)}${i === 0 ? '' : `-${i}`}.parquet`);
-        renameSync(join(scratch, folder, name), join(dir, file));
-        files.push({ key, file, rows: 0 });
-      });
-  }
-  rmSync(scratch, { recursive: true, force: true });
-  await countRows(connection, dir, files);
-  return files;
 }
 
 /** Writes a zero-row file of a part (so that a glob of an empty table's folder still finds its columns). */

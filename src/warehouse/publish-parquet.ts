@@ -54,6 +54,7 @@ export async function writeParquetSet(
 ): Promise<{ manifest: ParquetManifest; written: number; linked: number }> {
   const manifest: ParquetManifest = { format: 1, watermark: input.watermark, parts: {} };
   let linked = 0;
+  const budget = { partitions: Infinity };
   mkdirSync(dir, { recursive: true });
   for (const part of input.parts) {
     const changed = input.changed?.get(part.id) ?? new Set<number>();
@@ -69,7 +70,7 @@ export async function writeParquetSet(
       period = await choosePeriod(connection, copy, part);
       [kept, keys] = [[], 'all'];
     }
-    const files = await writePartFiles(connection, copy, part, period, keys, dir);
+    const files = await writePartFiles(connection, copy, part, period, keys, dir, budget);
     for (const file of kept) {
       mkdirSync(join(dir, part.folder), { recursive: true });
       linkSync(join(input.previous!.dir, file.file), join(dir, file.file));

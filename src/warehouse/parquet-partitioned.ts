@@ -1,0 +1,148 @@
+import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { sizeBytes } from './memory-limit.js';
+import { isOutOfMemory } from './out-of-memory-error.js';
+import { fileStem, keySql, rowsOfKeysSql, type ParquetPart, type Period } from './parquet-layout.js';
+import { literal, qualified } from './published-tables.js';
+
+// A partitioned `COPY` keeps a buffer per open partition and per thread (DuckDB's COLUMN_DATA), which it
+// cannot spill while it appends to it. Measured on the 4M-report table after a nightly run (weekly files):
+// one `COPY` of its 54 weeks ran out of memory at 128MiB on one thread; 39 weeks fit, and on two threads 13
+// fit and 22 did not; at 64MiB on one thread 8 fit and 13 did not. That is ~35 MiB plus ~2.3 MiB for each
+// partition on each thread, whatever the rows per partition (260k rows spread over 54 weeks failed at 64MiB
+// where 600k rows in 8 weeks fit). The keys are therefore written in batches that fit, each its own `COPY`:
+// a batch reads the table again, but writing the same rows in two batches took about what one `COPY` took.
+
+/** MiB of the limit a partitioned `COPY` needs whatever its partitions (measured ~35). */
+const BASE_MIB = 40;
+/** MiB each open partition needs on each thread (measured ~2.3). */
+const PARTITION_MIB = 3;
+
+/**
+ * The most partitions a `COPY` of this publish opens at once: lowered when one ran out of memory, so
+ * that the parts written after it start from what fit. Infinity until then.
+ */
+export interface PartitionBudget {
+  partitions: number;
+}
+
+/** A file written: its key (parquet-layout.ts) and path inside the version folder; rows not counted yet. */
+export interface PartitionedFile {
+  key: number;
+  file: string;
+}
+
+/**
+ * How many partitions one `COPY … PARTITION_BY` may open at DuckDB's `memory_limit` (bytes) on `threads`
+ * threads: `(limit − 40 MiB) / (3 MiB × threads)`, at least 1. A limit that cannot be read (undefined)
+ * sets no bound (Infinity). Figures measured above.
+ */
+export function partitionsPerCopy(memoryLimitBytes: number | undefined, threads: number): number {
+  if (memoryLimitBytes === undefined || !Number.isFinite(memoryLimitBytes)) return Infinity;
+  const mib = memoryLimitBytes / 2 ** 20;
+  return Math.max(1, Math.floor((mib - BASE_MIB) / (PARTITION_MIB * Math.max(1, threads))));
+}
+
+/**
+ * The files of `keys` (or every key the part's rows hold) of a part, written with partitioned `COPY`s of at
+ * most {@link partitionsPerCopy} keys each, into scratch folders, then renamed to their names in `dir`.
+ * Keys without rows get no file. The rows of the files are not counted here. A `COPY` that runs out of
+ * memory is written again with half its keys (down to one key), and `budget` keeps that size for the next.
+ *
+ * @throws DuckDB's error when a `COPY` fails (out of memory included); its scratch folder is left for the
+ *   caller's removal of the version folder
+ */
+export async function writePartitioned(
+  connection: DuckDBConnection,
+  copy: string,
+  part: ParquetPart,
+  period: Period,
+  keys: number[] | 'all',
+  dir: string,
+  budget: PartitionBudget = { partitions: Infinity },
+): Promise<PartitionedFile[]> {
+  let max = Math.min(budget.partitions, partitionsPerCopy(...(await limitAndThreads(connection))));
+  const pending = await resolved(connection, copy, part, period, keys);
+  const files: PartitionedFile[] = [];
+  for (let i = 0, done = 0; pending.length > 0; i++) {
+    const batch = pending.slice(0, max);
+    // Every key at once: no filter to evaluate.
+    const rows = keys === 'all' && done === 0 && batch.length === pending.length ? 'all' : batch;
+    const scratch = join(dir, `.write-${part.folder}-${part.prefix}-${i}`);
+    rmSync(scratch, { recursive: true, force: true });
+    try {
+      await copyPartitioned(connection, copy, part, period, rows, scratch);
+    } catch (err) {
+      // What else holds memory at that moment is not known here: fewer partitions at once, down to one.
+      if (!isOutOfMemory(err) || batch.length === 1) throw err;
+      rmSync(scratch, { recursive: true, force: true });
+      max = Math.ceil(batch.length / 2);
+      budget.partitions = max;
+      continue;
+    }
+    pending.splice(0, batch.length);
+    done += batch.length;
+    files.push(...moveOut(scratch, dir, part, period));
+  }
+  return files;
+}
+
+/** One partitioned `COPY` of the rows of `batch` (or all) into `scratch`, a folder per key. */
+async function copyPartitioned(
+  connection: DuckDBConnection,
+  copy: string,
+  part: ParquetPart,
+  period: Period,
+  batch: number[] | 'all',
+  scratch: string,
+): Promise<void> {
+  const where = batch === 'all' ? 'true' : rowsOfKeysSql(part, period, batch);
+  await connection.run(
+    `COPY (SELECT ${part.select}, ${keySql(part, period)} AS __key FROM ${qualified(copy, part.from ?? part.table)}
+       WHERE ${where})
+     TO ${literal(scratch)} (FORMAT parquet, PARTITION_BY (__key), FILENAME_PATTERN 'data_{i}')`,
+  );
+}
+
+/** The files a partitioned `COPY` wrote under `scratch`, renamed to their names in `dir`; `scratch` removed. */
+function moveOut(scratch: string, dir: string, part: ParquetPart, period: Period): PartitionedFile[] {
+  const files: PartitionedFile[] = [];
+  for (const folder of existsSync(scratch) ? readdirSync(scratch) : []) {
+    const key = Number(folder.slice('__key='.length));
+    readdirSync(join(scratch, folder))
+      .sort()
+      .forEach((name, i) => {
+        const file = join(part.folder, `${fileStem(part, period, key)}${i === 0 ? '' : `-${i}`}.parquet`);
+        renameSync(join(scratch, folder, name), join(dir, file));
+        files.push({ key, file });
+      });
+  }
+  rmSync(scratch, { recursive: true, force: true });
+  return files;
+}
+
+/** DuckDB's `memory_limit` in bytes (undefined when not a size) and `threads`. */
+async function limitAndThreads(connection: DuckDBConnection): Promise<[number | undefined, number]> {
+  const row = (
+    await connection.runAndReadAll(
+      `SELECT current_setting('memory_limit') AS m, current_setting('threads')::INTEGER AS t`,
+    )
+  ).getRowObjectsJS()[0]!;
+  return [sizeBytes(String(row.m)), Number(row.t)];
+}
+
+/** `keys`, or for `all` the keys the part's rows hold (one scan of its time column), ascending. */
+async function resolved(
+  connection: DuckDBConnection,
+  copy: string,
+  part: ParquetPart,
+  period: Period,
+  keys: number[] | 'all',
+): Promise<number[]> {
+  if (keys !== 'all') return [...keys].sort((a, b) => a - b);
+  const reader = await connection.runAndReadAll(
+    `SELECT DISTINCT ${keySql(part, period)} AS k FROM ${qualified(copy, part.from ?? part.table)} ORDER BY 1`,
+  );
+  return reader.getRowObjectsJS().map((r) => Number(r.k));
+}
