@@ -1,4 +1,4 @@
-import { totalmem } from 'node:os';
+import { availableMemory } from '../config/machine-memory.js';
 import { errorMessage, SyncError } from '../util/errors.js';
 import { sizeBytes } from './memory-limit.js';
 
@@ -36,8 +36,8 @@ const DOING = {
  * which limit was reached and what to set: the setting whose value DuckDB names in its message
  * (`REPORTS_DUCKDB_READ_MEMORY_LIMIT` when it is the reading limit, else `REPORTS_DUCKDB_MEMORY_LIMIT`;
  * when both are the same size, `REPORTS_DUCKDB_MEMORY_LIMIT`, and both while the run was reading), a
- * value to try (twice the limit, at most a quarter of the machine's memory), and the spill folder, which
- * needs free disk. Returns `undefined` for any other error. Nothing is retried: the same run would need the
+ * value to try (twice the limit, at most a quarter of the machine's or the container's memory), and the
+ * spill folder, which needs free disk. Returns `undefined` for any other error. Nothing is retried: the same run would need the
  * same memory.
  */
 export function outOfMemoryError(err: unknown, limits: MemoryLimits): SyncError | undefined {
@@ -79,8 +79,11 @@ export function outOfMemoryError(err: unknown, limits: MemoryLimits): SyncError 
   );
 }
 
-/** Twice `bytes`, at most a quarter of this machine's memory (and never below `bytes`), as a DuckDB size. */
+/**
+ * Twice `bytes`, at most a quarter of the memory this process may use (the container's limit when it has
+ * one: a suggestion past it would only move the failure to the kernel's OOM killer), never below `bytes`.
+ */
 function suggest(bytes: number): string {
-  const wanted = Math.max(bytes, Math.min(2 * bytes, totalmem() / 4));
+  const wanted = Math.max(bytes, Math.min(2 * bytes, availableMemory() / 4));
   return `${Math.ceil(wanted / 2 ** 20)}MiB`;
 }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { outOfMemoryError } from '../../src/warehouse/out-of-memory-error.js';
 
 const duckdbError = (used: string, limit: string) =>
@@ -52,6 +52,33 @@ describe('the advice of WAREHOUSE_OUT_OF_MEMORY names the limit the run was held
     expect(err?.message).toMatch(
       /while publishing the snapshot .*REPORTS_DUCKDB_MEMORY_LIMIT=256MiB.*The previous snapshot is unchanged\.$/,
     );
+  });
+
+  describe('the value to try', () => {
+    afterEach(() => vi.restoreAllMocks());
+
+    // A 2 GiB container on a large machine: 512MiB is a quarter of what the process may use.
+    it('stays within a quarter of the container memory, not the machine', () => {
+      vi.spyOn(process, 'constrainedMemory').mockReturnValue(2 * 2 ** 30);
+      const err = outOfMemoryError(duckdbError('383.8 MiB', '384.0 MiB'), {
+        ...base,
+        memoryLimit: '384MiB',
+        readMemoryLimit: '128MiB',
+        phase: 'merging',
+      });
+      expect(err?.context).toMatchObject({ suggested: '512MiB' });
+    });
+
+    it('is twice the limit when the memory allows it', () => {
+      vi.spyOn(process, 'constrainedMemory').mockReturnValue(16 * 2 ** 30);
+      const err = outOfMemoryError(duckdbError('255.8 MiB', '256.0 MiB'), {
+        ...base,
+        memoryLimit: '256MiB',
+        readMemoryLimit: '128MiB',
+        phase: 'merging',
+      });
+      expect(err?.context).toMatchObject({ suggested: '512MiB' });
+    });
   });
 
   it('leaves any other error alone', () => {
