@@ -272,7 +272,7 @@ export const SETTINGS = {
       .transform((v) => (v === 'auto' ? autoMemoryLimit() : v)),
     shownDefault: 'auto',
     allowed: 'auto, or a DuckDB size such as 256MiB or 1GB',
-    doc: "DuckDB `memory_limit` (bounds the warehouse side of a sync's merge and the reader; what does not fit spills to `<warehouse>.tmp` beside the warehouse). `auto`: an eighth of the machine's (or the container's) memory, from 128MiB to 512MiB (a 2 GiB container gets 256MiB; at 128MiB the publish after a 4M-report nightly run ran out: docs/performance.md, \"Scale\"); at 128MiB analysts' queries (read_csv of a large export) ran out of memory; a sync's reading has its own limit (`REPORTS_DUCKDB_READ_MEMORY_LIMIT`). A run that still runs out fails with `WAREHOUSE_OUT_OF_MEMORY`, naming the setting to raise.",
+    doc: "DuckDB `memory_limit` (bounds the warehouse side of a sync's merge and the reader; what does not fit spills to `<warehouse>.tmp` beside the warehouse). `auto`: an eighth of the machine's (or the container's) memory, from 128MiB to 512MiB (a 2 GiB container gets 256MiB; a 1 GiB one 128MiB, where the publish after a 4M-report nightly run takes ~2.5 × as long as at 512MiB: docs/performance.md, \"Small machines\"); at 128MiB analysts' queries (read_csv of a large export) ran out of memory; a sync's reading has its own limit (`REPORTS_DUCKDB_READ_MEMORY_LIMIT`). A run that still runs out fails with `WAREHOUSE_OUT_OF_MEMORY`, naming the setting to raise.",
   },
   duckdbReadMemoryLimit: {
     env: 'REPORTS_DUCKDB_READ_MEMORY_LIMIT',
