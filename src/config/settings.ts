@@ -300,7 +300,7 @@ export const SETTINGS = {
     env: 'REPORTS_MERGE_SLICE_ROWS',
     schema: int(0, 1_000_000_000).default(0),
     allowed: 'an integer from 0 to 1000000000 (0: from the memory limit)',
-    doc: "Reports a merge handles per slice when a run staged many (a first load, a CSV run on a warehouse the NDJSON export filled): the staged ids are split by a hash into slices of about this many, each with joins that fit `REPORTS_DUCKDB_MEMORY_LIMIT`, all in the run's one transaction. 0: 2,000 per MiB of the limit, at most 1M, so that a slice needs the same memory whatever the warehouse's size (a CSV run on a 4M-report warehouse the NDJSON export filled merged slices of 400,000 at 128MiB and 800,000 at 256MiB, and ran out of memory with 500,000 and 1M: the ratio keeps about half of that). Results do not depend on it.",
+    doc: "Reports a merge handles per slice when a run staged many (a first load, a CSV run on a warehouse the NDJSON export filled): the staged ids are split by a hash into slices of about this many, each with joins that fit `REPORTS_DUCKDB_MEMORY_LIMIT`, all in the run's one transaction. 0: 2,000 per MiB of the limit, less the memory DuckDB holds for the table's deleted-row markers (8 bytes a stored report once a night's merge spread deletes over it: ~36 MiB at 4M, ~300 MiB at 40M), at most 1M, so that a slice needs the same memory whatever the warehouse's size (a CSV run on a 4M-report warehouse the NDJSON export filled merged slices of 400,000 at 128MiB and 800,000 at 256MiB, and ran out of memory with 500,000 and 1M: the ratio keeps about half of that). Results do not depend on it.",
   },
   port: {
     env: 'REPORTS_PORT',

@@ -4,6 +4,7 @@ import { withRetry } from '../upstream/with-retry.js';
 import { failpoint } from '../util/failpoint.js';
 import { clearSpool, spoolDirFor } from '../warehouse/batch-files.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
+import { deleteMarkerBytes } from '../warehouse/delete-markers.js';
 import { mergeSliceRows } from '../warehouse/merge.js';
 import { readMemoryLimit, withMemoryLimit } from '../warehouse/memory-limit.js';
 import { sortLeftBehind } from './sort-left-behind.js';
@@ -122,7 +123,11 @@ async function commitMerge(run: OpenedExportRun, options: RunSyncOptions): Promi
       clock: options.clock,
       mergeThreads: config.duckdbMergeThreads,
       fullExport: source.fullExport,
-      sliceRows: mergeSliceRows(config.mergeSliceRows, config.duckdbMemoryLimit),
+      sliceRows: mergeSliceRows(
+        config.mergeSliceRows,
+        config.duckdbMemoryLimit,
+        config.mergeSliceRows > 0 ? 0 : await deleteMarkerBytes(run.connection),
+      ),
     },
     options.afterMerge,
   );

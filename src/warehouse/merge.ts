@@ -45,15 +45,19 @@ const MAX_SLICE_ROWS = 1_000_000;
 
 /**
  * The staged reports a merge handles per slice: `configured`, or when 0, 2,000 per MiB of DuckDB's
- * memory limit up to 1M (docs/configuration.md, `REPORTS_MERGE_SLICE_ROWS`). Measured on a CSV run over
- * a 4M-report warehouse the NDJSON export filled, two merge threads: a slice of `merge_batch` fit with
- * 400,000 staged rows at 128MiB, 800,000 at 256MiB and 2M at 512MiB, and ran out of memory with 500,000 at
- * 128MiB and 1M at 256MiB (the stored rows' scans and TEMP tables weigh more than the rows' count
- * alone: the 6,250 per MiB used before failed there). 2,000 keeps about half the measured room.
+ * memory limit left by the delete markers DuckDB holds for `report_rows` (`markerBytes`, delete-markers.ts),
+ * up to 1M (docs/configuration.md, `REPORTS_MERGE_SLICE_ROWS`). Measured on a CSV run over a 4M-report
+ * warehouse the NDJSON export filled, two merge threads: a slice of `merge_batch` fit with 400,000 staged
+ * rows at 128MiB, 800,000 at 256MiB and 2M at 512MiB, and ran out of memory with 500,000 at 128MiB and 1M
+ * at 256MiB (the stored rows' scans and TEMP tables weigh more than the rows' count alone: the 6,250 per
+ * MiB used before failed there). About 4,000 per MiB left by the markers (36 MiB there) at the edge: 2,000
+ * keeps half of that room. The markers grow with the warehouse (~300 MiB at 40M reports), the slices'
+ * needs do not.
  */
-export function mergeSliceRows(configured: number, memoryLimit: string): number {
+export function mergeSliceRows(configured: number, memoryLimit: string, markerBytes = 0): number {
   if (configured > 0) return configured;
-  const byLimit = Math.floor(((sizeBytes(memoryLimit) ?? 256 * 2 ** 20) / 2 ** 20) * 2_000);
+  const limit = sizeBytes(memoryLimit) ?? 256 * 2 ** 20;
+  const byLimit = Math.floor(((limit - markerBytes) / 2 ** 20) * 2_000);
   return Math.max(10_000, Math.min(MAX_SLICE_ROWS, byLimit));
 }
 
