@@ -4,8 +4,8 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 const BYTES_PER_SLOT = 8;
 
 /**
- * The memory (bytes) DuckDB holds for the deleted-row markers of `report_rows` once a statement has scanned
- * it: 8 bytes per stored row slot when the table holds deleted rows, else 0. A merge replaces a changed row
+ * The memory (bytes) DuckDB holds for the deleted-row markers of `table` (SQL: `report_rows`, or a copy's,
+ * qualified) once a statement has scanned it: 8 bytes per stored row slot when the table holds deleted rows, else 0. A merge replaces a changed row
  * by a delete and an insert (row-rewrite.ts), so after a night the deletes are spread over every row group;
  * DuckDB then loads a per-vector array of delete markers for each row group it scans and keeps them in
  * memory, counted in `memory_limit` and never evicted. Measured with the lowest `memory_limit` DuckDB
@@ -15,10 +15,13 @@ const BYTES_PER_SLOT = 8;
  *
  * @throws DuckDB's error when `report_rows` cannot be read
  */
-export async function deleteMarkerBytes(connection: DuckDBConnection): Promise<number> {
+export async function deleteMarkerBytes(
+  connection: DuckDBConnection,
+  table = 'report_rows',
+): Promise<number> {
   const row = (
     await connection.runAndReadAll(
-      `SELECT count(*)::DOUBLE AS live, coalesce(max(rowid) + 1, 0)::DOUBLE AS slots FROM report_rows`,
+      `SELECT count(*)::DOUBLE AS live, coalesce(max(rowid) + 1, 0)::DOUBLE AS slots FROM ${table}`,
     )
   ).getRowObjectsJS()[0]!;
   const [live, slots] = [Number(row.live), Number(row.slots)];

@@ -7,24 +7,28 @@ import { fileStem, keySql, rowsOfKeysSql, type ParquetPart, type Period } from '
 import { literal, qualified } from './published-tables.js';
 
 // A partitioned `COPY` keeps a buffer per open partition and per thread (DuckDB's COLUMN_DATA), which it
-// cannot spill while it appends to it. Measured on the 4M-report table after a nightly run (weekly files):
-// one `COPY` of its 54 weeks ran out of memory at 128MiB on one thread; 39 weeks fit, and on two threads 13
-// fit and 22 did not; at 64MiB on one thread 8 fit and 13 did not. That is ~35 MiB plus ~2.3 MiB for each
-// partition on each thread, whatever the rows per partition (260k rows spread over 54 weeks failed at 64MiB
-// where 600k rows in 8 weeks fit). The keys are therefore written in batches that fit, each its own `COPY`:
-// a batch reads the table again, but writing the same rows in two batches took about what one `COPY` took.
+// cannot spill while it appends to it. Measured on the 4M-report table (weekly files, 54 weeks): with no
+// deleted rows in it, one `COPY` of every week fit at 128MiB on one thread and ran out at 96MiB; after a
+// nightly run, when DuckDB also held the table's 36 MiB of delete markers (delete-markers.ts), 39 weeks fit
+// at 128MiB and 54 did not, on two threads 13 fit and 22 did not, at 64MiB 8 fit and 13 did not. That is
+// ~2–2.3 MiB for each partition on each thread, whatever its rows (260,000 rows spread over 54 weeks ran
+// out at 64MiB where 600,000 rows in 8 weeks fit), plus a few MiB, on top of the markers. The keys are
+// therefore written in batches that fit, each its own `COPY`: a batch reads the table again, but writing
+// the same rows in two batches took about what one `COPY` took.
 
-/** MiB of the limit a partitioned `COPY` needs whatever its partitions (measured ~35). */
-const BASE_MIB = 40;
-/** MiB each open partition needs on each thread (measured ~2.3). */
-const PARTITION_MIB = 3;
+/** MiB of the limit a partitioned `COPY` needs whatever its partitions, besides what DuckDB holds. */
+const BASE_MIB = 8;
+/** MiB each open partition needs on each thread (measured ~2–2.3). */
+const PARTITION_MIB = 2.5;
 
 /**
- * The most partitions a `COPY` of this publish opens at once: lowered when one ran out of memory, so
- * that the parts written after it start from what fit. Infinity until then.
+ * What bounds the partitions a `COPY` of one Parquet set opens at once. `partitions` is lowered when one ran
+ * out of memory, so that the parts written after it start from what fit (Infinity until then).
+ * `heldBytes` is memory DuckDB holds that no `COPY` can use: the delete markers of the tables read.
  */
 export interface PartitionBudget {
   partitions: number;
+  heldBytes: number;
 }
 
 /** A file written: its key (parquet-layout.ts) and path inside the version folder; rows not counted yet. */
@@ -35,12 +39,16 @@ export interface PartitionedFile {
 
 /**
  * How many partitions one `COPY … PARTITION_BY` may open at DuckDB's `memory_limit` (bytes) on `threads`
- * threads: `(limit − 40 MiB) / (3 MiB × threads)`, at least 1. A limit that cannot be read (undefined)
- * sets no bound (Infinity). Figures measured above.
+ * threads when DuckDB holds `heldBytes` it cannot evict: `(limit − held − 8 MiB) / (2.5 MiB × threads)`,
+ * at least 1. A limit that cannot be read (undefined) sets no bound (Infinity). Figures measured above.
  */
-export function partitionsPerCopy(memoryLimitBytes: number | undefined, threads: number): number {
+export function partitionsPerCopy(
+  memoryLimitBytes: number | undefined,
+  threads: number,
+  heldBytes = 0,
+): number {
   if (memoryLimitBytes === undefined || !Number.isFinite(memoryLimitBytes)) return Infinity;
-  const mib = memoryLimitBytes / 2 ** 20;
+  const mib = (memoryLimitBytes - heldBytes) / 2 ** 20;
   return Math.max(1, Math.floor((mib - BASE_MIB) / (PARTITION_MIB * Math.max(1, threads))));
 }
 
@@ -60,9 +68,10 @@ export async function writePartitioned(
   period: Period,
   keys: number[] | 'all',
   dir: string,
-  budget: PartitionBudget = { partitions: Infinity },
+  budget: PartitionBudget = { partitions: Infinity, heldBytes: 0 },
 ): Promise<PartitionedFile[]> {
-  let max = Math.min(budget.partitions, partitionsPerCopy(...(await limitAndThreads(connection))));
+  const [limit, threads] = await limitAndThreads(connection);
+  let max = Math.min(budget.partitions, partitionsPerCopy(limit, threads, budget.heldBytes));
   const pending = await resolved(connection, copy, part, period, keys);
   const files: PartitionedFile[] = [];
   for (let i = 0, done = 0; pending.length > 0; i++) {

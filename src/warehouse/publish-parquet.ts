@@ -50,11 +50,18 @@ export async function writeParquetSet(
   connection: DuckDBConnection,
   copy: string,
   dir: string,
-  input: { parts: ParquetPart[]; watermark: Watermark; previous?: PreviousParquet; changed?: ChangedKeys },
+  input: {
+    parts: ParquetPart[];
+    watermark: Watermark;
+    previous?: PreviousParquet;
+    changed?: ChangedKeys;
+    /** Memory DuckDB holds that the writes cannot use (bytes; parquet-partitioned.ts). */
+    heldBytes?: number;
+  },
 ): Promise<{ manifest: ParquetManifest; written: number; linked: number }> {
   const manifest: ParquetManifest = { format: 1, watermark: input.watermark, parts: {} };
   let linked = 0;
-  const budget = { partitions: Infinity };
+  const budget = { partitions: Infinity, heldBytes: input.heldBytes ?? 0 };
   mkdirSync(dir, { recursive: true });
   for (const part of input.parts) {
     const changed = input.changed?.get(part.id) ?? new Set<number>();

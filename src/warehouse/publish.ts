@@ -7,6 +7,7 @@ import { failpoint } from '../util/failpoint.js';
 import { Laps } from '../util/laps.js';
 import type { ChangeSet } from './change-set.js';
 import type { Warehouse } from './database.js';
+import { deleteMarkerBytes } from './delete-markers.js';
 import { publishedPathFor } from './open-migrated.js';
 import { parquetParts } from './parquet-layout.js';
 import { copyTableCounts } from './publish-copy.js';
@@ -19,7 +20,7 @@ import {
 } from './publish-files.js';
 import { COPY, bringCopyForward, type CopyOutcome, type PublishPaths } from './publish-forward.js';
 import { parquetDifference, readManifest, writeParquetSet, type PreviousParquet } from './publish-parquet.js';
-import { ident, tableNames } from './published-tables.js';
+import { ident, qualified, tableNames } from './published-tables.js';
 import { outOfMemoryError } from './out-of-memory-error.js';
 import { withThreads } from './threads.js';
 import { liveWatermark, writeWatermark, type Watermark } from './watermark.js';
@@ -219,12 +220,18 @@ async function publishParquet(
   // keeps it: `COPY FROM DATABASE` was slower without it, and its order is what lets a file's rows be read
   // by time range (parquet-write.ts).
   await connection.run('SET SESSION preserve_insertion_order = false');
+  // Both the warehouse's reports and the copy's were read (the change set, its delete): DuckDB holds the
+  // delete markers of both meanwhile (74 MiB at 4M reports), which the Parquet writes cannot use.
+  const heldBytes =
+    (await deleteMarkerBytes(connection)) +
+    (await deleteMarkerBytes(connection, qualified(COPY, 'report_rows')));
   let reason =
     copy.mode === 'full' ? 'the copy was written whole' : 'the previous Parquet set holds another publish';
   if (copy.parquet) {
     const set = await writeParquetSet(connection, COPY, paths.tmpParquet, {
       parts,
       watermark,
+      heldBytes,
       ...copy.parquet,
     });
     const difference = await parquetDifference(connection, COPY, parts, set.manifest);
@@ -232,7 +239,7 @@ async function publishParquet(
     reason = `the change set did not bring the Parquet set to the copy: ${difference}`;
     removeQuietly(paths.tmpParquet);
   }
-  const whole = await writeParquetSet(connection, COPY, paths.tmpParquet, { parts, watermark });
+  const whole = await writeParquetSet(connection, COPY, paths.tmpParquet, { parts, watermark, heldBytes });
   return { mode: 'full', reason, written: whole.written, linked: whole.linked };
 }
 
