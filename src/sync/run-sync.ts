@@ -109,9 +109,27 @@ async function checkBeforeMerge(run: OpenedExportRun, options: RunSyncOptions): 
   });
 }
 
+/**
+ * The merge's slice size (merge.ts, `mergeSliceRows`). The delete markers DuckDB holds for `report_rows`
+ * are read (a scan of its row ids, ~0.1–0.2 s at 4M–10M reports) only when they can change it: an automatic
+ * size, and a full export (its unseen reports are found in slices over every report) or more staged
+ * reports than one slice at the whole limit.
+ */
+async function sliceRowsFor(run: OpenedExportRun): Promise<number> {
+  const { config, source, state, logger } = run;
+  const whole = mergeSliceRows(config.mergeSliceRows, config.duckdbMemoryLimit);
+  if (config.mergeSliceRows > 0 || (!source.fullExport && state.counters.recordsLoaded <= whole))
+    return whole;
+  const markerBytes = await deleteMarkerBytes(run.connection);
+  const sliceRows = mergeSliceRows(0, config.duckdbMemoryLimit, markerBytes);
+  logger.debug({ sliceRows, deleteMarkerMiB: Math.round(markerBytes / 2 ** 20) }, 'merge slice size');
+  return sliceRows;
+}
+
 /** Merges the run in its finishing transaction (close-run.ts) and returns its summary. */
 async function commitMerge(run: OpenedExportRun, options: RunSyncOptions): Promise<RunSummary> {
   const { state, config, source, logger } = run;
+  const sliceRows = await sliceRowsFor(run);
   pointOfNoReturn(run, run.runId, state.counters.recordsLoaded);
   await failpoint('before-merge');
   state.phase = 'merging';
@@ -123,11 +141,7 @@ async function commitMerge(run: OpenedExportRun, options: RunSyncOptions): Promi
       clock: options.clock,
       mergeThreads: config.duckdbMergeThreads,
       fullExport: source.fullExport,
-      sliceRows: mergeSliceRows(
-        config.mergeSliceRows,
-        config.duckdbMemoryLimit,
-        config.mergeSliceRows > 0 ? 0 : await deleteMarkerBytes(run.connection),
-      ),
+      sliceRows,
     },
     options.afterMerge,
   );

@@ -51,7 +51,7 @@ const MAX_SLICE_ROWS = 1_000_000;
  * rows at 128MiB, 800,000 at 256MiB and 2M at 512MiB, and ran out of memory with 500,000 at 128MiB and 1M
  * at 256MiB (the stored rows' scans and TEMP tables weigh more than the rows' count alone: the 6,250 per
  * MiB used before failed there). About 4,000 per MiB left by the markers (36 MiB there) at the edge: 2,000
- * keeps half of that room. The markers grow with the warehouse (~300 MiB at 40M reports), the slices'
+ * keeps half of that room. The markers grow with the warehouse (~300–350 MiB at 40M reports), the slices'
  * needs do not.
  */
 export function mergeSliceRows(configured: number, memoryLimit: string, markerBytes = 0): number {

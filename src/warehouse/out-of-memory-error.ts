@@ -37,8 +37,8 @@ const DOING = {
  * (`REPORTS_DUCKDB_READ_MEMORY_LIMIT` when it is the reading limit, else `REPORTS_DUCKDB_MEMORY_LIMIT`;
  * when both are the same size, `REPORTS_DUCKDB_MEMORY_LIMIT`, and both while the run was reading), a
  * value to try (twice the limit, at most a quarter of the machine's or the container's memory), and the
- * spill folder, which needs free disk. Returns `undefined` for any other error. Nothing is retried: the same run would need the
- * same memory.
+ * spill folder, which needs free disk. Returns `undefined` for any other error. A run is not retried: the
+ * same run would need the same memory (a publish's partitioned Parquet writes retry smaller batches).
  */
 export function outOfMemoryError(err: unknown, limits: MemoryLimits): SyncError | undefined {
   if (!isOutOfMemory(err)) return undefined;

@@ -13,22 +13,26 @@ import { literal, qualified } from './published-tables.js';
 // at 128MiB and 54 did not, on two threads 13 fit and 22 did not, at 64MiB 8 fit and 13 did not. That is
 // ~2–2.3 MiB for each partition on each thread, whatever its rows (260,000 rows spread over 54 weeks ran
 // out at 64MiB where 600,000 rows in 8 weeks fit), plus a few MiB, on top of the markers. The keys are
-// therefore written in batches that fit, each its own `COPY`: a batch reads the table again, but writing
-// the same rows in two batches took about what one `COPY` took.
+// therefore written in batches that fit, each its own `COPY`. Each batch reads the whole table again when its
+// rows are in no time order (~5 s a batch at 4M reports): the price of fitting, paid only by small limits.
 
 /** MiB of the limit a partitioned `COPY` needs whatever its partitions, besides what DuckDB holds. */
 const BASE_MIB = 8;
 /** MiB each open partition needs on each thread (measured ~2–2.3). */
 const PARTITION_MIB = 2.5;
+/** Partitions written without first reading what DuckDB holds (8 × 2.5 MiB: small beside any limit). */
+const FEW_PARTITIONS = 8;
 
 /**
  * What bounds the partitions a `COPY` of one Parquet set opens at once. `partitions` is lowered when one ran
- * out of memory, so that the parts written after it start from what fit (Infinity until then).
- * `heldBytes` is memory DuckDB holds that no `COPY` can use: the delete markers of the tables read.
+ * out of memory, so that the parts written after it start from what fit (Infinity until then). `held`
+ * reads the memory DuckDB holds that no `COPY` can use (bytes: the delete markers of the tables read),
+ * called once, at the first partitioned write.
  */
 export interface PartitionBudget {
   partitions: number;
-  heldBytes: number;
+  held?: () => Promise<number>;
+  heldBytes?: number;
 }
 
 /** A file written: its key (parquet-layout.ts) and path inside the version folder; rows not counted yet. */
@@ -68,11 +72,15 @@ export async function writePartitioned(
   period: Period,
   keys: number[] | 'all',
   dir: string,
-  budget: PartitionBudget = { partitions: Infinity, heldBytes: 0 },
+  budget: PartitionBudget = { partitions: Infinity },
 ): Promise<PartitionedFile[]> {
-  const [limit, threads] = await limitAndThreads(connection);
-  let max = Math.min(budget.partitions, partitionsPerCopy(limit, threads, budget.heldBytes));
   const pending = await resolved(connection, copy, part, period, keys);
+  if (pending.length === 0) return [];
+  const [limit, threads] = await limitAndThreads(connection);
+  // A few partitions fit beside what DuckDB holds (and a batch that does not is halved): reading what it
+  // holds (0.1–0.2 s a table at 4M–10M reports) is left to writes of more.
+  if (pending.length > FEW_PARTITIONS) budget.heldBytes ??= (await budget.held?.()) ?? 0;
+  let max = Math.min(budget.partitions, partitionsPerCopy(limit, threads, budget.heldBytes ?? 0));
   const files: PartitionedFile[] = [];
   for (let i = 0, done = 0; pending.length > 0; i++) {
     const batch = pending.slice(0, max);
@@ -86,7 +94,7 @@ export async function writePartitioned(
       // What else holds memory at that moment is not known here: fewer partitions at once, down to one.
       if (!isOutOfMemory(err) || batch.length === 1) throw err;
       rmSync(scratch, { recursive: true, force: true });
-      max = Math.ceil(batch.length / 2);
+      max = Math.max(1, Math.ceil(batch.length / 2));
       budget.partitions = max;
       continue;
     }
@@ -114,7 +122,7 @@ async function copyPartitioned(
   );
 }
 
-/** The files a partitioned `COPY` wrote under `scratch`, renamed to their names in `dir`; `scratch` removed. */
+/** The files a partitioned `COPY` wrote under `scratch`, renamed into `dir`; `scratch` removed. */
 function moveOut(scratch: string, dir: string, part: ParquetPart, period: Period): PartitionedFile[] {
   const files: PartitionedFile[] = [];
   for (const folder of existsSync(scratch) ? readdirSync(scratch) : []) {
@@ -141,7 +149,11 @@ async function limitAndThreads(connection: DuckDBConnection): Promise<[number | 
   return [sizeBytes(String(row.m)), Number(row.t)];
 }
 
-/** `keys`, or for `all` the keys the part's rows hold (one scan of its time column), ascending. */
+/**
+ * `keys` (each once), or for `all` the keys the part's rows hold (one scan of its time column), ascending.
+ *
+ * @throws Error when a row has no time (a NULL key): it could be filed under no period
+ */
 async function resolved(
   connection: DuckDBConnection,
   copy: string,
@@ -149,9 +161,13 @@ async function resolved(
   period: Period,
   keys: number[] | 'all',
 ): Promise<number[]> {
-  if (keys !== 'all') return [...keys].sort((a, b) => a - b);
+  if (keys !== 'all') return [...new Set(keys)].sort((a, b) => a - b);
   const reader = await connection.runAndReadAll(
     `SELECT DISTINCT ${keySql(part, period)} AS k FROM ${qualified(copy, part.from ?? part.table)} ORDER BY 1`,
   );
-  return reader.getRowObjectsJS().map((r) => Number(r.k));
+  const found = reader.getRowObjectsJS().map((r) => r.k);
+  if (found.some((k) => k === null)) {
+    throw new Error(`${part.id}: rows without ${part.timeColumn ?? 'a time'} cannot be filed by ${period}`);
+  }
+  return found.map(Number);
 }

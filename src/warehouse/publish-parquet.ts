@@ -2,6 +2,7 @@ import { existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { EMPTY_KEY, MAX_FILES, type ParquetPart, type Period } from './parquet-layout.js';
+import type { PartitionBudget } from './parquet-partitioned.js';
 import { choosePeriod, writeEmpty, writePartFiles, type ManifestFile } from './parquet-write.js';
 import { qualified } from './published-tables.js';
 import type { Watermark } from './watermark.js';
@@ -55,13 +56,16 @@ export async function writeParquetSet(
     watermark: Watermark;
     previous?: PreviousParquet;
     changed?: ChangedKeys;
-    /** Memory DuckDB holds that the writes cannot use (bytes; parquet-partitioned.ts). */
-    heldBytes?: number;
+    /** Reads the memory DuckDB holds that the writes cannot use (bytes; parquet-partitioned.ts). */
+    heldBytes?: () => Promise<number>;
   },
 ): Promise<{ manifest: ParquetManifest; written: number; linked: number }> {
   const manifest: ParquetManifest = { format: 1, watermark: input.watermark, parts: {} };
   let linked = 0;
-  const budget = { partitions: Infinity, heldBytes: input.heldBytes ?? 0 };
+  const budget: PartitionBudget = {
+    partitions: Infinity,
+    ...(input.heldBytes ? { held: input.heldBytes } : {}),
+  };
   mkdirSync(dir, { recursive: true });
   for (const part of input.parts) {
     const changed = input.changed?.get(part.id) ?? new Set<number>();

@@ -116,6 +116,8 @@ export async function publishSnapshot(
     const publishId = `${stamp}-${randomBytes(3).toString('hex')}`;
     return await publish(connection, paths, publishId, options);
   } catch (err) {
+    // Detached first: an attached copy would keep its memory (and its file) in a daemon's instance.
+    await connection.run(`DETACH DATABASE IF EXISTS ${ident(COPY)}`).catch(() => undefined);
     for (const path of [paths.tmpDatabase, `${paths.tmpDatabase}.wal`, paths.tmpParquet]) removeQuietly(path);
     // Out of memory: the limit to raise, not the disk (publish runs at REPORTS_DUCKDB_MEMORY_LIMIT).
     const limit = await connection
@@ -160,11 +162,12 @@ async function publish(
   await writeWatermark(connection, COPY, live, { mode: copy.mode, reason: copy.reason ?? null });
   const tables = await copyTableCounts(connection, COPY);
   laps.lap('counts');
-  const parquetStarted = Date.now();
   // The copy's new rows stay in memory until a checkpoint writes them: written first, they leave the
   // Parquet writers that memory (32 MiB of a 128MiB limit after a 4M nightly run). The `DETACH` below
   // would write them anyway.
   await connection.run(`CHECKPOINT ${ident(COPY)}`);
+  laps.lap('checkpoint');
+  const parquetStarted = Date.now();
   const parquet = await publishParquet(connection, paths, live, copy);
   const parquetMs = Date.now() - parquetStarted;
   laps.lap('parquet');
@@ -221,10 +224,13 @@ async function publishParquet(
   // by time range (parquet-write.ts).
   await connection.run('SET SESSION preserve_insertion_order = false');
   // Both the warehouse's reports and the copy's were read (the change set, its delete): DuckDB holds the
-  // delete markers of both meanwhile (74 MiB at 4M reports), which the Parquet writes cannot use.
-  const heldBytes =
-    (await deleteMarkerBytes(connection)) +
-    (await deleteMarkerBytes(connection, qualified(COPY, 'report_rows')));
+  // delete markers of both meanwhile (~70 MiB at 4M reports), which the Parquet writes cannot use. Read
+  // only when a partitioned write needs them (one scan of each table's row ids).
+  let held: Promise<number> | undefined;
+  const heldBytes = () =>
+    (held ??= (async () =>
+      (await deleteMarkerBytes(connection)) +
+      (await deleteMarkerBytes(connection, qualified(COPY, 'report_rows'))))());
   let reason =
     copy.mode === 'full' ? 'the copy was written whole' : 'the previous Parquet set holds another publish';
   if (copy.parquet) {

@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/database.js';
@@ -77,6 +78,13 @@ describe('Parquet files written by partitioned COPY within the memory limit', ()
   it('writes the 60 weekly files of 100,000 rows at 64MiB, where one COPY of every week runs out of memory', async () => {
     const c = await wideTable(100_000, 60, 18);
     await c.run(`SET memory_limit = '64MiB'`);
+    // The premise: every week in one partitioned COPY does not fit.
+    await expect(
+      c.run(
+        `COPY (SELECT *, yearweek(created_at) AS __key FROM wide)
+         TO '${join(tmp.dir, 'one')}' (FORMAT parquet, PARTITION_BY (__key))`,
+      ),
+    ).rejects.toThrow(/Out of Memory/);
     const dir = join(tmp.dir, 'set');
     const files = await writePartFiles(c, 'w', part, 'week', 'all', dir);
 
@@ -88,16 +96,17 @@ describe('Parquet files written by partitioned COPY within the memory limit', ()
     expect(partitionsPerCopy(64 * 2 ** 20, 1)).toBeLessThan(60);
   });
 
-  it('writes again with half the weeks when a COPY ran out of memory, and the next part starts from what fit', async () => {
+  it('writes again with half the weeks when a COPY ran out of memory, keeps the size that fit, and leaves no scratch folder', async () => {
     // 40 columns: more memory per partition than the sizing assumes, so the first COPY runs out.
     const c = await wideTable(100_000, 60, 40);
     await c.run(`SET memory_limit = '128MiB'`);
-    const budget: PartitionBudget = { partitions: Infinity, heldBytes: 0 };
+    const budget: PartitionBudget = { partitions: Infinity };
     const dir = join(tmp.dir, 'set');
     const files = await writePartFiles(c, 'w', part, 'week', 'all', dir, budget);
 
     await c.run(`SET memory_limit = '1GiB'`);
     expect(budget.partitions).toBeLessThan(partitionsPerCopy(128 * 2 ** 20, 1));
+    expect(readdirSync(dir)).toEqual(['wide']);
     expect(files).toHaveLength(60);
     expect(await differences(c, dir)).toEqual({ extra: 0, missing: 0 });
     expect(await misplaced(c, dir, files)).toEqual([]);
