@@ -6,6 +6,7 @@ export type FailpointName =
   | 'in-merge'
   | 'after-commit'
   | 'sort-slice'
+  | 'publish-parquet'
   | 'publish-written'
   | 'publish-renamed'
   | 'postgres-applied';
@@ -20,7 +21,8 @@ export type FailpointName =
  * committed, the merge not begun), `merge-slice` (the first of several slices of the merge done, inside its
  * transaction), `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is
  * committed, nothing after it has run yet), `sort-slice` (a slice of the rows a moved serving split left
- * behind rewritten, its transaction not committed: warehouse/recluster.ts), `publish-written` (a publish wrote its temp copy and Parquet
+ * behind rewritten, its transaction not committed: warehouse/recluster.ts), `publish-parquet` (a publish
+ * wrote and checkpointed its temp copy, still attached, and no Parquet yet), `publish-written` (a publish wrote its temp copy and Parquet
  * folder, nothing renamed yet), `publish-renamed` (the new copy renamed into place, the Parquet link not
  * swapped yet), `postgres-applied` (a PostgreSQL publish has copied its rows, its transaction not
  * committed).

@@ -167,6 +167,7 @@ async function publish(
   // would write them anyway.
   await connection.run(`CHECKPOINT ${ident(COPY)}`);
   laps.lap('checkpoint');
+  await failpoint('publish-parquet');
   const parquetStarted = Date.now();
   const parquet = await publishParquet(connection, paths, live, copy);
   const parquetMs = Date.now() - parquetStarted;

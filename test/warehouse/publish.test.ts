@@ -7,7 +7,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SimulatorHandle } from '../../src/simulator/server.js';
@@ -313,8 +313,9 @@ describe('publishSnapshot', () => {
         ),
       });
     } finally {
-      await c.run(`SET memory_limit = '256MiB'`).finally(() => c.closeSync());
+      await c.run(`SET memory_limit = '256MiB'`);
     }
+    c.closeSync();
     expect(readlinkSync(first.parquetPath)).toBe(basename(versionOf(first.parquetPath)));
     const copy = await DuckDBInstance.create(first.databasePath, { access_mode: 'READ_ONLY' });
     try {
@@ -325,6 +326,27 @@ describe('publishSnapshot', () => {
     } finally {
       copy.closeSync();
     }
+  });
+
+  it('a publish that fails once its copy is attached leaves nothing attached, and the next one works', async () => {
+    const first = await publishSnapshot(warehouse);
+    await nextDay();
+    process.env.REPORTS_FAILPOINT = 'publish-parquet:fail';
+    try {
+      await expect(publishSnapshot(warehouse)).rejects.toMatchObject({ code: 'PUBLISH_FAILED' });
+    } finally {
+      delete process.env.REPORTS_FAILPOINT;
+    }
+    // A daemon keeps the instance: an attached copy would hold its memory and file until the next publish.
+    const c = await warehouse.connect();
+    const attached = await c.runAndReadAll(
+      `SELECT count(*)::INTEGER AS n FROM duckdb_databases() WHERE database_name LIKE 'publish%'`,
+    );
+    c.closeSync();
+    expect(attached.getRowObjectsJS()[0]?.n).toBe(0);
+    expect(readdirSync(dirname(first.databasePath)).filter((f) => f.startsWith('.'))).toEqual([]);
+    const again = await publishSnapshot(warehouse);
+    expect(again.mode).toBe('incremental');
   });
 });
 
