@@ -114,6 +114,8 @@ async function checkBeforeMerge(run: OpenedExportRun, options: RunSyncOptions): 
  * are read (a scan of its row ids, ~0.1–0.2 s at 4M–10M reports) only when they can change it: an automatic
  * size, and a full export (its unseen reports are found in slices over every report) or more staged
  * reports than one slice at the whole limit.
+ *
+ * @throws DuckDB's error when `report_rows` cannot be read
  */
 async function sliceRowsFor(run: OpenedExportRun): Promise<number> {
   const { config, source, state, logger } = run;

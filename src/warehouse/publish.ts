@@ -225,7 +225,7 @@ async function publishParquet(
   // by time range (parquet-write.ts).
   await connection.run('SET SESSION preserve_insertion_order = false');
   // Both the warehouse's reports and the copy's were read (the change set, its delete): DuckDB holds the
-  // delete markers of both meanwhile (~70 MiB at 4M reports), which the Parquet writes cannot use. Read
+  // delete markers of both meanwhile (~76 MiB at 4M reports), which the Parquet writes cannot use. Read
   // only when a partitioned write needs them (one scan of each table's row ids).
   let held: Promise<number> | undefined;
   const heldBytes = () =>
