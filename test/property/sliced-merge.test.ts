@@ -139,7 +139,9 @@ describe('a merge in slices', () => {
           for (const w of warehouses) w.close();
         }
       }),
-      { numRuns: 25 },
+      // A run takes a few seconds; one that hangs fails here with its seed and scenario (no shrinking:
+      // each try could hang again) instead of at the test's limit with nothing to replay.
+      { numRuns: 25, plugins: [fc.timeout(120_000)], endOnFailure: true },
     );
   }, 600_000);
 });
