@@ -78,11 +78,13 @@ export async function refreshRecentRows(c: DuckDBConnection, o: RecentRefresh = 
     await c.run('UPDATE reader_serving SET split_at = (SELECT max(last_changed_at) FROM report_rows)');
   }
   await c.run('DELETE FROM reader_page_recent');
+  const split = (await c.runAndReadAll('SELECT split_at::VARCHAR FROM reader_serving')).getRows()[0]?.[0];
   await c.run(
     `INSERT INTO reader_page_recent
      SELECT ${RECENT_COLUMNS} FROM report_rows
-     WHERE last_changed_at > (SELECT split_at FROM reader_serving) AND removed_at IS NULL
+     WHERE last_changed_at > $split::TIMESTAMPTZ AND removed_at IS NULL
      ORDER BY created_at, id`,
+    { split: split == null ? null : String(split) },
   );
   await c.run('UPDATE reader_serving SET recent_appended = 0');
 }
