@@ -6,6 +6,7 @@ import { clearSpool, spoolDirFor } from '../warehouse/batch-files.js';
 import { loadKnownLines } from '../warehouse/known-line-hashes.js';
 import { deleteMarkerBytes } from '../warehouse/delete-markers.js';
 import { mergeSliceRows } from '../warehouse/merge.js';
+import { withoutStagingVacuum } from '../warehouse/deferred-checkpoint.js';
 import { readMemoryLimit, withMemoryLimit } from '../warehouse/memory-limit.js';
 import { sortLeftBehind } from './sort-left-behind.js';
 import { StagingWriter } from '../warehouse/staging.js';
@@ -45,8 +46,10 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     // Reading only appends to staging: a lower DuckDB memory limit keeps its cache of written blocks small.
     const { config, source, logger } = run;
     const readLimit = readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes);
-    await withMemoryLimit(run.connection, readLimit, () =>
-      withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal),
+    await withoutStagingVacuum(run.connection, () =>
+      withMemoryLimit(run.connection, readLimit, () =>
+        withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal),
+      ),
     );
     let summary: RunSummary;
     if (run.state.notModified) summary = await commitNotModified(run);

@@ -1,8 +1,9 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openWarehouse } from '../../src/warehouse/database.js';
-import { withCheckpointsDeferred } from '../../src/warehouse/deferred-checkpoint.js';
+import { withCheckpointsDeferred, withoutStagingVacuum } from '../../src/warehouse/deferred-checkpoint.js';
 import { tempDir } from '../helpers/sync.js';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -50,6 +51,65 @@ describe('statements with automatic checkpoints held back', () => {
       ).rejects.toThrow('a slice failed');
       expect(await setting()).toBe(threshold);
     } finally {
+      c.closeSync();
+      w.close();
+    }
+  });
+});
+
+describe("a sync's reading with the checkpoint vacuum off", () => {
+  // Twenty committed batches of 100,000 rows: each ends in a part-filled row group, as staging batches do.
+  const stageBatches = async (c: DuckDBConnection) => {
+    await c.run('CREATE TABLE staging (id VARCHAR, n BIGINT, d VARCHAR)');
+    for (let k = 0; k < 20; k++) {
+      await c.run('BEGIN TRANSACTION');
+      await c.run(
+        `INSERT INTO staging SELECT 'R-' || (i + ${k * 100_000}), i, md5(i::VARCHAR) || repeat('x', (i % 50)::INT)
+         FROM range(100000) r(i)`,
+      );
+      await c.run('COMMIT');
+    }
+  };
+  const rowGroups = async (c: DuckDBConnection) =>
+    Number(
+      (
+        await c.runAndReadAll(`SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('staging')`)
+      ).getRows()[0]![0],
+    );
+  const vacuumTasks = async (c: DuckDBConnection) =>
+    Number((await c.runAndReadAll(`SELECT current_setting('max_vacuum_tasks')::BIGINT`)).getRows()[0]![0]);
+
+  it('checkpoints the staged batches without rewriting them, and the vacuum is back afterwards, also when reading fails', async () => {
+    const plain = await openWarehouse(join(tmp.dir, 'plain.duckdb'));
+    const p = await plain.connect();
+    const w = await openWarehouse(join(tmp.dir, 'w.duckdb'));
+    const c = await w.connect();
+    try {
+      // The premise: a checkpoint with the vacuum on merges the part-filled row groups (rewrites them).
+      await stageBatches(p);
+      await p.run('CHECKPOINT');
+      expect(await rowGroups(p)).toBeLessThan(20);
+
+      const before = await vacuumTasks(c);
+      expect(before).toBeGreaterThan(0);
+      await withoutStagingVacuum(c, () => stageBatches(c));
+      expect(walBytes(join(tmp.dir, 'w.duckdb'))).toBeLessThan(64 * 1024);
+      expect(await rowGroups(c)).toBe(20);
+      expect(Number((await c.runAndReadAll('SELECT count(*) FROM staging')).getRows()[0]![0])).toBe(
+        2_000_000,
+      );
+      expect(await vacuumTasks(c)).toBe(before);
+
+      await expect(
+        withoutStagingVacuum(c, async () => {
+          expect(await vacuumTasks(c)).toBe(0);
+          throw new Error('the export broke off');
+        }),
+      ).rejects.toThrow('the export broke off');
+      expect(await vacuumTasks(c)).toBe(before);
+    } finally {
+      p.closeSync();
+      plain.close();
       c.closeSync();
       w.close();
     }
