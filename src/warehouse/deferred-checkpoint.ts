@@ -42,18 +42,25 @@ export async function withCheckpointsDeferred<T>(c: DuckDBConnection, fn: () => 
  * The warehouse's own tables keep the vacuum: the merge's commit runs after the setting is back.
  *
  * The closing `CHECKPOINT` is best effort (DuckDB refuses it while another connection's transaction runs); the
- * merge's commit then checkpoints the staging, vacuum and all, as before.
+ * merge's commit then checkpoints the staging, vacuum and all, as before. It is skipped when `worthIt` says
+ * so: a checkpoint that fails on a full disk invalidates the DuckDB instance, so the run could not record
+ * its failure, while a small staging costs its merge's commit little to rewrite.
  *
+ * @param worthIt asked once `fn` resolved: checkpoint the staging now (default: yes)
  * @throws what `fn` throws (the setting is restored first), or DuckDB's error when the setting cannot be read
  */
-export async function withoutStagingVacuum<T>(c: DuckDBConnection, fn: () => Promise<T>): Promise<T> {
+export async function withoutStagingVacuum<T>(
+  c: DuckDBConnection,
+  fn: () => Promise<T>,
+  worthIt: () => boolean = () => true,
+): Promise<T> {
   const before = Number(
     (await c.runAndReadAll(`SELECT current_setting('max_vacuum_tasks')::BIGINT`)).getRows()[0]![0],
   );
   await c.run('SET max_vacuum_tasks = 0');
   try {
     const result = await fn();
-    await c.run('CHECKPOINT').catch(() => undefined);
+    if (worthIt()) await c.run('CHECKPOINT').catch(() => undefined);
     return result;
   } finally {
     await c.run(`SET max_vacuum_tasks = ${before}`);

@@ -107,6 +107,15 @@ describe("a sync's reading with the checkpoint vacuum off", () => {
         }),
       ).rejects.toThrow('the export broke off');
       expect(await vacuumTasks(c)).toBe(before);
+
+      // A staging too small to be worth its own checkpoint stays in the log for the merge's commit.
+      await withoutStagingVacuum(
+        c,
+        () => c.run('CREATE TABLE small AS SELECT range AS n FROM range(1000)'),
+        () => false,
+      );
+      expect(walBytes(join(tmp.dir, 'w.duckdb'))).toBeGreaterThan(0);
+      expect(await vacuumTasks(c)).toBe(before);
     } finally {
       p.closeSync();
       plain.close();

@@ -75,10 +75,12 @@ describe('withMemoryLimit (a sync reads with a lower DuckDB memory limit than it
       fc.asyncProperty(fc.integer({ min: 16, max: 1000 }), fc.constantFrom(...units), async (n, given) => {
         await c.run(`SET memory_limit = '${n}${given}'`);
         const bytes = sizeBytes(`${n}${given}`)!;
-        // DuckDB prints one decimal of the unit it picks: the bytes read back are within a tenth of it.
+        // DuckDB prints one decimal of the unit it picks, cut rather than rounded, and a hair lower still
+        // at times (`265GB`, 246.8005 GiB, prints as "246.7 GiB": 0.1005 GiB under): the bytes read back
+        // are within a tenth of the unit, and that hair.
         const printed = await limit();
         const unit = sizeBytes(`1 ${printed.split(' ')[1]}`)!;
-        expect(Math.abs(sizeBytes(printed)! - bytes)).toBeLessThanOrEqual(0.1 * unit);
+        expect(Math.abs(sizeBytes(printed)! - bytes)).toBeLessThanOrEqual(0.101 * unit);
       }),
       { numRuns: 40 },
     );
