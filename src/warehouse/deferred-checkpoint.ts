@@ -47,7 +47,8 @@ export async function withCheckpointsDeferred<T>(c: DuckDBConnection, fn: () => 
  * its failure, while a small staging costs its merge's commit little to rewrite.
  *
  * @param worthIt asked once `fn` resolved: checkpoint the staging now (default: yes)
- * @throws what `fn` throws (the setting is restored first), or DuckDB's error when the setting cannot be read
+ * @throws what `fn` throws (the setting restored first, when DuckDB still takes it), or DuckDB's error when
+ *   the setting cannot be read
  */
 export async function withoutStagingVacuum<T>(
   c: DuckDBConnection,
@@ -63,6 +64,7 @@ export async function withoutStagingVacuum<T>(
     if (worthIt()) await c.run('CHECKPOINT').catch(() => undefined);
     return result;
   } finally {
-    await c.run(`SET max_vacuum_tasks = ${before}`);
+    // Never in place of `fn`'s error (an instance a failed write invalidated refuses every statement).
+    await c.run(`SET max_vacuum_tasks = ${before}`).catch(() => undefined);
   }
 }
