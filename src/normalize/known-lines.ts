@@ -30,6 +30,8 @@ export interface KnownLinesState {
   start: SharedArrayBuffer;
   lo: SharedArrayBuffer;
   mid: SharedArrayBuffer;
+  /** The set's seen marks, when it tracks them ({@link KnownLines.tracksSeen}). */
+  marks?: { seen: SharedArrayBuffer; read: SharedArrayBuffer } | undefined;
 }
 
 /** The outcome of {@link KnownLines.check}: the line's 64-bit hash, and whether a current report came from it. */
@@ -46,7 +48,8 @@ const MIN_BITS = 16;
  * The raw-line hashes of the warehouse's current reports, loaded once per run, so a re-sync skips
  * unchanged records before JSON.parse, validation and staging (a no-change re-sync cost as much
  * as the first load). A line whose hash is known produced, byte for byte, a report that is current and
- * not tombstoned; the run only stages its hash (`staging_seen`) so the merge marks that report seen.
+ * not tombstoned; the run only marks it read in the set ({@link tracksSeen}) or stages its hash
+ * (`staging_seen`), so the merge counts that report seen.
  *
  * A hash is xxHash64 of the line's UTF-8 bytes, seeded by the source, the export's header (CSV column order
  * changes what a row means) and {@link RULES_VERSION}. Two different lines share a hash with probability
@@ -59,6 +62,7 @@ const MIN_BITS = 16;
  * stores only the bits its number does not fix (the low 32 bits and up to 16 more), and one 32-bit offset
  * per bucket says where it starts. About 6.8 bytes a report: 68 MiB for 10M reports (an open-addressing
  * table of 2–4 slots of 9 bytes per report took 302 MiB), and every hash is still compared on all 64 bits.
+ * A set that tracks the lines read takes 4 bytes a report more (the line each was read at): 103 MiB at 10M.
  */
 export class KnownLines {
   readonly #start: Uint32Array;
@@ -68,18 +72,29 @@ export class KnownLines {
   readonly #shift: number;
   readonly #midMask: number;
   readonly #source: string;
+  /** Per hash, the largest line number it was read at (0: not read), when the set tracks seen lines. */
+  readonly #seen: Uint32Array | undefined;
+  /** `[0]`: the known lines read (duplicates included), when the set tracks seen lines. */
+  readonly #read: BigInt64Array | undefined;
   #seed = 0n;
   readonly #h64: XXHashAPI['h64'];
   readonly #h64Raw: XXHashAPI['h64Raw'];
   #size: number;
 
-  private constructor(source: string, capacity: number, shared?: KnownLinesState) {
+  private constructor(source: string, capacity: number, shared?: KnownLinesState, trackSeen = false) {
     const bits = shared?.bits ?? bucketBits(capacity);
     const buckets = 2 ** bits;
     // Shared memory, so the decode workers read the same table without a copy.
     this.#start = new Uint32Array(shared?.start ?? new SharedArrayBuffer((buckets + 1) * 4));
     this.#lo = new Int32Array(shared?.lo ?? new SharedArrayBuffer(capacity * 4));
     this.#mid = new Uint16Array(shared?.mid ?? new SharedArrayBuffer(capacity * 2));
+    const marks = shared
+      ? shared.marks
+      : trackSeen
+        ? { seen: new SharedArrayBuffer(capacity * 4), read: new SharedArrayBuffer(8) }
+        : undefined;
+    this.#seen = marks && new Uint32Array(marks.seen);
+    this.#read = marks && new BigInt64Array(marks.read);
     this.#bits = bits;
     this.#shift = 32 - bits;
     this.#midMask = 2 ** this.#shift - 1;
@@ -98,7 +113,8 @@ export class KnownLines {
 
   /** Bytes of the tables (shared memory): what the set costs a run. */
   get bytes(): number {
-    return this.#start.byteLength + this.#lo.byteLength + this.#mid.byteLength;
+    const marks = (this.#seen?.byteLength ?? 0) + (this.#read?.byteLength ?? 0);
+    return this.#start.byteLength + this.#lo.byteLength + this.#mid.byteLength + marks;
   }
 
   /** What a worker needs to rebuild this set with {@link fromState} (shared memory, not copied). */
@@ -110,6 +126,11 @@ export class KnownLines {
       start: this.#start.buffer as SharedArrayBuffer,
       lo: this.#lo.buffer as SharedArrayBuffer,
       mid: this.#mid.buffer as SharedArrayBuffer,
+      marks: this.#seen &&
+        this.#read && {
+          seen: this.#seen.buffer as SharedArrayBuffer,
+          read: this.#read.buffer as SharedArrayBuffer,
+        },
     };
   }
 
@@ -134,15 +155,19 @@ export class KnownLines {
    * `count` hashes, in any order: the first pass counts the hashes of each bucket, the second puts each in
    * its place, so the set is built in its own memory and no sorted copy of the hashes exists anywhere.
    *
+   * With `trackSeen`, the set also records which of its hashes were read and at which line
+   * ({@link tracksSeen}: 4 more bytes a hash).
+   *
    * @throws Error when the passes visit another number of hashes than `count` (the hashes changed between them)
    */
   static async build(
     source: string,
     count: number,
     scan: (visit: (hi: number, lo: number) => void) => Promise<void>,
+    trackSeen = false,
   ): Promise<KnownLines> {
     await loadLineHasher();
-    const set = new KnownLines(source, count);
+    const set = new KnownLines(source, count, undefined, trackSeen);
     await set.#fill(count, scan);
     return set;
   }
@@ -189,20 +214,67 @@ export class KnownLines {
 
   /**
    * Hashes one raw line (without its line break) and looks it up. `text` may be given as its UTF-8 bytes
-   * (same hash, no encoding step).
+   * (same hash, no encoding step). When the set {@link tracksSeen} and `line` is given (the line's number,
+   * 1 to 2^32 - 1), a known line is marked read at it (the largest number wins when a line repeats).
    */
-  check(text: string | Uint8Array): LineCheck {
+  check(text: string | Uint8Array, line?: number): LineCheck {
     const h = BigInt.asIntN(
       64,
       typeof text === 'string' ? this.#h64(text, this.#seed) : this.#h64Raw(text, this.#seed),
     );
-    return { hash: h, known: this.has(h) };
+    const at = this.#find(h);
+    if (at >= 0 && line !== undefined && this.#seen) markMax(this.#seen, at, line);
+    return { hash: h, known: at >= 0 };
   }
 
   /** Whether the set holds `hash` (a signed 64-bit line hash, as {@link check} returns it). */
   has(hash: bigint): boolean {
-    if (this.size === 0) return false;
-    return this.#has(Number(hash >> 32n), Number(BigInt.asIntN(32, hash)));
+    return this.#find(hash) >= 0;
+  }
+
+  /**
+   * Whether the set records the lines read itself (built with `trackSeen`): then a known line needs no
+   * staging; the merge asks the set for the hashes not read ({@link unseen}) and the line a hash was read
+   * at ({@link lineOf}). Only for an export read whole in one go (NDJSON): a resumed run would not have
+   * the marks of the pages it adopted.
+   */
+  get tracksSeen(): boolean {
+    return this.#seen !== undefined;
+  }
+
+  /** Adds `lines` known lines read (a block's, counted by its decoder) to {@link knownRead}. */
+  countKnown(lines: number): void {
+    if (this.#read && lines > 0) Atomics.add(this.#read, 0, BigInt(lines));
+  }
+
+  /** Known lines read since the set was built or {@link resetSeen} (0 unless it {@link tracksSeen}). */
+  get knownRead(): number {
+    return this.#read ? Number(Atomics.load(this.#read, 0)) : 0;
+  }
+
+  /** Forgets every line read (a read restarted from the beginning of the export). */
+  resetSeen(): void {
+    this.#seen?.fill(0);
+    if (this.#read) Atomics.store(this.#read, 0, 0n);
+  }
+
+  /** The line `hash` was last read at, or 0 when it was not read (or is not in the set). */
+  lineOf(hash: bigint): number {
+    const at = this.#find(hash);
+    return at >= 0 && this.#seen ? Atomics.load(this.#seen, at) : 0;
+  }
+
+  /** Visits every hash of the set that was not read (all of them when the set does not track lines read). */
+  unseen(visit: (hash: bigint) => void): void {
+    const half = 2 ** (this.#bits - 1);
+    for (let b = 0; b + 1 < this.#start.length; b++) {
+      const end = this.#start[b + 1]!;
+      for (let i = this.#start[b]!; i < end; i++) {
+        if (this.#seen && this.#seen[i] !== 0) continue;
+        const hi = ((b - half) << this.#shift) | this.#mid[i]!;
+        visit(BigInt.asIntN(64, (BigInt(hi) << 32n) | BigInt(this.#lo[i]! >>> 0)));
+      }
+    }
   }
 
   /** Bucket of a hash: its top bits, shifted so that buckets ascend with the signed hash. */
@@ -210,14 +282,27 @@ export class KnownLines {
     return (hi >> this.#shift) + 2 ** (this.#bits - 1);
   }
 
-  #has(hi: number, lo: number): boolean {
+  /** Where the set holds `hash` (an index into its tables), or -1. */
+  #find(hash: bigint): number {
+    if (this.size === 0) return -1;
+    const hi = Number(hash >> 32n);
+    const lo = Number(BigInt.asIntN(32, hash));
     const bucket = this.#bucket(hi);
     const mid = hi & this.#midMask;
     const end = this.#start[bucket + 1]!;
     for (let i = this.#start[bucket]!; i < end; i++) {
-      if (this.#lo[i] === lo && this.#mid[i] === mid) return true;
+      if (this.#lo[i] === lo && this.#mid[i] === mid) return i;
     }
-    return false;
+    return -1;
+  }
+}
+
+/** Raises `marks[at]` to `value` unless it is larger already (decode threads may mark one hash at once). */
+function markMax(marks: Uint32Array, at: number, value: number): void {
+  for (let old = Atomics.load(marks, at); old < value;) {
+    const found = Atomics.compareExchange(marks, at, old, value);
+    if (found === old) return;
+    old = found;
   }
 }
 

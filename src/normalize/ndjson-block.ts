@@ -17,12 +17,13 @@ export type { NdjsonBlock };
 
 /**
  * Decodes a block of NDJSON lines: blank lines skipped; an over-long line → reject (its kept text, flagged
- * cut, with its full size); a line whose hash `known` holds → a known line; else checked to be UTF-8
+ * cut, with its full size); a line whose hash `known` holds → a known line (marked read in `known` when the
+ * set tracks seen lines, else staged as a `seen` line); else checked to be UTF-8
  * (invalid bytes → reject holding them in base64, extract/utf8.ts), parsed (stream-json's checked parse:
  * malformed → reject), validated (`validateWireLine` within `limits`: invalid → reject with the zod
  * issues), and staged with its canonical JSON, content hash and line hash. Staged records and known lines
  * are numbered by their line (`seq`), which keeps arrival order whichever thread decodes the block. Rejects
- * come in line order. Pure: runs in a worker thread or inline.
+ * come in line order. Pure but for `known`'s marks: runs in a worker thread or inline.
  *
  * A line already in canonical form is staged by the fast lane (canonical-line.ts) without being parsed
  * into objects; every other line takes the general path above, which decides all rejects.
@@ -39,7 +40,7 @@ export function decodeBlock(
   limits: ExtraLimits,
   fastLane = true,
 ): DecodedBlock {
-  const out: BlockOut = { rows: new LineBuffer(), seen: new LineBuffer(), rejects: [] };
+  const out: BlockOut = { rows: new LineBuffer(), seen: new LineBuffer(), rejects: [], known: 0 };
   const rules: LineRules = { known, rawMaxBytes, limits, fastLane };
   let read = 0;
   let loaded = 0;
@@ -62,6 +63,7 @@ export function decodeBlock(
     if (decodeLine(raw, line, rules, out)) loaded++;
   }
   overLongBefore(Infinity);
+  known.countKnown(out.known);
   // Every line read is either loaded (staged or known) or rejected.
   const { rows, seen, rejects } = out;
   return { rows: rows.take(), seen: seen.take(), rejects, read, loaded, rejected: read - loaded };
@@ -72,6 +74,8 @@ interface BlockOut {
   rows: LineBuffer;
   seen: LineBuffer;
   rejects: Reject[];
+  /** Known lines marked in a set that tracks them (not written to `seen`). */
+  known: number;
 }
 
 /** What decoding a line goes by (the arguments of {@link decodeBlock}). */
@@ -88,9 +92,11 @@ interface LineRules {
  */
 function decodeLine(raw: Buffer, line: number, rules: LineRules, out: BlockOut): boolean {
   const location = { line };
-  const check = rules.known.check(raw);
+  const check = rules.known.check(raw, line);
   if (check.known) {
-    out.seen.write(seenLine(line, check.hash));
+    // A set that tracks seen lines has marked it; otherwise the merge learns of it from staging.
+    if (rules.known.tracksSeen) out.known++;
+    else out.seen.write(seenLine(line, check.hash));
     return true;
   }
   const invalid = firstInvalidUtf8(raw);

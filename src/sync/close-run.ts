@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import type { KnownLines } from '../normalize/known-lines.js';
 import { failpoint } from '../util/failpoint.js';
 import type { Logger } from '../util/logger.js';
 import {
@@ -35,6 +36,8 @@ export interface MergedRun {
   fullExport: boolean;
   /** Staged reports per slice of the merge (merge.ts, `mergeSliceRows`). */
   sliceRows: number;
+  /** The run's known-line set: when it marked the lines read, the merge takes its known lines from it. */
+  knownLines?: KnownLines | undefined;
 }
 
 /**
@@ -84,7 +87,7 @@ async function mergeInTransaction(
   const started = Date.now();
   let committing = 0;
   const prepared = await times.timed('prepareMs', () =>
-    prepareMerge(connection, { runId, source, fullExport, sliceRows }),
+    prepareMerge(connection, { runId, source, fullExport, sliceRows }, run.knownLines),
   );
   const figures = await withTransaction(connection, async () => {
     const now = await mergeTime(connection, (run.clock ?? systemClock)(), run.logger);

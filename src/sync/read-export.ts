@@ -77,6 +77,7 @@ export async function readExport(run: ExportRead, attempt: number): Promise<void
 /** A read again from the start: drops what earlier attempts staged, and the resume they recorded. */
 async function restart(run: ExportRead): Promise<void> {
   await run.staging.writer.discard();
+  run.knownLines?.resetSeen();
   run.staging.writer = new StagingWriter(run.connection, run.target);
   if (run.source.paging) await run.log.note({ resumedFromRun: null, resumedAtPage: null });
 }

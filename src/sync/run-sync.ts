@@ -225,5 +225,7 @@ async function knownLinesOf(options: RunSyncOptions): Promise<KnownLines | undef
   const { connection, config, source } = options;
   if (source.lineHashes === false) return undefined;
   const limit = readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes);
-  return withMemoryLimit(connection, limit, () => loadKnownLines(connection, source.name));
+  // A paged export can be resumed: the known lines of the pages a resume adopts are in staging, not marks.
+  const trackSeen = source.paging === undefined;
+  return withMemoryLimit(connection, limit, () => loadKnownLines(connection, source.name, trackSeen));
 }

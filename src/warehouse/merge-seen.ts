@@ -27,19 +27,40 @@ const LIFTED_RUN_ID = `CASE WHEN ${LIFTED} THEN s.run_id ELSE r.run_id END`;
 /**
  * For a full export run: builds the TEMP table `merge_unseen`, the current reports the run did not see (not
  * among its known lines, no id it staged), and returns how many current reports it saw. Call after
- * {@link buildMergeBatch} and before any row changes. Two anti-joins, each in slices of about `sliceRows`
+ * {@link buildMergeBatch} and before any row changes. Two joins, each in slices of about `sliceRows`
  * (by a hash of the key joined on) so that each one's hash table fits DuckDB's memory limit whatever the
- * warehouse's size: the current reports against the run's known lines (by line hash; skipped when it has
- * none), then what is left against `merge_batch` (by id).
+ * warehouse's size: the current reports whose line hash is none or one not read (`unseenLines` defined:
+ * the hashes of `merge_unseen_lines`, seen-marks.ts), else those not among the run's staged known lines
+ * (an anti-join; skipped when it has none); then what is left against `merge_batch` (by id).
  */
 export async function findUnseen(
   c: DuckDBConnection,
-  run: { runId: string; source: string; knownLines: number; stagedRows: number; sliceRows: number },
+  run: {
+    runId: string;
+    source: string;
+    knownLines: number;
+    unseenLines?: number | undefined;
+    stagedRows: number;
+    sliceRows: number;
+  },
 ): Promise<{ seen: number; unseen: number }> {
   const hash = lineHashColumn(run.source);
   const slicesOf = (rows: number) => Math.max(1, Math.ceil(rows / run.sliceRows));
   let candidates = '(SELECT id FROM report_rows WHERE removed_at IS NULL)';
-  if (run.knownLines > 0) {
+  if (run.unseenLines !== undefined) {
+    await c.run('CREATE OR REPLACE TEMP TABLE merge_unknown (id VARCHAR)');
+    const slices = slicesOf(run.unseenLines);
+    for (let slice = 0; slice < slices; slice++) {
+      const s = { slice, slices };
+      await c.run(
+        `INSERT INTO merge_unknown SELECT r.id FROM report_rows r
+         WHERE r.removed_at IS NULL
+           AND ((r.${hash} IS NULL AND ${slice} = 0) OR (${inSlice(`r.${hash}`, s)} AND r.${hash} IN (
+             SELECT u.line_hash FROM merge_unseen_lines u WHERE ${inSlice('u.line_hash', s)})))`,
+      );
+    }
+    candidates = 'merge_unknown';
+  } else if (run.knownLines > 0) {
     await c.run('CREATE OR REPLACE TEMP TABLE merge_unknown (id VARCHAR)');
     const slices = slicesOf(run.knownLines);
     for (let slice = 0; slice < slices; slice++) {

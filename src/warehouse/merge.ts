@@ -4,6 +4,8 @@ import { lineHashColumn, lineHashValues } from './line-hash-column.js';
 import { buildMergeBatch, emptyMergeBatch, type BatchCounts } from './merge-batch.js';
 import { sizeBytes } from './memory-limit.js';
 import { findUnseen } from './merge-seen.js';
+import { stageSeenMarks } from './seen-marks.js';
+import type { KnownLines } from '../normalize/known-lines.js';
 import { copyOldRows, replaceRows } from './row-rewrite.js';
 import { dropRunStaging, withTransaction } from './transaction.js';
 import { BUSINESS, closeCurrentVersions } from './versions.js';
@@ -83,8 +85,10 @@ export async function mergeStaging(
   prepared: PreparedMerge,
 ): Promise<MergeResult> {
   const c = connection;
-  const { stagedRows, knownLines, batch } = prepared;
-  const seen = run.fullExport ? (await findUnseen(c, { ...run, knownLines, stagedRows })).seen : batch.unique;
+  const { stagedRows, knownLines, unseenLines, batch } = prepared;
+  const seen = run.fullExport
+    ? (await findUnseen(c, { ...run, knownLines, unseenLines, stagedRows })).seen
+    : batch.unique;
   // The rows the run may rewrite: changed ones and, for a full export, the ones it did not see.
   const touched = run.fullExport
     ? "'update', 'revive', 'refine'"
@@ -113,6 +117,8 @@ export async function mergeStaging(
 export interface PreparedMerge {
   stagedRows: number;
   knownLines: number;
+  /** Hashes of a marking known-line set not read, in `merge_unseen_lines` (seen-marks.ts); else undefined. */
+  unseenLines: number | undefined;
   /** Slices of the staged ids (merge-batch.ts). */
   slices: number;
   batch: BatchCounts;
@@ -126,10 +132,14 @@ export interface PreparedMerge {
  * true as soon as the line was read, whether the run's merge commits or not, and no reader serves it. In
  * the run's transaction, the 10M hashes of a CSV run on a warehouse the NDJSON export filled had to be
  * committed at once, and the commit ran out of memory at 256MiB (4M at 100MiB, measured).
+ *
+ * `marks`: the run's known-line set when it marked the lines read (`KnownLines.tracksSeen`), whose known
+ * lines are then not in `staging_seen` but written from the marks first ({@link stageSeenMarks}).
  */
 export async function prepareMerge(
   connection: DuckDBConnection,
   run: Pick<MergeRun, 'runId' | 'source' | 'fullExport' | 'sliceRows'>,
+  marks?: KnownLines,
 ): Promise<PreparedMerge> {
   const c = connection;
   // Left by an earlier run of this connection that was not a full export's: must not be read.
@@ -143,13 +153,15 @@ export async function prepareMerge(
     )
   ).getRowObjectsJS()[0]!;
   const stagedRows = Number(counts.staged_rows);
-  const knownLines = Number(counts.known_lines);
   // Many staged rows against many stored ones (a CSV run on a warehouse the NDJSON export filled) need
   // slices; a first load joins against nothing, and its one aggregate spills (10M in one statement).
   const slices = Math.max(1, Math.ceil(Math.min(stagedRows, Number(counts.stored)) / run.sliceRows));
+  // Counted above, before it adds the known lines of staged ids to `staging_seen`.
+  const marked = marks?.tracksSeen ? await stageSeenMarks(c, run, marks, slices) : undefined;
+  const knownLines = marked?.knownLines ?? Number(counts.known_lines);
   const batch = stagedRows > 0 ? await buildMergeBatch(c, run, slices) : await emptyMergeBatch(c);
   if (batch.unchanged > 0 && run.fullExport) await storeLineHashes(c, run, slices);
-  return { stagedRows, knownLines, slices, batch };
+  return { stagedRows, knownLines, unseenLines: marked?.unseenLines, slices, batch };
 }
 
 /** Writes the staged winners of `merge_batch`: each statement only for a change kind the batch holds. */
@@ -204,7 +216,7 @@ async function applyChanges(c: DuckDBConnection, run: MergeRun, batch: BatchCoun
 
 /** Drops the merge's TEMP tables (inside the finishing transaction, or after a failed one). */
 export async function dropMergeTables(connection: DuckDBConnection): Promise<void> {
-  for (const table of ['merge_batch', 'merge_unseen', 'merge_old', 'merge_removed']) {
+  for (const table of ['merge_batch', 'merge_unseen', 'merge_unseen_lines', 'merge_old', 'merge_removed']) {
     await connection.run(`DROP TABLE IF EXISTS ${table}`);
   }
 }

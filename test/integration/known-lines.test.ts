@@ -30,11 +30,24 @@ describe('re-sync with known lines', () => {
   let tmp: ReturnType<typeof tempDir>;
   let server: RawServer;
   let body = '';
+  /** When set, the next answer only: sends these bytes of a longer body, then resets the connection. */
+  let cutOnce: string | undefined;
   let warehouse: Warehouse;
 
   beforeEach(async () => {
     tmp = tempDir();
+    cutOnce = undefined;
     server = await startRawServer((_req, res) => {
+      if (cutOnce !== undefined) {
+        const part = cutOnce;
+        cutOnce = undefined;
+        res.writeHead(200, {
+          'content-type': 'application/x-ndjson',
+          'content-length': String(Buffer.byteLength(part) + 1000),
+        });
+        res.write(part, () => setTimeout(() => res.destroy(), 300));
+        return;
+      }
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
       res.end(body);
     });
@@ -91,6 +104,63 @@ describe('re-sync with known lines', () => {
       { id: 'A', run_id: second.runId, latest: true },
       { id: 'B', run_id: second.runId, latest: true },
       { id: 'C', run_id: first.runId, latest: false },
+    ]);
+  });
+
+  it('weighs a known line against a changed line of the same report: later updatedAt, then later line', async () => {
+    const t1 = '2024-01-02T00:00:00.000Z';
+    const t2 = '2024-01-03T00:00:00.000Z';
+    const cases = [
+      // [export lines after the first sync of A SUBMITTED at t1, the status A ends with]
+      { lines: [line('A', 'SUBMITTED', t1), line('A', 'RESOLVED', t2)], status: 'RESOLVED' },
+      { lines: [line('A', 'RESOLVED', t2), line('A', 'SUBMITTED', t1)], status: 'RESOLVED' },
+      { lines: [line('A', 'SUBMITTED', t1), line('A', 'REJECTED', t1)], status: 'REJECTED' },
+      { lines: [line('A', 'REJECTED', t1), line('A', 'SUBMITTED', t1)], status: 'SUBMITTED' },
+    ];
+    for (const [i, { lines, status }] of cases.entries()) {
+      const config = testConfig(server.url, join(tmp.dir, `case-${i}.duckdb`));
+      const w = await openTestWarehouse(config);
+      try {
+        body = `${line('A', 'SUBMITTED', t1)}\n`;
+        await syncOnce(w, config, ndjsonSource);
+        body = lines.map((l) => `${l}\n`).join('');
+        const run = await syncOnce(w, config, ndjsonSource);
+        expect(run.status).toBe('succeeded');
+        expect(run.counters).toMatchObject({ recordsLoaded: 2, duplicates: 1 });
+        const rows = await query(w, 'SELECT id, status FROM reports');
+        expect(rows, JSON.stringify(lines)).toEqual([{ id: 'A', status }]);
+        expect(run.counters.updated).toBe(status === 'SUBMITTED' ? 0 : 1);
+      } finally {
+        w.close();
+      }
+    }
+  });
+
+  it('forgets the known lines an attempt cut short had read: the retry alone says what the run saw', async () => {
+    const [a, b, c] = ['A', 'B', 'C'].map((id) => `${line(id, 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n`);
+    body = `${a}${b}${c}`;
+    const first = await sync();
+    // The first attempt reads A and ~2 MiB of new reports (blocks of ~1 MiB are decoded as they fill),
+    // then the connection drops; the export the retry reads no longer holds A, nor those.
+    const filler = Array.from(
+      { length: 8000 },
+      (_, i) => `${line(`N-${i}`, 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n`,
+    );
+    cutOnce = `${a}${b}${filler.join('')}`;
+    body = `${b}${c}`;
+    const second = await sync();
+    expect(second.status).toBe('succeeded');
+    expect(second.counters).toMatchObject({ recordsRead: 2, recordsLoaded: 2, unchanged: 2, duplicates: 0 });
+    expect(server.requests.length).toBe(3);
+    const rows = await query(
+      warehouse,
+      `SELECT r.id, r.run_id, w.unseen_since IS NOT NULL AS unseen
+       FROM reports r JOIN report_rows w ON w.id = r.id AND w.removed_at IS NULL ORDER BY r.id`,
+    );
+    expect(rows).toEqual([
+      { id: 'A', run_id: first.runId, unseen: true },
+      { id: 'B', run_id: second.runId, unseen: false },
+      { id: 'C', run_id: second.runId, unseen: false },
     ]);
   });
 

@@ -92,7 +92,7 @@ async function inspect(path: string) {
       w,
       `SELECT run_id, status FROM sync_runs WHERE source = 'ndjson' ORDER BY started_at`,
     );
-    // Records of a batch are staged rows, or hashes of known (unchanged) lines.
+    // Records of a batch are staged rows, or hashes of known (unchanged) lines when not only marked.
     const [staged] = await q(
       w,
       `SELECT (SELECT count(*) FROM staging_reports) + (SELECT count(*) FROM staging_seen) AS n,
@@ -167,9 +167,10 @@ describe('SIGKILL of a sync (case 1)', () => {
 
     const killed = await inspect(w.path);
     // One committed batch, really in the file: at least REPORTS_BATCH_SIZE records (NDJSON lines are decoded
-    // in blocks of ~1 MiB, so a batch ends at a block's end), exactly what its checkpoint counted.
-    expect(killed.staged).toBeGreaterThanOrEqual(50);
-    expect(killed.staged).toBe(killed.checkpointed);
+    // in blocks of ~1 MiB, so a batch ends at a block's end) by its checkpoint. Its changed lines are staged;
+    // its known lines are only marked in the run's memory (an NDJSON run is never resumed: it reads again).
+    expect(killed.checkpointed).toBeGreaterThanOrEqual(50);
+    expect(killed.staged).toBeLessThanOrEqual(killed.checkpointed);
     expect(killed.fingerprint).toEqual(w.before);
     expect(killed.runs.map((r) => r.status)).toEqual(['succeeded', 'running']);
 

@@ -65,6 +65,61 @@ describe('KnownLines (packed, sorted buckets)', () => {
     }
   });
 
+  it('marks the lines read: the hashes not read are the rest, each read one gives its last line', async () => {
+    const empty = await KnownLines.empty('ndjson');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 400 }),
+        // Lines read: an index into the held lines (or past them: an unknown line), in reading order.
+        fc.array(fc.integer({ min: 0, max: 500 }), { maxLength: 800 }),
+        async (held, reads) => {
+          const lines = Array.from({ length: 501 }, (_, i) => `{"id":"R-${i}"}`);
+          const hashes = lines.map((l) => empty.check(l).hash);
+          const set = await KnownLines.build(
+            'ndjson',
+            held,
+            async (visit) => {
+              for (const h of hashes.slice(0, held)) visit(...halves(h));
+            },
+            true,
+          );
+          const last = new Map<number, number>();
+          reads.forEach((i, at) => {
+            const { known } = set.check(lines[i]!, at + 1);
+            expect(known).toBe(i < held);
+            if (known) last.set(i, at + 1);
+          });
+          set.countKnown(last.size);
+          const unseen: bigint[] = [];
+          set.unseen((h) => unseen.push(h));
+          const expected = hashes.slice(0, held).filter((_, i) => !last.has(i));
+          expect(unseen.sort()).toEqual(expected.sort());
+          hashes.forEach((h, i) => expect(set.lineOf(h)).toBe(last.get(i) ?? 0));
+          expect(set.knownRead).toBe(last.size);
+          // A read from the start again forgets them.
+          set.resetSeen();
+          const all: bigint[] = [];
+          set.unseen((h) => all.push(h));
+          expect(all.length).toBe(held);
+          expect(set.knownRead).toBe(0);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('marks nothing, and gives every hash as not read, when built without tracking', async () => {
+    const empty = await KnownLines.empty('ndjson');
+    const hashes = ['a', 'b', 'c'].map((l) => empty.check(l).hash);
+    const set = await filled(hashes);
+    expect(set.tracksSeen).toBe(false);
+    set.check('a', 5);
+    expect(set.lineOf(hashes[0]!)).toBe(0);
+    const unseen: bigint[] = [];
+    set.unseen((h) => unseen.push(h));
+    expect(unseen.sort()).toEqual([...hashes].sort());
+  });
+
   it('refuses to build when its two passes see other hashes than counted', async () => {
     let pass = 0;
     const build = KnownLines.build('ndjson', 3, async (visit) => {
