@@ -215,7 +215,7 @@ export class KnownLines {
   /**
    * Hashes one raw line (without its line break) and looks it up. `text` may be given as its UTF-8 bytes
    * (same hash, no encoding step). When the set {@link tracksSeen} and `line` is given (the line's number,
-   * 1 to 2^32 - 1), a known line is marked read at it (the largest number wins when a line repeats).
+   * from 1), a known line is marked read at it (the largest number wins when a line repeats).
    */
   check(text: string | Uint8Array, line?: number): LineCheck {
     const h = BigInt.asIntN(
@@ -223,7 +223,8 @@ export class KnownLines {
       typeof text === 'string' ? this.#h64(text, this.#seed) : this.#h64Raw(text, this.#seed),
     );
     const at = this.#find(h);
-    if (at >= 0 && line !== undefined && this.#seen) markMax(this.#seen, at, line);
+    // Line numbers past 2^32 - 1 (a 4-billion-line export) share the last mark: order among them is lost.
+    if (at >= 0 && line !== undefined && this.#seen) markMax(this.#seen, at, Math.min(line, 0xffffffff));
     return { hash: h, known: at >= 0 };
   }
 
