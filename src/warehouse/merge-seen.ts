@@ -1,6 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { lineHashColumn } from './line-hash-column.js';
-import { inSlice } from './merge-batch.js';
+import { inSlice, type Slice } from './merge-batch.js';
 import { replaceRows } from './row-rewrite.js';
 
 /**
@@ -46,32 +46,36 @@ export async function findUnseen(
 ): Promise<{ seen: number; unseen: number }> {
   const hash = lineHashColumn(run.source);
   const slicesOf = (rows: number) => Math.max(1, Math.ceil(rows / run.sliceRows));
+  // The line hashes that do not account for a current report, per slice: those not read (marks), or
+  // those not among the staged known lines.
+  const unknown:
+    { rows: number; hashIsUnknown: (s: Slice) => string; params: Record<string, string> } | undefined =
+    run.unseenLines !== undefined
+      ? {
+          rows: run.unseenLines,
+          hashIsUnknown: (s: Slice) =>
+            `r.${hash} IN (SELECT u.line_hash FROM merge_unseen_lines u WHERE ${inSlice('u.line_hash', s)})`,
+          params: {},
+        }
+      : run.knownLines > 0
+        ? {
+            rows: run.knownLines,
+            hashIsUnknown: (s: Slice) => `NOT EXISTS (SELECT 1 FROM staging_seen k
+              WHERE k.run_id = $run AND ${inSlice('k.line_hash', s)} AND k.line_hash = r.${hash})`,
+            params: { run: run.runId },
+          }
+        : undefined;
   let candidates = '(SELECT id FROM report_rows WHERE removed_at IS NULL)';
-  if (run.unseenLines !== undefined) {
+  if (unknown) {
     await c.run('CREATE OR REPLACE TEMP TABLE merge_unknown (id VARCHAR)');
-    const slices = slicesOf(run.unseenLines);
+    const slices = slicesOf(unknown.rows);
     for (let slice = 0; slice < slices; slice++) {
       const s = { slice, slices };
       await c.run(
         `INSERT INTO merge_unknown SELECT r.id FROM report_rows r
          WHERE r.removed_at IS NULL
-           AND ((r.${hash} IS NULL AND ${slice} = 0) OR (${inSlice(`r.${hash}`, s)} AND r.${hash} IN (
-             SELECT u.line_hash FROM merge_unseen_lines u WHERE ${inSlice('u.line_hash', s)})))`,
-      );
-    }
-    candidates = 'merge_unknown';
-  } else if (run.knownLines > 0) {
-    await c.run('CREATE OR REPLACE TEMP TABLE merge_unknown (id VARCHAR)');
-    const slices = slicesOf(run.knownLines);
-    for (let slice = 0; slice < slices; slice++) {
-      const s = { slice, slices };
-      await c.run(
-        `INSERT INTO merge_unknown SELECT r.id FROM report_rows r
-         WHERE r.removed_at IS NULL
-           AND ((r.${hash} IS NULL AND ${slice} = 0) OR (${inSlice(`r.${hash}`, s)} AND NOT EXISTS (
-             SELECT 1 FROM staging_seen k
-             WHERE k.run_id = $run AND ${inSlice('k.line_hash', s)} AND k.line_hash = r.${hash})))`,
-        { run: run.runId },
+           AND ((r.${hash} IS NULL AND ${slice} = 0) OR (${inSlice(`r.${hash}`, s)} AND ${unknown.hashIsUnknown(s)}))`,
+        unknown.params,
       );
     }
     candidates = 'merge_unknown';
