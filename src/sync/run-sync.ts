@@ -157,6 +157,9 @@ async function commitMerge(run: OpenedExportRun, options: RunSyncOptions): Promi
       mergeThreads: config.duckdbMergeThreads,
       fullExport: source.fullExport,
       sliceRows,
+      releaseKnownLines: () => {
+        run.knownLines = undefined;
+      },
     },
     options.afterMerge,
   );

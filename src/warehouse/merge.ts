@@ -133,13 +133,16 @@ export interface PreparedMerge {
  * the run's transaction, the 10M hashes of a CSV run on a warehouse the NDJSON export filled had to be
  * committed at once, and the commit ran out of memory at 256MiB (4M at 100MiB, measured).
  *
- * `marks`: the run's known-line set when it marked the lines read (`KnownLines.tracksSeen`), whose known
- * lines are then not in `staging_seen` but written from the marks first ({@link stageSeenMarks}).
+ * `marks`: gives the run's known-line set; when it marked the lines read (`KnownLines.tracksSeen`), its known
+ * lines are not in `staging_seen` but written from the marks first ({@link stageSeenMarks}). A getter, not
+ * the set, so this frame holds no reference to it once `marksStaged` is called: the caller may then let it
+ * go before the statements that need most memory.
  */
 export async function prepareMerge(
   connection: DuckDBConnection,
   run: Pick<MergeRun, 'runId' | 'source' | 'fullExport' | 'sliceRows'>,
-  marks?: KnownLines,
+  marks?: () => KnownLines | undefined,
+  marksStaged?: () => void,
 ): Promise<PreparedMerge> {
   const c = connection;
   // Left by an earlier run of this connection that was not a full export's: must not be read.
@@ -157,11 +160,23 @@ export async function prepareMerge(
   // slices; a first load joins against nothing, and its one aggregate spills (10M in one statement).
   const slices = Math.max(1, Math.ceil(Math.min(stagedRows, Number(counts.stored)) / run.sliceRows));
   // Counted above, before it adds the known lines of staged ids to `staging_seen`.
-  const marked = marks?.tracksSeen ? await stageSeenMarks(c, run, marks, slices) : undefined;
+  const marked = marks ? await stageMarksOf(c, run, marks, slices) : undefined;
+  marksStaged?.();
   const knownLines = marked?.knownLines ?? Number(counts.known_lines);
   const batch = stagedRows > 0 ? await buildMergeBatch(c, run, slices) : await emptyMergeBatch(c);
   if (batch.unchanged > 0 && run.fullExport) await storeLineHashes(c, run, slices);
   return { stagedRows, knownLines, unseenLines: marked?.unseenLines, slices, batch };
+}
+
+/** {@link stageSeenMarks} of the set `marks` gives, when it marks: in a frame of its own, gone once it returns. */
+async function stageMarksOf(
+  c: DuckDBConnection,
+  run: Pick<MergeRun, 'runId' | 'source'>,
+  marks: () => KnownLines | undefined,
+  slices: number,
+): Promise<Awaited<ReturnType<typeof stageSeenMarks>> | undefined> {
+  const set = marks();
+  return set?.tracksSeen ? stageSeenMarks(c, run, set, slices) : undefined;
 }
 
 /** Writes the staged winners of `merge_batch`: each statement only for a change kind the batch holds. */

@@ -1,8 +1,13 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { KnownLines } from '../../src/normalize/known-lines.js';
 import { loadDataset } from '../../src/simulator/load-dataset.js';
 import { startSimulator } from '../../src/simulator/server.js';
+import { runSync } from '../../src/sync/run-sync.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
+import { createHttpAgent } from '../../src/upstream/http-agent.js';
+import { collectGarbage } from '../../src/util/collect-garbage.js';
+import { silentLogger } from '../../src/util/logger.js';
 import { sampleDatasetPath } from '../../src/util/package-root.js';
 import type { Warehouse } from '../../src/warehouse/database.js';
 import { mergeStaging, prepareMerge } from '../../src/warehouse/merge.js';
@@ -86,6 +91,43 @@ describe('re-sync with known lines', () => {
     ]);
     const [versions] = await query(warehouse, 'SELECT count(*) AS n FROM report_versions');
     expect(versions?.n).toBe(2);
+  });
+
+  it('lets go of the known-line set once its marks are staged: unreachable during the merge', async () => {
+    body = ['A', 'B', 'C'].map((id) => `${line(id, 'SUBMITTED', '2024-01-02T00:00:00.000Z')}\n`).join('');
+    await sync();
+    // Weak references only: a spy would keep each set it returned.
+    const built: WeakRef<KnownLines>[] = [];
+    const build = KnownLines.build;
+    KnownLines.build = async (...args) => {
+      const set = await build.apply(KnownLines, args);
+      built.push(new WeakRef(set));
+      return set;
+    };
+    const config = testConfig(server.url, warehouse.path);
+    const connection = await warehouse.connect();
+    const dispatcher = createHttpAgent(config);
+    let reachable: boolean | undefined;
+    try {
+      const second = await runSync({
+        connection,
+        config,
+        dispatcher,
+        logger: silentLogger(),
+        source: ndjsonSource,
+        afterMerge: async () => {
+          collectGarbage();
+          reachable = built[0]?.deref() !== undefined;
+        },
+      });
+      expect(second.counters).toMatchObject({ recordsRead: 3, unchanged: 3 });
+    } finally {
+      KnownLines.build = build;
+      connection.closeSync();
+      await dispatcher.close();
+    }
+    expect(built).toHaveLength(1);
+    expect(reachable).toBe(false);
   });
 
   it('marks seen only the reports whose known lines came, not a current report missing from the run', async () => {
