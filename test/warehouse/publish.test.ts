@@ -7,6 +7,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { basename, dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -267,6 +268,45 @@ describe('publishSnapshot', () => {
     expect(statSync(join(dir, 'warehouse.duckdb')).size).toBeLessThan(8 * 1024 * 1024);
     // Back on track: the next one applies changes again.
     expect((await publishSnapshot(warehouse)).mode).toBe('incremental');
+  });
+
+  it('plans on the published copy while it is copied, and on the temp copy when another process holds it', async () => {
+    const dir = publishedDirFor(warehouse.path);
+    await publishSnapshot(warehouse);
+    await nextDay();
+    // Read in place, read-only, while the file is copied: the plan and the copy overlap.
+    const inPlace = await publishSnapshot(warehouse);
+    expect(inPlace.mode).toBe('incremental');
+    expect(Object.keys(inPlace.steps)).toContain('file copy, change set');
+    await expectSameAsFullPublish(warehouse, dir, join(tmp.dir, 'full-1'));
+    await nextDay();
+    // An analyst's `duckdb published/warehouse.duckdb` (read-write) locks it: the plan waits for the copy.
+    const holder = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { DuckDBInstance } from '@duckdb/node-api';
+         const db = await DuckDBInstance.create(${JSON.stringify(join(dir, 'warehouse.duckdb'))});
+         await db.connect();
+         process.stdout.write('open\\n');
+         process.stdin.on('end', () => process.exit(0)).resume();`,
+      ],
+      { cwd: process.cwd(), stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout.on('data', (d: Buffer) => d.toString().includes('open') && resolve());
+        holder.on('exit', (code) => reject(new Error(`the holder exited (${code})`)));
+      });
+      const held = await publishSnapshot(warehouse);
+      expect(held.mode).toBe('incremental');
+      expect(Object.keys(held.steps)).toEqual(expect.arrayContaining(['file copy', 'change set']));
+    } finally {
+      holder.stdin.end();
+      await new Promise((resolve) => holder.once('exit', resolve));
+    }
+    await expectSameAsFullPublish(warehouse, dir, join(tmp.dir, 'full-2'));
   });
 
   it('swaps the parquet link to a new version, keeps the previous one, and clears a dead publish', async () => {
