@@ -72,12 +72,48 @@ export async function applyChangeSet(
         await connection.run(`DELETE FROM ${target} WHERE run_id IN (SELECT run_id FROM ${CHANGE_RUNS})`);
         await connection.run(`INSERT INTO ${target} (${columnList(columns)}) ${rows}`);
         break;
-      case 'whole':
+      case 'whole': {
+        const key = MERGED_BY_KEY[table];
+        if (key) {
+          await connection.run(mergeByKeySql(target, rows, columns, key));
+          break;
+        }
         await connection.run(`DELETE FROM ${target}`);
         await connection.run(`INSERT INTO ${target} (${columnList(columns)}) ${rows}`);
         break;
+      }
     }
   }
+}
+
+/**
+ * Tables of the change set's `whole` policy too large to replace every time, with their key: the
+ * reader's page counts (one row per status, destination and time bucket: 291,000 rows at 4M reports, of
+ * which a `recent` run changes a few hundred). Unique by construction: serving-index.ts keeps them with a
+ * `MERGE` on the same key. Replacing them whole took ~0.2 s of a 4-second publish at 4M reports (measured).
+ */
+const MERGED_BY_KEY: Readonly<Record<string, readonly string[]>> = {
+  reader_page_counts: ['status', 'destination', 'bucket'],
+};
+
+/**
+ * A `MERGE` (DuckDB ≥ 1.4, `WHEN NOT MATCHED BY SOURCE`) that makes `target` hold the rows of `source`
+ * (SQL selecting `columns`), writing only the rows that differ, matched on `key`.
+ */
+function mergeByKeySql(
+  target: string,
+  source: string,
+  columns: readonly string[],
+  key: readonly string[],
+): string {
+  const on = key.map((c) => `t.${ident(c)} IS NOT DISTINCT FROM s.${ident(c)}`).join(' AND ');
+  const values = columns.filter((c) => !key.includes(c));
+  const differs = values.map((c) => `t.${ident(c)} IS DISTINCT FROM s.${ident(c)}`).join(' OR ');
+  const update = values.map((c) => `${ident(c)} = s.${ident(c)}`).join(', ');
+  return `MERGE INTO ${target} t USING (${source}) s ON ${on}
+    ${values.length > 0 ? `WHEN MATCHED AND (${differs}) THEN UPDATE SET ${update}` : ''}
+    WHEN NOT MATCHED BY TARGET THEN INSERT (${columnList(columns)}) VALUES (${columns.map((c) => `s.${ident(c)}`).join(', ')})
+    WHEN NOT MATCHED BY SOURCE THEN DELETE`;
 }
 
 /** The copy's tables that come from the warehouse (all but its watermark table). */
