@@ -66,6 +66,11 @@ export async function writePartFiles(
   if (part.timeColumn === null || period === 'all') {
     return counted(connection, dir, [await writeFile(connection, copy, part, period, dir)]);
   }
+  // One file: one `COPY` of its range reads no more than a partitioned one would, whatever the storage
+  // (reading every segment's statistics first took ~0.3 s at 4M reports, measured).
+  if (keys !== 'all' && keys.length === 1) {
+    return counted(connection, dir, [await writeFile(connection, copy, part, period, dir, keys[0])]);
+  }
   const spans = await storageSpans(connection, copy, part);
   const wanted = keys === 'all' && spans ? keysOfSpans(spans, period, MAX_ONE_BY_ONE) : keys;
   if (spans && wanted !== 'all' && rowsRead(spans, period, wanted) <= SCAN_FACTOR * total(spans)) {
