@@ -191,6 +191,7 @@ async function addKeys(
   const { parts, previous, changed } = parquet;
   await addChangedKeys(connection, changed, { copy, phase, parts, manifest: previous.manifest, changes });
 }
+
 /** Writes the temp copy whole (dropping an attached, half-applied one first). */
 async function writeWholeCopy(connection: DuckDBConnection, paths: PublishPaths): Promise<void> {
   const attached = await connection.runAndReadAll(
