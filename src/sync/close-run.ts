@@ -18,6 +18,7 @@ import type { RunFacts, RunLog } from '../warehouse/runs.js';
 import { updateServingIndex } from '../warehouse/serving-index.js';
 import { withThreads } from '../warehouse/threads.js';
 import { withTransaction } from '../warehouse/transaction.js';
+import { mergeMayVacuum, withVacuum } from '../warehouse/vacuum-policy.js';
 import type { AfterMergeContext, AfterMergeResult } from './run-types.js';
 import { checkStaged } from './run-errors.js';
 import type { RunState } from './run-state.js';
@@ -51,7 +52,8 @@ export interface MergedRun {
  * (serving-index.ts) and ends the run log row `succeeded` with its counters and facts (runs.ts), all or
  * nothing. Once committed, the merge's figures join the run's counters (`RunState.mergeCommitted`: a
  * rolled-back merge leaves none on the failed run) and its staging is cleared (merge.ts, `clearStaging`).
- * The merge runs with `mergeThreads` DuckDB threads.
+ * The merge runs with `mergeThreads` DuckDB threads, and its commit vacuums deleted rows only when
+ * `mergeMayVacuum` says so (a full export, or many deleted rows; vacuum-policy.ts).
  *
  * @throws SyncError `COUNT_MISMATCH` when staging does not hold the records counted as loaded; whatever
  *   `afterMerge` or DuckDB throws (the transaction is rolled back)
@@ -61,7 +63,15 @@ export async function mergeRun(
   run: MergedRun,
   afterMerge: AfterMerge | undefined,
 ): Promise<void> {
-  await withThreads(connection, run.mergeThreads, () => mergeInTransaction(connection, run, afterMerge));
+  const vacuum = await mergeMayVacuum(connection, run.fullExport);
+  await withThreads(connection, run.mergeThreads, () =>
+    withVacuum(connection, vacuum, async () => {
+      await mergeInTransaction(connection, run, afterMerge, vacuum);
+      // The staging just cleared is in the write-ahead log: checkpointed here, still without the vacuum, so
+      // that closing the warehouse (which checkpoints a non-empty log) does not vacuum after all.
+      if (!vacuum) await connection.run('CHECKPOINT').catch(() => undefined);
+    }),
+  );
 }
 
 type AfterMerge = (ctx: AfterMergeContext) => Promise<AfterMergeResult | void>;
@@ -84,6 +94,7 @@ async function mergeInTransaction(
   connection: DuckDBConnection,
   run: MergedRun,
   afterMerge: AfterMerge | undefined,
+  vacuum: boolean,
 ): Promise<void> {
   const { runId, source, fullExport, sliceRows } = run;
   const times = new PhaseTimes();
@@ -112,7 +123,7 @@ async function mergeInTransaction(
   // Only now: a merge that rolled back leaves its figures off the run's counters (and its failed row).
   run.state.mergeCommitted(figures);
   await times.timed('clearMs', () => clearStaging(connection, runId));
-  run.logger.info({ ...times.ms, totalMs: Date.now() - started }, 'merge committed');
+  run.logger.info({ ...times.ms, totalMs: Date.now() - started, vacuum }, 'merge committed');
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { withVacuum } from './vacuum-policy.js';
 
 /** A `checkpoint_threshold` no run's write-ahead log reaches. */
 const NEVER = '1000GiB';
@@ -55,16 +56,9 @@ export async function withoutStagingVacuum<T>(
   fn: () => Promise<T>,
   worthIt: () => boolean = () => true,
 ): Promise<T> {
-  const before = Number(
-    (await c.runAndReadAll(`SELECT current_setting('max_vacuum_tasks')::BIGINT`)).getRows()[0]![0],
-  );
-  await c.run('SET max_vacuum_tasks = 0');
-  try {
+  return withVacuum(c, false, async () => {
     const result = await fn();
     if (worthIt()) await c.run('CHECKPOINT').catch(() => undefined);
     return result;
-  } finally {
-    // Never in place of `fn`'s error (an instance a failed write invalidated refuses every statement).
-    await c.run(`SET max_vacuum_tasks = ${before}`).catch(() => undefined);
-  }
+  });
 }
