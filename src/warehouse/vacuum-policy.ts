@@ -43,10 +43,11 @@ export async function storedRows(connection: DuckDBConnection, table = 'report_r
  * {@link VACUUM_DELETED_SHARE} of the rows stored for `report_rows` are deleted.
  *
  * Why: DuckDB's checkpoint vacuums whatever qualifies at that moment, up to three row groups merged into
- * fewer per task (its `RowGroupCollection::ScheduleVacuumTasks`). The rows a nightly run appends are the
- * ones the next changes delete again, so a few minutes' `recent` run of 29,000 reports on a 10M-report
- * warehouse paid for merging the 363,010 rows of the last four row groups: 3.5 s of checkpoint and
- * 670 MiB peak RSS, against 0.2 s and 445 MiB with the vacuum left to the next full run (measured).
+ * fewer per task (its `RowGroupCollection::ScheduleVacuumTasks`). Runs append changed reports at the end
+ * of the table and delete their old rows, so its last row groups come to fit in fewer at some commit,
+ * whichever run's it is: on a 10M-report warehouse after its nightly run, a `recent` run of 29,000 new
+ * reports paid for merging the 363,010 rows of the last four row groups into three, 3.5 s of checkpoint
+ * and 670 MiB peak RSS, against 0.2 s and 445 MiB with the vacuum left to the next full run (measured).
  *
  * @throws DuckDB's error when `report_rows` cannot be read
  */
