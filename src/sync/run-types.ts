@@ -58,6 +58,12 @@ export interface RunSyncOptions {
    * for a 304).
    */
   onCommit?: ((runId: string, records: number) => void) | undefined;
+  /**
+   * Evicts the blocks DuckDB holds cached and unpinned (`evictCachedBlocks`), through another connection
+   * of the instance: there a refused `memory_limit` cannot abort this run's open transaction. Used only
+   * while the run reads with a lowered limit, which means nothing else shares the instance.
+   */
+  evictCache?: (() => Promise<void>) | undefined;
 }
 
 /** What {@link RunSyncOptions.beforeMerge} gets: the run as read, nothing merged yet. */

@@ -3,6 +3,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
 import { SyncError } from '../util/errors.js';
+import { evictCachedBlocks } from '../warehouse/memory-limit.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import type { ExportSource } from './export-source.js';
@@ -71,7 +72,9 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
         if (!source) throw new SyncError('SOURCE_UNKNOWN', `Unknown source ${step}`);
         const finisher = exportFinisher({ config, dispatcher, logger, source, signal });
         const drift = driftHooks({ connection, config, logger, source: source.name });
+        const side = await options.warehouse.connect();
         summary = await runSync({
+          evictCache: () => evictCachedBlocks(side),
           connection,
           config,
           dispatcher,
@@ -84,7 +87,7 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
           upstreamTotal: finisher.upstreamTotal,
           onCommit: options.onCommit,
           ...chainHooks(drift, finisher),
-        });
+        }).finally(() => side.closeSync());
         summary.drift = drift.events();
       }
       summaries.push(summary);

@@ -20,11 +20,15 @@ const SLICE_ROWS = 8 * 122_880;
  * slower for 1M hashes). Sorting the hashes in DuckDB instead (one slice per hash range, 10 scans at 10M)
  * took 5 s and 517 MiB of peak RSS at 10M reports, one `ORDER BY` ran out of memory; these two passes take
  * ~2 s and ~330 MiB (measured).
+ *
+ * `afterSlice` runs after each slice's hashes are visited (the sync evicts the blocks the slice read there:
+ * DuckDB would otherwise keep the whole column cached next to the set).
  */
 export async function loadKnownLines(
   connection: DuckDBConnection,
   source: string,
   trackSeen = false,
+  afterSlice?: () => Promise<void>,
 ): Promise<KnownLines> {
   const column = lineHashColumn(source);
   const where = `${column} IS NOT NULL AND removed_at IS NULL`;
@@ -55,6 +59,7 @@ export async function loadKnownLines(
             const lo = chunk.getColumnVector(1);
             for (let i = 0; i < rows; i++) visit(hi.getItem(i) as number, lo.getItem(i) as number);
           }
+          await afterSlice?.();
         }
       },
       trackSeen,
