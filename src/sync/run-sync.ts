@@ -1,5 +1,6 @@
 import { tmpdir } from 'node:os';
 import type { KnownLines } from '../normalize/known-lines.js';
+import type { ExportValidator } from './export-source.js';
 import { withRetry } from '../upstream/with-retry.js';
 import { failpoint } from '../util/failpoint.js';
 import { clearSpool, spoolDirFor } from '../warehouse/batch-files.js';
@@ -43,6 +44,10 @@ export type {
 export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
   const run = await openRun(options);
   try {
+    // Inside the try: once the run row exists, a failure here (DuckDB out of memory loading the known
+    // lines, say) is recorded on it like any other.
+    run.validators = await validatorsOf(options, run.upstreamUrl);
+    run.knownLines = await knownLinesOf(options);
     // Reading only appends to staging: a lower DuckDB memory limit keeps its cache of written blocks small.
     const { config, source, logger } = run;
     const readLimit = readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes);
@@ -171,8 +176,9 @@ async function commitMerge(run: OpenedExportRun, options: RunSyncOptions): Promi
 }
 
 /**
- * Starts a run: its `sync_runs` row (run-life.ts), a clean spool folder, the known-line hashes, and what
- * reading its export needs ({@link ExportRead}).
+ * Starts a run: its `sync_runs` row (run-life.ts), a clean spool folder, and what reading its export needs
+ * ({@link ExportRead}); its validators and known-line hashes are loaded by `runSync`, where a failure is
+ * recorded on the row.
  *
  * @throws SyncError `WAREHOUSE_WRITE` when the warehouse cannot take the run row
  */
@@ -183,7 +189,7 @@ async function openRun(options: RunSyncOptions): Promise<OpenedExportRun> {
     job: options.job ?? `sync-${source.name}`,
     source: source.name,
   });
-  const { log, runId, started, upstreamUrl, warehousePath } = opened;
+  const { log, runId, started, warehousePath } = opened;
   if (source.paging) await log.note({ pageSize: source.paging.pageSize(config) });
   const spoolDir = spoolDirFor(config.warehouse === ':memory:' ? ':memory:' : warehousePath, tmpdir());
   clearSpool(spoolDir);
@@ -196,18 +202,11 @@ async function openRun(options: RunSyncOptions): Promise<OpenedExportRun> {
     log,
     onRefused: (records: number) => state.refused(records),
   };
-  // A full export asks conditionally with the validators of the last complete run of it (a 304 ends the run).
-  const validators =
-    config.conditionalExports && source.fullExport
-      ? await lastCompleteValidators(connection, source.name, upstreamUrl)
-      : undefined;
   return {
     ...options,
     ...opened,
     target,
     state,
-    knownLines: await knownLinesOf(options),
-    validators,
     staging: { writer: new StagingWriter(connection, target) },
     progress: () =>
       options.onProgress?.({
@@ -218,6 +217,17 @@ async function openRun(options: RunSyncOptions): Promise<OpenedExportRun> {
         page: state.page,
       }),
   };
+}
+
+/** A full export asks conditionally with the validators of the last complete run of it (a 304 ends the run). */
+async function validatorsOf(
+  options: RunSyncOptions,
+  upstreamUrl: string | undefined,
+): Promise<ExportValidator | undefined> {
+  const { connection, config, source } = options;
+  return config.conditionalExports && source.fullExport
+    ? lastCompleteValidators(connection, source.name, upstreamUrl)
+    : undefined;
 }
 
 /**

@@ -8,7 +8,7 @@ import { silentLogger } from '../../src/util/logger.js';
 import { loadKnownLines } from '../../src/warehouse/known-line-hashes.js';
 import { evictCachedBlocks } from '../../src/warehouse/memory-limit.js';
 import { startRawServer, type RawServer } from '../helpers/raw-server.js';
-import { openTestWarehouse, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
+import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
 // A sync builds its known-line set from a scan of the line-hash column; DuckDB would keep those blocks
 // cached through the whole reading. evictCachedBlocks hands them back.
@@ -169,5 +169,50 @@ describe('a sync loading its known lines', () => {
     }
     // The first run finds no current report; the second loads one slice in each of the set's two passes.
     expect(calls).toEqual({ cli: 2, daemon: 0 });
+  });
+  it('records a failure while the known lines load on the run row, and the next run starts clean', async () => {
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), {
+      duckdbMemoryLimit: '512MiB',
+      duckdbReadMemoryLimit: '128MiB',
+    });
+    const warehouse = await openTestWarehouse(config);
+    const dispatcher = createHttpAgent(config);
+    const runOnce = async (evictCache?: () => Promise<void>) => {
+      const connection = await warehouse.connect();
+      try {
+        return await runSync({
+          connection,
+          config,
+          dispatcher,
+          logger: silentLogger(),
+          source: ndjsonSource,
+          evictCache,
+        });
+      } finally {
+        connection.closeSync();
+      }
+    };
+    try {
+      expect((await runOnce()).status).toBe('succeeded');
+      const failed = await runOnce(async () => {
+        throw new Error('eviction failed on purpose');
+      });
+      expect(failed.status).toBe('failed');
+      const rows = await query(
+        warehouse,
+        `SELECT status, error->>'message' AS message FROM sync_runs WHERE run_id = $id`,
+        { id: failed.runId },
+      );
+      expect(rows).toEqual([
+        { status: 'failed', message: expect.stringContaining('eviction failed on purpose') },
+      ]);
+      expect((await runOnce()).status).toBe('succeeded');
+      expect(await query(warehouse, `SELECT count(*) AS n FROM sync_runs WHERE status = 'running'`)).toEqual([
+        { n: 0 },
+      ]);
+    } finally {
+      await dispatcher.close();
+      warehouse.close();
+    }
   });
 });
