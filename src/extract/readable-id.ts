@@ -11,7 +11,8 @@ const BACKSLASH = 0x5c;
  * a complete string (valid UTF-8, not blank) or number token. Undefined when there is none, when the
  * object gives `id` twice, or when the id's own bytes are broken.
  *
- * Rules as `recordIdOf` of normalize/reject.ts: a number is its JSON text read as a number (`String(n)`).
+ * Rules as `recordIdOf` of normalize/reject.ts: a number is its JSON text read as a number (`String(n)`),
+ * but an integer past 2^53 − 1 is its digits as sent (read as a number it would be another integer).
  */
 export function readableJsonId(bytes: Uint8Array): string | undefined {
   const scan = { b: bytes, i: 0 };
@@ -51,7 +52,14 @@ function idValue(token: Uint8Array): string | undefined {
   } catch {
     return undefined;
   }
-  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
+  if (typeof value === 'number') {
+    // Past 2^53 − 1 the parsed integer is another one: its digits as sent, when they are plain digits.
+    if (Number.isInteger(value) && !Number.isSafeInteger(value)) {
+      const digits = Buffer.from(token.buffer, token.byteOffset, token.byteLength).toString('latin1');
+      return /^-?(0|[1-9][0-9]*)$/.test(digits) ? digits : undefined;
+    }
+    return Number.isFinite(value) ? String(value) : undefined;
+  }
   if (typeof value !== 'string' || value.trim() === '') return undefined;
   return (value as unknown as { isWellFormed(): boolean }).isWellFormed() ? value : undefined;
 }

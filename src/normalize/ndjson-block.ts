@@ -142,7 +142,12 @@ function decodeParsed(
   }
   const result = validateWireLine(text, parsed.value, rules.limits);
   if (!result.ok) {
-    out.rejects.push({ location, raw: text, recordId: recordIdOf(parsed.value), issues: result.issues });
+    out.rejects.push({
+      location,
+      raw: text,
+      recordId: recordIdOf(parsed.value, text),
+      issues: result.issues,
+    });
     return false;
   }
   const json = canonicalJson(result.report);

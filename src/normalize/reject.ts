@@ -1,3 +1,4 @@
+import { readableJsonId } from '../extract/readable-id.js';
 import type { UnreadableRecord } from '../extract/record.js';
 import { isWellFormedText } from '../schema/value-rules.js';
 import type { EncodedLines } from '../util/line-file.js';
@@ -24,13 +25,22 @@ export interface DecodedBlock {
   rejected: number;
 }
 
-/** The `id` of a parsed record when it has a usable one (for `rejected_records.record_id`), else undefined. */
-export function recordIdOf(value: unknown): string | undefined {
+/**
+ * The `id` of a parsed record when it has a usable one (for `rejected_records.record_id`), else undefined: a
+ * non-blank well-formed string, or a number as its text. An integer past 2^53 − 1 parsed to another
+ * integer (`9007199254740993` reads as `…992`, another report's id): its digits are read from the line's
+ * `text` when given (extract/readable-id.ts), else it has no usable id.
+ */
+export function recordIdOf(value: unknown, text?: string): string | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const id = (value as Record<string, unknown>).id;
   // A blank id is no id (and CSV cannot tell it from a missing one): NULL in rejected_records.record_id.
   // An id with a lone surrogate has no UTF-8 form: stored rewritten it would name another record (the raw
   // text keeps it, as its JSON escape).
   if (typeof id === 'string') return id.trim() !== '' && isWellFormedText(id) ? id : undefined;
-  return typeof id === 'number' ? String(id) : undefined;
+  if (typeof id !== 'number') return undefined;
+  if (Number.isInteger(id) && !Number.isSafeInteger(id)) {
+    return text === undefined ? undefined : readableJsonId(Buffer.from(text, 'utf8'));
+  }
+  return String(id);
 }

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { readableJsonId } from '../../src/extract/readable-id.js';
+import { recordIdOf } from '../../src/normalize/reject.js';
 
 const INVALID = [[0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82]];
 
@@ -46,5 +47,24 @@ describe('readableJsonId', () => {
     expect(id('{"id":"cut')).toBe(undefined);
     expect(id('[{"id":"a"}]')).toBe(undefined);
     expect(id('{"x":[1,{"id":2}],"id":"top"')).toBe('top');
+  });
+
+  it('keeps the digits of an integer id past 2^53 − 1, which JSON.parse reads as another integer', () => {
+    const big = fc.bigInt({ min: 2n ** 53n, max: 10n ** 30n });
+    fc.assert(
+      fc.property(big, fc.boolean(), (n, negative) => {
+        const digits = `${negative ? '-' : ''}${n}`;
+        const line = `{"status":1,"id":${digits},"x":[2]}`;
+        expect(readableJsonId(Buffer.from(line))).toBe(digits);
+        expect(recordIdOf(JSON.parse(line), line)).toBe(digits);
+        // Without the text the parsed number names another report: no id rather than a wrong one.
+        expect(recordIdOf(JSON.parse(line))).toBe(undefined);
+      }),
+    );
+    expect(recordIdOf({ id: 9007199254740991 })).toBe('9007199254740991');
+    expect(recordIdOf({ id: 42 }, '{"id":42.0}')).toBe('42');
+    // Not plain digits: the exact integer cannot be told from the token.
+    expect(readableJsonId(Buffer.from('{"id":9007199254740993.0}'))).toBe(undefined);
+    expect(readableJsonId(Buffer.from('{"id":1e400}'))).toBe(undefined);
   });
 });
