@@ -1,4 +1,4 @@
-import { stringWidth, truncateToWidth } from '../util/screen.js';
+import { escapeControls, stringWidth, truncateToWidth } from '../util/screen.js';
 
 /** Options of {@link formatTable}. */
 export interface TableOptions {
@@ -25,40 +25,62 @@ const MIN_TEXT_WIDTH = 10;
 const GAP = 2;
 
 /**
- * Renders rows as an aligned plain-text table (header, rule, one line per row), for terminals.
- * Values are shown with `String()` (objects as JSON); line breaks and tabs inside a value as `\n`, `\t`;
- * numeric columns right-aligned. Widths are display columns (string-width), so CJK text and emoji keep the
- * columns aligned. With `maxWidth`, every line fits in it (see {@link TableOptions.maxWidth}); numbers and
- * `whole` columns are never cut (a cut number would read as another number).
+ * Renders rows as an aligned plain-text table (header, rule, one line per row), for terminals. The columns
+ * are the keys of the first row, in their order (JavaScript puts integer-like keys first: a table whose
+ * column names may look like numbers, or repeat, goes through {@link formatGrid}). See {@link formatGrid}
+ * for how values are shown.
  */
 export function formatTable(rows: Record<string, unknown>[], options: TableOptions = {}): string {
   if (rows.length === 0) return '(no rows)\n';
   const columns = Object.keys(rows[0]!);
+  return formatGrid(
+    columns,
+    rows.map((r) => columns.map((c) => r[c])),
+    options,
+  );
+}
+
+/**
+ * Renders a table given as its column names (shown in this order, duplicates allowed) and rows of values
+ * (one per column): header, rule, one line per row. Values are shown with `String()` (objects as JSON);
+ * line breaks and tabs inside a value as `\n`, `\t`, other control characters as their escape
+ * (util/screen.ts `escapeControls`), in names too; numeric columns right-aligned (options name columns by
+ * name; `rightAlignAt` by position). Widths are display columns (string-width), so CJK text and emoji keep
+ * the columns aligned. With `maxWidth`, every line fits in it (see {@link TableOptions.maxWidth}); numbers
+ * and `whole` columns are never cut (a cut number would read as another number).
+ */
+export function formatGrid(
+  columns: readonly string[],
+  rows: readonly (readonly unknown[])[],
+  options: TableOptions & { rightAlignAt?: ReadonlySet<number> } = {},
+): string {
+  if (rows.length === 0) return '(no rows)\n';
   const nullAs = options.nullAs ?? '';
+  const text = (v: string) =>
+    escapeControls(v.replace(/\r?\n/g, '\\n').replace(/\r/g, '\\r').replace(/\t/g, '\\t'));
   const cell = (v: unknown) =>
     v === null || v === undefined
       ? nullAs
       : typeof v === 'number' && options.groupDigits
         ? v.toLocaleString('en-US')
-        : (typeof v === 'object' ? JSON.stringify(v) : String(v))
-            .replace(/\r?\n/g, '\\n')
-            .replace(/\r/g, '\\r')
-            .replace(/\t/g, '\\t');
+        : text(typeof v === 'object' ? JSON.stringify(v) : String(v));
   const right = columns.map(
-    (c) =>
+    (c, i) =>
       options.rightAlign?.has(c) === true ||
-      (rows.some((r) => typeof r[c] === 'number') &&
-        rows.every((r) => typeof r[c] === 'number' || r[c] === null || r[c] === undefined)),
+      options.rightAlignAt?.has(i) === true ||
+      (rows.some((r) => typeof r[i] === 'number') &&
+        rows.every((r) => typeof r[i] === 'number' || r[i] === null || r[i] === undefined)),
   );
-  const cells = rows.map((r) => columns.map((c) => cell(r[c])));
-  const natural = columns.map((c, i) =>
-    Math.max(stringWidth(c), ...cells.map((row) => stringWidth(row[i]!))),
+  const header = columns.map(text);
+  const cells = rows.map((r) => columns.map((_, i) => cell(r[i])));
+  const natural = columns.map((_, i) =>
+    Math.max(stringWidth(header[i]!), ...cells.map((row) => stringWidth(row[i]!))),
   );
   // The narrowest each column may become: numbers and whole columns as they are, text cut to a minimum.
   const least = columns.map((c, i) =>
     right[i] || options.whole?.has(c) === true
       ? natural[i]!
-      : Math.min(natural[i]!, Math.max(MIN_TEXT_WIDTH, stringWidth(c))),
+      : Math.min(natural[i]!, Math.max(MIN_TEXT_WIDTH, stringWidth(header[i]!))),
   );
   const dropOrder = (options.dropFirst ?? []).map((c) => columns.indexOf(c)).filter((i) => i >= 0);
   const layout = fitColumns(natural, least, dropOrder, options.maxWidth);
@@ -72,8 +94,8 @@ export function formatTable(rows: Record<string, unknown>[], options: TableOptio
       .join(' '.repeat(GAP))
       .trimEnd();
   const rule = layout.map(({ width }) => '-'.repeat(width)).join(' '.repeat(GAP));
-  const lines = [line(columns), rule, ...cells.map(line)];
-  const left = columns.filter((_, i) => !layout.some((slot) => slot.column === i));
+  const lines = [line(header), rule, ...cells.map(line)];
+  const left = header.filter((_, i) => !layout.some((slot) => slot.column === i));
   if (left.length > 0) {
     const note = `(${left.length} more column${left.length === 1 ? '' : 's'} not shown: ${left.join(', ')})`;
     lines.push(truncateToWidth(note, options.maxWidth ?? note.length));

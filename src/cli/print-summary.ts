@@ -6,7 +6,7 @@ import { wrapToWidth } from '../util/screen.js';
 import { currentCountsRelation } from '../warehouse/current-counts.js';
 import { runQualityFlags } from '../warehouse/quality-flags.js';
 import { rejectReasons, type RejectReason } from '../warehouse/reject-reasons.js';
-import { formatTable } from './format-table.js';
+import { formatGrid, formatTable } from './format-table.js';
 import { readRunFacts, type RunFacts } from './run-facts.js';
 
 /** Numbers as people read them, the same in the progress line and the summary: `300,000`. */
@@ -83,22 +83,40 @@ export async function printRunSummaries(
     }
   }
   const countsSql = await currentCountsRelation(connection);
-  const byDestination = (
+  const cells = (
     await connection.runAndReadAll(
-      `PIVOT (${countsSql}) ON status USING coalesce(sum(reports), 0)::DOUBLE
-       GROUP BY destination ORDER BY destination`,
+      `SELECT destination, status, sum(reports)::DOUBLE AS n FROM (${countsSql}) GROUP BY ALL`,
     )
-  ).getRowObjectsJS();
-  const total = (
-    await connection.runAndReadAll(`SELECT coalesce(sum(reports), 0)::DOUBLE AS n FROM (${countsSql})`)
-  ).getRowObjectsJS()[0]?.n;
-  write(`\nWarehouse: ${count(Number(total))} current reports, by destination and status:\n`);
-  // Every column but the destination is a count.
-  const counts = new Set(Object.keys(byDestination[0] ?? {}).filter((col) => col !== 'destination'));
-  const table = byDestination.map((row) =>
-    Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'number' ? count(v) : v])),
+  ).getRowsJS() as [string, string, number][];
+  const total = cells.reduce((sum, [, , n]) => sum + n, 0);
+  write(`\nWarehouse: ${count(total)} current reports, by destination and status:\n`);
+  const { header, rows } = crossTab(cells);
+  out.write(
+    indent(
+      formatGrid(header, rows, {
+        rightAlignAt: new Set(header.map((_, i) => i).filter((i) => i > 0)),
+        maxWidth: inner(width, 2),
+      }),
+      2,
+    ),
   );
-  out.write(indent(formatTable(table, { rightAlign: counts, maxWidth: inner(width, 2) }), 2));
+}
+
+/**
+ * Counts by (destination, status) as a table: one row per destination, one column per status, both sorted
+ * by code unit, a missing pair counted 0. Built here rather than with DuckDB's `PIVOT`, whose column
+ * names are case-insensitive (`Submitted` beside `SUBMITTED` came out renamed `Submitted_1`) and may clash
+ * with `destination`; codes are open-ended upstream text (seed: "not shown"), so any may occur.
+ */
+function crossTab(cells: readonly [string, string, number][]): { header: string[]; rows: string[][] } {
+  const byCode = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  const statuses = [...new Set(cells.map(([, status]) => status))].sort(byCode);
+  const destinations = [...new Set(cells.map(([destination]) => destination))].sort(byCode);
+  const n = new Map(cells.map(([d, st, k]) => [`${d}\u0000${st}`, k]));
+  return {
+    header: ['destination', ...statuses],
+    rows: destinations.map((d) => [d, ...statuses.map((st) => count(n.get(`${d}\u0000${st}`) ?? 0))]),
+  };
 }
 
 /** The resume, tombstone and `/stats` lines of a run (only the facts it recorded). */

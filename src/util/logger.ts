@@ -2,7 +2,7 @@ import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'p
 import { createRequire } from 'node:module';
 import type PinoPretty from 'pino-pretty';
 import { redactSecrets } from './redact.js';
-import { screenWidth, truncateToWidth } from './screen.js';
+import { escapeControls, screenWidth, truncateToWidth } from './screen.js';
 import { statusLineFor, useColor } from './status-line.js';
 
 export type { Logger } from 'pino';
@@ -52,12 +52,7 @@ export function createLogger(level: string, pretty?: boolean, mode: { brief?: bo
         },
       );
     }
-    const pretty = loadPretty().prettyFactory({
-      colorize: useColor(process.stderr),
-      ignore: 'pid,hostname',
-      singleLine: true,
-      translateTime: 'SYS:HH:MM:ss.l',
-    });
+    const pretty = prettyFormatter(useColor(process.stderr));
     // Formatted in this thread as each line is logged (no transport thread racing stdout), and written
     // through the status line. The pretty format reads numeric levels; JSON keeps labels.
     return pino(
@@ -66,6 +61,24 @@ export function createLogger(level: string, pretty?: boolean, mode: { brief?: bo
     );
   }
   return pino(options, redacting(pino.destination({ dest: 2, sync: true })));
+}
+
+/**
+ * The terminal log's formatter (`--verbose` on a terminal): pino's JSON of one entry to pino-pretty's one
+ * line, local time to the millisecond, colours when `colorize`. An entry may quote upstream text (an error
+ * body, a field name, a stack): every control character is shown as an escape (screen.ts
+ * `escapeControls`), never acted on by the terminal; only pino-pretty's own colours stay.
+ */
+export function prettyFormatter(colorize: boolean): (json: string) => string {
+  const pretty = loadPretty().prettyFactory({
+    colorize,
+    ignore: 'pid,hostname',
+    singleLine: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    // Escaped before the colours are added: a colour sequence in a message is the upstream's, not ours.
+    messageFormat: (log, key) => escapeControls(String(log[key] ?? '')),
+  });
+  return (json) => escapeControls(pretty(json), true);
 }
 
 const LEVEL_WORDS: Record<number, string> = {
@@ -94,7 +107,8 @@ export function briefLine(json: string, width: number | undefined): string {
     /\s*\n\s*/g,
     ' ',
   );
-  return `${width === undefined ? text : truncateToWidth(text, width)}\n`;
+  const shown = escapeControls(text);
+  return `${width === undefined ? shown : truncateToWidth(shown, width)}\n`;
 }
 
 /** pino-pretty, loaded only when used (~150 ms of startup otherwise spent on every command). */

@@ -35,13 +35,38 @@ export function truncateToWidth(text: string, width: number): string {
 const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
 /**
+ * Control characters that would act on a terminal rather than show: C0 (but line feed and tab), DEL, C1 (ESC
+ * and CSI sequences clear a screen or set a window title, a lone CR overwrites a line) and the bidirectional
+ * overrides and isolates that reorder what is shown (Unicode TR #36, "Trojan Source").
+ */
+const CONTROL_CLASS = '[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f\\u202a-\\u202e\\u2066-\\u2069]';
+const CONTROLS = new RegExp(CONTROL_CLASS, 'g');
+/** A colour (SGR) sequence, as a log formatter writes it, or a control character. */
+const COLOUR_OR_CONTROL = new RegExp(`(\\u001b\\[[0-9;]*m)|${CONTROL_CLASS}`, 'g');
+
+const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/**
+ * `text` with every {@link CONTROLS} character written as its JSON escape (`\u001b`), so text from the
+ * upstream or the warehouse (a field name, a status, an error message) printed on a terminal shows as text
+ * and cannot move the cursor, clear the screen or reorder a line. Line feeds and tabs are kept; with
+ * `keepColours`, so are colour sequences (SGR, `ESC [ … m`: a log formatter's own).
+ */
+export function escapeControls(text: string, keepColours = false): string {
+  return keepColours
+    ? text.replace(COLOUR_OR_CONTROL, (c, colour?: string) => colour ?? escaped(c))
+    : text.replace(CONTROLS, escaped);
+}
+
+/**
  * `text` with every line longer than `width` columns wrapped at word boundaries (long words broken),
  * continuation lines indented two columns past the line's own indentation, so a terminal never wraps a
- * line itself. `width` undefined: `text` unchanged (not a terminal).
+ * line itself. `width` undefined: `text` whole (not a terminal). Control characters are escaped either way
+({@link escapeControls}): a report read by a person or a program holds no terminal commands.
  */
 export function wrapToWidth(text: string, width: number | undefined): string {
-  if (width === undefined) return text;
-  return text
+  if (width === undefined) return escapeControls(text);
+  return escapeControls(text)
     .split('\n')
     .map((line) => {
       if (stringWidth(line) <= width) return line;

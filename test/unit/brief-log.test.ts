@@ -1,6 +1,6 @@
 import stringWidth from 'string-width';
 import { describe, expect, it } from 'vitest';
-import { briefLine } from '../../src/util/logger.js';
+import { briefLine, prettyFormatter } from '../../src/util/logger.js';
 
 const entry = (fields: Record<string, unknown>) => JSON.stringify({ time: 1, pid: 2, ...fields });
 
@@ -34,5 +34,28 @@ describe('the brief terminal log of sync and demo', () => {
   it('prints whole lines off a terminal width and keeps a multi-line error on one line', () => {
     const line = briefLine(entry({ level: 50, msg: 'job failed', err: { message: 'a\nb' } }), undefined);
     expect(line).toBe('error: job failed: a b\n');
+  });
+
+  it('shows control characters an upstream sent as escapes, in the brief and the verbose log', () => {
+    // An error body or a field name quoting terminal commands: clear the screen, set the window title.
+    const hostile = 'field "\u001b[2J\u001b]0;owned\u0007" \u202eexe.txt';
+    const json = entry({ level: 40, msg: `drift: ${hostile}`, err: { message: `HTTP 500: ${hostile}` } });
+    // eslint-disable-next-line no-control-regex -- control characters are what the test looks for
+    const acts = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+    for (const width of [undefined, 200]) {
+      const line = briefLine(json, width);
+      expect(line.trimEnd()).not.toMatch(acts);
+      expect(line).toContain('\\u001b[2J\\u001b]0;owned\\u0007');
+    }
+    const stack = `Error: HTTP 500: ${hostile}\n    at read (extract.js:1:1)`;
+    const withStack = entry({ level: 50, msg: hostile, err: { message: hostile, stack } });
+    for (const colorize of [false, true]) {
+      for (const verbose of [prettyFormatter(colorize)(json), prettyFormatter(colorize)(withStack)]) {
+        // Only the formatter's own colours are left: no other escape sequence or control character.
+        // eslint-disable-next-line no-control-regex -- control characters are what the test looks for
+        expect(verbose.replace(/\u001b\[[0-9;]*m/g, '').trimEnd()).not.toMatch(acts);
+        expect(verbose).toContain('\\u001b[2J\\u001b]0;owned\\u0007');
+      }
+    }
   });
 });

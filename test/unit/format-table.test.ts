@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import stringWidth from 'string-width';
 import { describe, expect, it } from 'vitest';
-import { formatTable } from '../../src/cli/format-table.js';
-import { truncateToWidth, wrapToWidth } from '../../src/util/screen.js';
+import { formatGrid, formatTable } from '../../src/cli/format-table.js';
+import { escapeControls, truncateToWidth, wrapToWidth } from '../../src/util/screen.js';
 
 const lines = (text: string) => text.replace(/\n$/, '').split('\n');
 
@@ -103,6 +103,73 @@ describe('formatTable', () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('control characters from the upstream or the warehouse', () => {
+  // C0 but LF and TAB, DEL, C1, bidirectional overrides and isolates: what a terminal acts on.
+  // eslint-disable-next-line no-control-regex -- control characters are what the test looks for
+  const ACTS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+  const hostile = fc.string({
+    unit: fc.oneof(
+      fc.constantFrom('\u001b', '\u0007', '\r', '\u009b', '\u202e', '\u2066', '\u0000', '\u007f', '\n', '\t'),
+      fc.constantFrom('[2J', ']0;title', 'a', 'é', '漢', ' '),
+    ),
+  });
+
+  it('are shown as escapes in tables, names included, and never reach the terminal (property)', () => {
+    fc.assert(
+      fc.property(
+        hostile,
+        hostile,
+        fc.option(fc.integer({ min: 20, max: 120 }), { nil: undefined }),
+        (name, value, width) => {
+          const text = formatGrid(['field', name], [[value, 1]], { maxWidth: width });
+          expect(text.replace(/\n/g, '')).not.toMatch(ACTS);
+          expect(text.replace(/\n$/, '').split('\n').length).toBeGreaterThanOrEqual(3);
+        },
+      ),
+    );
+    const shown = formatTable([{ field: '\u001b[2J\u001b[31mPWNED', where: 'bell\u0007 \u202egnp.exe' }]);
+    expect(shown).toContain('\\u001b[2J\\u001b[31mPWNED');
+    expect(shown).toContain('bell\\u0007 \\u202egnp.exe');
+  });
+
+  it('are escaped in report text, wrapped or whole, while its lines and tabs stay', () => {
+    fc.assert(
+      fc.property(
+        hostile,
+        fc.option(fc.integer({ min: 10, max: 100 }), { nil: undefined }),
+        (text, width) => {
+          const out = wrapToWidth(text, width);
+          expect(out).not.toMatch(ACTS);
+          if (width === undefined) expect(out).toBe(escapeControls(text));
+        },
+      ),
+    );
+    expect(wrapToWidth('error: \u001b]0;owned\u0007\n\tnext', undefined)).toBe(
+      'error: \\u001b]0;owned\\u0007\n\tnext',
+    );
+  });
+});
+
+describe('formatGrid', () => {
+  it('keeps the columns in the order given, names that look like numbers or repeat included', () => {
+    const text = formatGrid(
+      ['destination', '3', 'SUBMITTED', 'Submitted', 'destination'],
+      [['ROADS', '1', '2', '3', '4']],
+      { rightAlignAt: new Set([1, 2, 3, 4]) },
+    );
+    const [header, , row] = lines(text);
+    expect(header!.trim().split(/\s{2,}/)).toEqual([
+      'destination',
+      '3',
+      'SUBMITTED',
+      'Submitted',
+      'destination',
+    ]);
+    expect(row!.trim().split(/\s{2,}/)).toEqual(['ROADS', '1', '2', '3', '4']);
+    expect(formatGrid(['a'], [])).toBe('(no rows)\n');
   });
 });
 

@@ -102,4 +102,54 @@ describe('current reports by destination and status (the sync summary)', () => {
       }
     });
   });
+
+  it('prints one column per stored status, whatever its text: case, digits, a clash with "destination"', async () => {
+    await withSyncedWarehouse(tmp.dir, { n: 600, seed: 5 }, async ({ c }) => {
+      // Codes are open-ended upstream text: DuckDB's PIVOT renamed `Submitted` beside `SUBMITTED`, and
+      // JavaScript moved a column named `3` before `destination`.
+      const odd = ['Submitted', 'destination', '3', 'SUBMITTED ', '\u001b[2J'];
+      const ids = (await c.runAndReadAll('SELECT id FROM reports ORDER BY id LIMIT 5')).getRows();
+      for (const [i, status] of odd.entries()) {
+        await c.run('UPDATE report_rows SET status = $s WHERE id = $id', {
+          s: status,
+          id: String(ids[i]![0]),
+        });
+      }
+      await c.run('UPDATE reader_serving SET bucket_us = NULL');
+      let text = '';
+      const out = new Writable({
+        write(chunk: Buffer, _enc, done) {
+          text += chunk.toString();
+          done();
+        },
+      });
+      await printRunSummaries(c, [], out, 400);
+      const table = text.split('\n').filter((l) => /^\s{2}\S/.test(l));
+      const header = table[0]!.trim().split(/\s{2,}/);
+      const stored = (await c.runAndReadAll('SELECT DISTINCT status FROM reports WHERE removed_at IS NULL'))
+        .getRows()
+        .map((r) => String(r[0]));
+      const byCode = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+      // Trailing blanks do not show in a terminal table; the escape does, as text.
+      const shown = (st: string) => st.replace('\u001b', '\\u001b').trim();
+      expect(header).toEqual(['destination', ...stored.sort(byCode).map(shown)]);
+      for (const [i, status] of odd.entries()) {
+        const [d] = (
+          await c.runAndReadAll('SELECT destination FROM reports WHERE id = $id', { id: String(ids[i]![0]) })
+        ).getRows()[0]!;
+        const n = (
+          await c.runAndReadAll(
+            'SELECT count(*)::INTEGER FROM reports WHERE removed_at IS NULL AND destination = $d AND status = $s',
+            { d: String(d), s: status },
+          )
+        ).getRows()[0]![0];
+        const row = table
+          .find((l) => l.trim().startsWith(`${String(d)} `))!
+          .trim()
+          .split(/\s{2,}/);
+        expect(row[stored.sort(byCode).indexOf(status) + 1]).toBe(String(n));
+      }
+      expect(text).not.toContain('\u001b');
+    });
+  });
 });
