@@ -65,10 +65,9 @@ const numeric = z.union([z.number(), z.string().regex(RULES.numericText, 'not a 
 const latitude = numeric.pipe(z.number().min(-RULES.maxLatitude).max(RULES.maxLatitude));
 const longitude = numeric.pipe(z.number().min(-RULES.maxLongitude).max(RULES.maxLongitude));
 const optionalCoordinate = <T extends z.ZodType>(s: T) =>
-  z
-    .union([z.null(), z.undefined(), z.literal('')])
-    .transform(() => null)
-    .or(s);
+  z.union([z.union([z.null(), z.undefined(), z.literal('')]).transform(() => null), s], {
+    error: 'expected a number of degrees (JSON number or decimal text), or null',
+  });
 
 /** The fields every wire variant must produce before they become a {@link Report}. */
 const core = z

@@ -41,13 +41,31 @@ export function normalizeTimestampGeneral(text: string): string | null {
   return inRange(iso) ? iso : null;
 }
 
-/** Why {@link normalizeTimestamp} refuses `text` (for the quarantine's issue). */
+/**
+ * Why {@link normalizeTimestamp} refuses `text` (for the quarantine's issue): no offset, a date or time of
+ * day that does not exist (Feb 29 of a common year, a leap second), out of {@link TIMESTAMP_RANGE}, or not
+ * the form at all.
+ */
 export function timestampIssue(text: string): string {
-  if (ISO_WITH_OFFSET.test(text)) {
-    const ms = Date.parse(text.replace(' ', 'T'));
-    if (!Number.isNaN(ms) && !inRange(new Date(ms).toISOString())) {
-      return `outside the storable range ${TIMESTAMP_RANGE.min} … ${TIMESTAMP_RANGE.max} (UTC)`;
-    }
+  const m = ISO_WITH_OFFSET.exec(text);
+  if (!m) {
+    return ISO_WITH_OFFSET.test(`${text}Z`)
+      ? 'no UTC offset (`Z` or `±HH:MM`): the instant it names is ambiguous'
+      : 'not an ISO 8601 timestamp with offset';
+  }
+  const [, y, mo, d, h, mi, s] = m;
+  const month = Number(mo);
+  if (month < 1 || month > 12 || Number(d) < 1 || Number(d) > daysInMonth(Number(y), month)) {
+    return `no such date: ${y}-${mo}-${d}`;
+  }
+  if (Number(h) > 23 || Number(mi) > 59 || Number(s ?? 0) > 59) {
+    return Number(s) === 60
+      ? `a leap second (${h}:${mi}:60): not an instant the warehouse can store`
+      : `no such time of day: ${h}:${mi}${s === undefined ? '' : `:${s}`}`;
+  }
+  const ms = Date.parse(text.replace(' ', 'T'));
+  if (!Number.isNaN(ms) && !inRange(new Date(ms).toISOString())) {
+    return `outside the storable range ${TIMESTAMP_RANGE.min} … ${TIMESTAMP_RANGE.max} (UTC)`;
   }
   return 'not an ISO 8601 timestamp with offset';
 }

@@ -117,6 +117,26 @@ describe('validateWireReport', () => {
       ]);
   });
 
+  it('says what a coordinate must be when it is no number at all (hex text, a boolean, an object)', () => {
+    for (const lat of ['0x10', true, 'north', {}, [1]]) {
+      const r = validateWireReport({ ...base, location: undefined, lat, lng: 6.96 });
+      expect(r.ok, JSON.stringify(lat)).toBe(false);
+      if (!r.ok)
+        expect(r.issues).toEqual([
+          {
+            path: 'lat',
+            message: expect.stringMatching(/^expected a number of degrees/),
+            code: 'invalid_union',
+          },
+        ]);
+    }
+    // Text in decimal or exponent form is a number; out of range is told as such.
+    const ok = validateWireReport({ ...base, location: undefined, lat: '1e1', lng: '-0' });
+    expect(ok.ok && [ok.report.lat, ok.report.lng]).toEqual([10, -0]);
+    const far = validateWireReport({ ...base, location: undefined, lat: 91, lng: 6.96 });
+    expect(!far.ok && far.issues[0]?.code).toBe('too_big');
+  });
+
   it('keeps the number text of a location key it does not read, as it does for top-level fields', () => {
     const text = JSON.stringify({ ...base, location: undefined }).replace(
       /}$/,

@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { normalizeTimestamp, normalizeTimestampGeneral } from '../../src/schema/timestamp.js';
+import { normalizeTimestamp, normalizeTimestampGeneral, timestampIssue } from '../../src/schema/timestamp.js';
 
 describe('normalizeTimestamp', () => {
   it('returns normalised UTC text unchanged and agrees with the general path on it', () => {
@@ -30,5 +31,40 @@ describe('normalizeTimestamp', () => {
     expect(normalizeTimestamp('2016-02-16T21:26:00')).toBeNull();
     expect(normalizeTimestamp('2023-02-29T00:00:00.000Z')).toBeNull();
     expect(normalizeTimestamp('2024-02-29T00:00:00.000Z')).toBe('2024-02-29T00:00:00.000Z');
+  });
+});
+
+describe('timestampIssue: why a timestamp is refused, in the quarantine', () => {
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  const exists = (y: number, m: number, d: number) => {
+    const t = new Date(Date.UTC(2000, m - 1, d));
+    t.setUTCFullYear(y);
+    return t.getUTCMonth() === m - 1 && t.getUTCDate() === d;
+  };
+
+  it('names a date that does not exist, a time of day that does not, a leap second and a missing offset', () => {
+    expect(timestampIssue('2023-02-29T10:00:00+01:00')).toBe('no such date: 2023-02-29');
+    expect(timestampIssue('2024-04-31T10:00:00Z')).toBe('no such date: 2024-04-31');
+    expect(timestampIssue('2016-12-31T23:59:60Z')).toMatch(/^a leap second \(23:59:60\)/);
+    expect(timestampIssue('2024-01-01T24:00:00Z')).toBe('no such time of day: 24:00:00');
+    expect(timestampIssue('2024-01-01T10:00:00')).toMatch(/^no UTC offset/);
+    expect(timestampIssue('2024-01-01 10:00')).toMatch(/^no UTC offset/);
+    expect(timestampIssue('2024-04-16T03:0')).toBe('not an ISO 8601 timestamp with offset');
+    expect(timestampIssue('9999-12-31T23:59:59-01:00')).toMatch(/^outside the storable range/);
+  });
+
+  it('says "no such date" exactly when the calendar has no such day (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 9998 }),
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 1, max: 31 }),
+        (y, m, d) => {
+          const text = `${pad(y, 4)}-${pad(m)}-${pad(d)}T12:00:00Z`;
+          if (exists(y, m, d)) expect(normalizeTimestamp(text)).not.toBe(null);
+          else expect(timestampIssue(text)).toBe(`no such date: ${pad(y, 4)}-${pad(m)}-${pad(d)}`);
+        },
+      ),
+    );
   });
 });
