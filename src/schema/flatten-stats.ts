@@ -43,9 +43,13 @@ function pathOf(parent: string, key: string): string {
 
 const BARE_KEY = /^[^.[\]"]+$/;
 
-/** The `total` counter of a stats body, when it has a numeric one (docs/sources.md: `total`, `byStatus`, …). */
+/**
+ * The `total` counter of a stats body (docs/sources.md: `total`, `byStatus`, …), when it is a count: a
+ * non-negative integer. Anything else (`45.5`, `-1`, text) is no total: compared with the warehouse's count,
+ * it would be rounded in print and misread as complete or short, and tombstones hang on that comparison.
+ */
 export function statsTotal(body: unknown): number | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const total = (body as Record<string, unknown>).total;
-  return typeof total === 'number' && Number.isFinite(total) ? total : undefined;
+  return typeof total === 'number' && Number.isSafeInteger(total) && total >= 0 ? total : undefined;
 }

@@ -306,3 +306,20 @@ export function repeatedJsonKey(text: string): { path: string; key: string } | u
   if (scan.duplicate === undefined) return undefined;
   return { path: scan.duplicate.path.replace(/^\./, ''), key: scan.duplicate.key };
 }
+
+/**
+ * How deeply the JSON value `text` (valid JSON) nests arrays and objects: 0 for a scalar, 1 for `{}` or
+ * `[1]`, 2 for `{"a":[1]}`. One pass, no recursion, so any depth is measured (a walk of the parsed value
+ * recursing per level overflows the stack at a few thousand levels).
+ */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) i = stringEnd(text, i) - 1;
+    else if (c === 0x7b || c === 0x5b) deepest = Math.max(deepest, ++depth);
+    else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return deepest;
+}

@@ -42,7 +42,8 @@ export function exportFinisher(
       const logger = options.logger.child({ source: options.source.name });
       try {
         upstream = (await fetchStats({ ...options, logger })).body;
-        if (statsTotal(upstream) === undefined) statsProblem = 'the /stats body has no numeric `total`';
+        if (statsTotal(upstream) === undefined)
+          statsProblem = 'the /stats body has no `total` that is a count (a non-negative integer)';
       } catch (err) {
         if (!isSyncError(err)) throw err;
         statsProblem = `/stats failed: ${errorMessage(err)}`;

@@ -1,7 +1,7 @@
 import { requestOptions } from './request-options.js';
 import type { Dispatcher } from 'undici';
 import { apiUrl, type Config } from '../config/config.js';
-import { repeatedJsonKey } from '../schema/json-text.js';
+import { jsonDepth, repeatedJsonKey } from '../schema/json-text.js';
 import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { header, networkError, openStream } from './open-stream.js';
@@ -24,12 +24,16 @@ export interface FetchStatsOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** Deepest nesting of arrays and objects a `/stats` body may have (the seed's body nests two levels). */
+const MAX_STATS_DEPTH = 64;
+
 /**
  * GETs the aggregate counters (`REPORTS_STATS_PATH`, default `/api/v1/public/reports/stats`;
  * docs/upstream-contract.md: "Aggregate counters") with the retries, redirects and key handling of every upstream call, and parses the body as
  * JSON of any shape. The body is bounded by `REPORTS_MAX_RECORD_BYTES`.
  *
- * @throws SyncError `STATS_INVALID` (body not JSON, too large, or an object giving a key twice), or what
+ * @throws SyncError `STATS_INVALID` (body not JSON, too large, nested deeper than 64 levels, or an object
+ *   giving a key twice), or what
  *   openStream throws after retries
  */
 export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamStats> {
@@ -73,6 +77,17 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
           'STATS_INVALID',
           `The stats body of ${res.url} is not JSON (${(err as Error).message}): check REPORTS_STATS_PATH`,
           { context: { url: res.url, excerpt: text.slice(0, 200) }, cause: err },
+        );
+      }
+      // Counters nest a few levels; a body nested deeper is no counters body, and walking it would overflow
+      // the stack (its metrics, its snapshot's JSON text).
+      const depth = jsonDepth(text);
+      if (depth > MAX_STATS_DEPTH) {
+        throw new SyncError(
+          'STATS_INVALID',
+          `The stats body of ${res.url} nests ${depth} levels deep, more than the ${MAX_STATS_DEPTH} a counters ` +
+            'body may: it is not used (check REPORTS_STATS_PATH)',
+          { context: { url: res.url, depth } },
         );
       }
       // JSON.parse keeps the last of two equal keys: a counter given twice is refused, never one of them kept.

@@ -5,6 +5,7 @@ import {
   canonicalJsonText,
   extraFromJson,
   extraObjectJson,
+  jsonDepth,
   scanJsonObject,
 } from '../../src/schema/json-text.js';
 
@@ -52,5 +53,28 @@ describe('json-text', () => {
     expect(extraObjectJson(extra)).toBe(
       '{"__proto__":{"a":1.0},"constructor":1E+2,"n":12345678901234567890,"s":"A"}',
     );
+  });
+});
+
+describe('jsonDepth', () => {
+  const depthOf = (v: unknown): number =>
+    v !== null && typeof v === 'object'
+      ? 1 + Math.max(0, ...Object.values(v as Record<string, unknown>).map(depthOf))
+      : 0;
+
+  it('gives the nesting of any JSON value, strings holding brackets and quotes included (property)', () => {
+    const value = fc.jsonValue({ maxDepth: 6 });
+    const tricky = fc.constantFrom('{', '}', '[', ']', '"', '\\', '\\"]}');
+    fc.assert(
+      fc.property(value, tricky, (v, s) => {
+        expect(jsonDepth(JSON.stringify(v))).toBe(depthOf(v));
+        expect(jsonDepth(JSON.stringify({ s, v }, null, 2))).toBe(1 + depthOf(v));
+      }),
+    );
+  });
+
+  it('measures any depth without recursion', () => {
+    const n = 200_000;
+    expect(jsonDepth(`${'{"a":['.repeat(n)}1${']}'.repeat(n)}`)).toBe(2 * n);
   });
 });
