@@ -36,6 +36,11 @@ export interface PagedCsvOptions {
   conditional?: boolean;
   /** The first answer of page 1 holds only its first row (a close-delimited body cut at a line break). */
   cutFirstPageOnce?: boolean;
+  /**
+   * The first answer of page `page` holds only its first `keep` rows, ended at a line break (close-delimited:
+   * a connection closed at a row's end; else a short answer, framed).
+   */
+  cutOnce?: { page: number; keep: number };
 }
 
 /** A raw paged CSV export of `ids`, with `/stats` counting them; `ids` may be changed between requests. */
@@ -99,7 +104,10 @@ export async function startPagedCsvServer(
     }
     const cut = options.cutFirstPageOnce && page === 1 && rows.length > 1;
     if (cut) options.cutFirstPageOnce = false;
-    const body = HEADER + (cut ? rows.slice(0, 1) : rows).map(csvRow).join('');
+    const cutAt = options.cutOnce?.page === page ? options.cutOnce.keep : undefined;
+    if (cutAt !== undefined) options.cutOnce = undefined;
+    const served = cut ? rows.slice(0, 1) : cutAt !== undefined ? rows.slice(0, cutAt) : rows;
+    const body = HEADER + served.map(csvRow).join('');
     if (options.validators === 'per-page')
       headers.etag = `"${createHash('sha1').update(body).digest('hex')}"`;
     if (options.conditional && headers.etag !== undefined && req.headers['if-none-match'] === headers.etag) {

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { startPagedCsvServer, type PagedCsvOptions } from '../helpers/paged-csv-server.js';
 import {
@@ -213,6 +214,10 @@ describe('paged CSV export: servers that end, loop or frame pages their own way'
     onTestFinished(() => lagging.close());
     await syncTargetOnce(warehouse, { ...config, baseUrl: lagging.url }, 'csv');
     expect(await lastRun()).toMatchObject({ status: 'succeeded', complete: false, removed: 0 });
+    // The cause is named, not the short pages that follow from it.
+    expect(String((await lastRun())?.tombstones_note)).toMatch(
+      /page 2 answered an error, yet page \d+ has rows/,
+    );
     expect(await current()).toEqual(expect.arrayContaining(start));
   });
 
@@ -222,6 +227,53 @@ describe('paged CSV export: servers that end, loop or frame pages their own way'
     const { config, warehouse, current } = await setup(start, options, 2);
     const [run] = await syncTargetOnce(warehouse, config, 'csv');
     expect(run?.status).toBe('succeeded');
+    expect(await current()).toEqual(start);
+  });
+
+  it('a close-delimited page without Link cut at a row end is read again: no row lost, wherever the cut (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 0, max: 9 }),
+        fc.boolean(),
+        async (page, keep, stats) => {
+          const start = ids(35);
+          const cutOnce = { page, keep };
+          const { server, config, warehouse, lastRun, current } = await setup(
+            start,
+            { closeDelimited: true, noStats: !stats, cutOnce },
+            10,
+          );
+          const [run] = await syncTargetOnce(warehouse, config, 'csv');
+          expect(run?.status, run?.error?.message).toBe('succeeded');
+          expect(await current()).toEqual(start);
+          expect(await lastRun()).toMatchObject({ complete: true, records_read: 35 });
+          const asked = server.requests.filter(
+            (r) => r.url.includes(`&page=${page}`) || r.url.endsWith(`page=${page}`),
+          );
+          expect(asked.length).toBe(2);
+          warehouse.close();
+          await server.close();
+        },
+      ),
+      { numRuns: 6 },
+    );
+  });
+
+  it('a short first page then a fuller one: the size adopted as a cap was wrong, the run removes nothing', async () => {
+    const start = ids(40);
+    const cutOnce = { page: 1, keep: 0 };
+    const { server, config, warehouse, lastRun, current } = await setup(start, { noStats: true }, 10);
+    await syncTargetOnce(warehouse, config, 'csv');
+    // A framed answer of 4 rows to page 1, once: read as a server serving 4 rows a page, until page 2 has 10.
+    Object.assign(cutOnce, { keep: 4 });
+    const flaky = await startPagedCsvServer(server.ids, { noStats: true, cutOnce });
+    onTestFinished(() => flaky.close());
+    await syncTargetOnce(warehouse, { ...config, baseUrl: flaky.url }, 'csv');
+    expect(await lastRun()).toMatchObject({ status: 'succeeded', complete: false, removed: 0 });
+    expect(String((await lastRun())?.tombstones_note)).toMatch(
+      /more than the 4 adopted as the server's page size/,
+    );
     expect(await current()).toEqual(start);
   });
 

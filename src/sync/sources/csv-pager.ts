@@ -181,6 +181,12 @@ export class CsvPager {
     else if (rows > 0 && this.#pastEndAt !== undefined) {
       this.#missing ??= `page ${this.#pastEndAt} answered an error, yet page ${this.page} has rows: a page of the export is missing`;
     }
+    // A page fuller than the size adopted from a short first page: that page was short, not the server's cap.
+    if (this.size < this.#init.pageSize && rows > this.size) {
+      this.#missing ??=
+        `page ${this.page} has ${rows} rows, more than the ${this.size} adopted as the server's page size from the ` +
+        'first page: that page came back short, and rows of it may never have been read';
+    }
     if (this.#consistency === undefined && !answer.pastEnd && !hasValidator(validatorOf(answer))) {
       this.#consistency =
         `page ${this.page} carries neither ETag nor Last-Modified: a paged export without a validator cannot ` +
@@ -260,7 +266,9 @@ export class CsvPager {
       );
     }
     if (decision.action === 'stop-incomplete') {
-      return { ...stop(false, decision.reason), block, checkpoint: block ? {} : undefined };
+      // A page known missing is the first cause: the short pages after it follow from it.
+      const reason = this.#missing ?? decision.reason;
+      return { ...stop(false, reason), block, checkpoint: block ? {} : undefined };
     }
     const logs: PagerLog[] = [];
     let next: URL | undefined;

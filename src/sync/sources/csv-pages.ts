@@ -17,6 +17,12 @@ import { pageValidator } from './export-validators.js';
 /** What a CSV page request accepts. */
 export const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
 
+/**
+ * Reads of a close-delimited short page at most: it is kept once two reads give as many rows (a server's
+ * last page, or its cap), else the fullest of them.
+ */
+const CONFIRM_READS = 3;
+
 /** Pages fetched ahead of the one being staged (downloaded and decoding in the workers meanwhile). */
 export const PAGES_AHEAD = 3;
 
@@ -120,11 +126,15 @@ export interface FetchedPage {
   lastModified?: string | undefined;
   /** An error answer past the last page, read as an empty page ({@link pastEndPage}). */
   pastEnd?: true | undefined;
+  /** Close-delimited and shorter than a full page: maybe cut at a row's end (read again, {@link fetchPage}). */
+  unconfirmedShort?: true | undefined;
 }
 
 /**
  * GETs one page and decodes it in a decode worker, retrying it alone (429/5xx, resets, a body cut short) as
- * with-retry.ts says; `on.downloaded` is called with the page's `Link: rel="next"` once its body is in
+ * with-retry.ts says; a close-delimited page shorter than a full page is read again (up to
+ * {@link CONFIRM_READS} reads) and kept once two reads agree, else the fullest read is kept, since such a
+ * body cannot tell a connection closed at a row's end from its end (`checkCloseDelimited` of csv-paging.ts); `on.downloaded` is called with the page's `Link: rel="next"` once its body is in
  * (before decoding); `on.fullest` gives the rows of the fullest page decoded so far, `on.decoded` reports
  * this page's. Once its retries are spent the error is no longer retryable: the runner must not restart
  * the whole export for a page that keeps failing.
@@ -137,14 +147,28 @@ async function fetchPage(
   on: PageEvents,
 ): Promise<FetchedPage> {
   const short = { rows: undefined as number | undefined }; // rows of a read taken for cut short
-  try {
-    return await withRetry(
+  const read = () =>
+    withRetry(
       `CSV page ${page}`,
       ctx.config,
       ctx.logger,
       () => fetchPageOnce(ctx, url, page, decoders, on, short),
       ctx.signal,
     );
+  try {
+    let fetched = await read();
+    for (let reads = 1; fetched.unconfirmedShort === true && reads < CONFIRM_READS; reads++) {
+      const rows = fetched.decoded.page.rows;
+      ctx.logger.info(
+        { page, rows, url: fetched.url },
+        'CSV page short and close-delimited: read again to confirm',
+      );
+      short.rows = rows;
+      const again = await read();
+      // The fuller read wins: a body ended by a closed connection can have lost rows, not gained them.
+      if (again.decoded.page.rows >= rows) fetched = again;
+    }
+    return fetched;
   } catch (err) {
     if (isSyncError(err) && err.retryable) {
       throw new SyncError(err.code, `${err.message} (page ${page}: retries spent)`, {
@@ -219,7 +243,10 @@ async function fetchPageOnce(
     throw err;
   }
   on.decoded(rows);
-  return { decoded, bytes, wireBytes, url: res.url, next, ...pageValidator(res.headers) };
+  // Short without a Link, its end a line break: the end of the export, or a connection closed at a row's
+  // end. Only reading it again tells (fetchPage); the paging rule would read past it on /stats' word alone.
+  const unconfirmedShort = !framing.delimited && rows < expected ? (true as const) : undefined;
+  return { decoded, bytes, wireBytes, url: res.url, next, unconfirmedShort, ...pageValidator(res.headers) };
 }
 
 /** URL of page `page` of the export: `pageSize` and the configured page parameter set. */
