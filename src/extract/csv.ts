@@ -168,6 +168,23 @@ class PageParser {
     );
   }
 
+  /**
+   * A page with rows under a header that has no `id` column: every row would be quarantined for want of
+   * its key, and the run fail on the reject ratio without saying why. Asked at the first row, so a
+   * header-only page answering past the end (whatever its text) stays an empty page.
+   */
+  private headerWithoutId(): SyncError {
+    const { options } = this;
+    const shown = (this.header ?? []).join(',').slice(0, 200);
+    return new SyncError(
+      'CSV_HEADER_INVALID',
+      `The header row of page ${options.page} of ${options.url} has no \`id\` column (it reads "${shown}"): ` +
+        "every page must begin with the export's header row (does the server send it on page 1 only, or " +
+        'pad its names with spaces?); check that REPORTS_CSV_PATH points at the reports export',
+      { context: { url: options.url, page: options.page, header: shown } },
+    );
+  }
+
   parse(): Omit<CsvPage, 'records'> & { rows: number } {
     const { body, options } = this;
     let offset = 0;
@@ -231,6 +248,7 @@ class PageParser {
       this.idColumn = this.header.indexOf('id');
       return;
     }
+    if (this.idColumn === -1) throw this.headerWithoutId();
     const split =
       this.crlf && fields.length > header.length
         ? splitAtBareLf(this.body, start, recordEnd, header.length)

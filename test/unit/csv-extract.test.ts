@@ -54,13 +54,14 @@ describe('parseCsvPage', () => {
 
   it('strips only the BOM before the header: a U+FEFF starting a later cell, row or header field stays', () => {
     const F = '\uFEFF';
+    // The header's first column is not `id` here: a second BOM would make it `\uFEFFid`, no id column.
     const p = page(
-      `${F}${F}${HEADER}${F}1,SUBMITTED,${F}a\r\n2,SUBMITTED,"never closed\r\n${F}3,${F}SUBMITTED,${F}\r\n`,
+      `${F}${F}status,id,description\r\n${F}S,1,${F}a\r\nS,2,"never closed\r\n${F}S,${F}3,${F}\r\n`,
     );
-    expect(p.columns).toEqual([`${F}id`, 'status', 'description']);
+    expect(p.columns).toEqual([`${F}status`, 'id', 'description']);
     expect(values(p)).toEqual([
-      { [`${F}id`]: `${F}1`, status: 'SUBMITTED', description: `${F}a` },
-      { [`${F}id`]: `${F}3`, status: `${F}SUBMITTED`, description: F },
+      { [`${F}status`]: `${F}S`, id: '1', description: `${F}a` },
+      { [`${F}status`]: `${F}S`, id: `${F}3`, description: F },
     ]);
     expect(malformed(p).map((r) => r.location.row)).toEqual([2]);
   });
@@ -192,6 +193,26 @@ describe('parseCsvPage', () => {
   it('reads a header-only page and an empty body as no rows', () => {
     expect(page(HEADER).records).toEqual([]);
     expect(page('').records).toEqual([]);
+  });
+
+  it('refuses rows under a header without an `id` column, naming it; a header-only page stays empty', () => {
+    // A server sending the header on page 1 only: page 3's first row is taken for its header.
+    const rows = '7,SUBMITTED,a\r\n8,SUBMITTED,b\r\n9,SUBMITTED,c\r\n';
+    for (const body of [rows, ` id,status,description\r\n${rows}`, `ID,status\r\n7,SUBMITTED\r\n`]) {
+      let caught: unknown;
+      try {
+        page(body);
+      } catch (err) {
+        caught = err;
+      }
+      expect(isSyncError(caught, 'CSV_HEADER_INVALID'), body).toBe(true);
+      const first = body.slice(0, body.indexOf('\r\n'));
+      expect((caught as Error).message).toContain(
+        `page 3 of http://up/reports.csv?page=3 has no \`id\` column (it reads "${first}")`,
+      );
+    }
+    // Whatever text a page past the end holds, with no rows it is an empty page.
+    expect(page('No more records\r\n').rows).toBe(0);
   });
 
   it('gives equal key digests to pages with the same ids and different ones otherwise', () => {
