@@ -24,7 +24,7 @@ export interface FetchStatsOptions {
   signal?: AbortSignal | undefined;
 }
 
-/** Deepest nesting of arrays and objects a `/stats` body may have (the seed's body nests two levels). */
+/** Deepest nesting of arrays and objects a `/stats` body may have (counters nest a level or two: docs/upstream-contract.md). */
 const MAX_STATS_DEPTH = 64;
 
 /**
