@@ -317,8 +317,11 @@ export function jsonDepth(text: string): number {
   let deepest = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c === 0x22) i = stringEnd(text, i) - 1;
-    else if (c === 0x7b || c === 0x5b) deepest = Math.max(deepest, ++depth);
+    if (c === 0x22) {
+      const end = stringEnd(text, i);
+      if (end <= i) break; // an unterminated string: not valid JSON, nothing more to measure
+      i = end - 1;
+    } else if (c === 0x7b || c === 0x5b) deepest = Math.max(deepest, ++depth);
     else if (c === 0x7d || c === 0x5d) depth--;
   }
   return deepest;

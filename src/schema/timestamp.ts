@@ -59,7 +59,7 @@ export function timestampIssue(text: string): string {
     return `no such date: ${y}-${mo}-${d}`;
   }
   if (Number(h) > 23 || Number(mi) > 59 || Number(s ?? 0) > 59) {
-    return Number(s) === 60
+    return Number(s) === 60 && Number(h) <= 23 && Number(mi) <= 59
       ? `a leap second (${h}:${mi}:60): not an instant the warehouse can store`
       : `no such time of day: ${h}:${mi}${s === undefined ? '' : `:${s}`}`;
   }

@@ -24,7 +24,10 @@ export interface FetchStatsOptions {
   signal?: AbortSignal | undefined;
 }
 
-/** Deepest nesting of arrays and objects a `/stats` body may have (counters nest a level or two: docs/upstream-contract.md). */
+/**
+ * Deepest nesting of arrays and objects a `/stats` body may have (counters nest a level or two:
+ * docs/upstream-contract.md, "Aggregate counters").
+ */
 const MAX_STATS_DEPTH = 64;
 
 /**
@@ -33,8 +36,7 @@ const MAX_STATS_DEPTH = 64;
  * JSON of any shape. The body is bounded by `REPORTS_MAX_RECORD_BYTES`.
  *
  * @throws SyncError `STATS_INVALID` (body not JSON, too large, nested deeper than 64 levels, or an object
- *   giving a key twice), or what
- *   openStream throws after retries
+ *   giving a key twice), or what openStream throws after retries
  */
 export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamStats> {
   const { config } = options;

@@ -132,10 +132,10 @@ export interface FetchedPage {
 
 /**
  * GETs one page and decodes it in a decode worker, retrying it alone (429/5xx, resets, a body cut short) as
- * with-retry.ts says; a close-delimited page shorter than a full page is read again (up to
- * {@link CONFIRM_READS} reads) and kept once two reads agree, else the fullest read is kept, since such a
- * body cannot tell a connection closed at a row's end from its end (`checkCloseDelimited` of csv-paging.ts); `on.downloaded` is called with the page's `Link: rel="next"` once its body is in
- * (before decoding); `on.fullest` gives the rows of the fullest page decoded so far, `on.decoded` reports
+ * with-retry.ts says. A close-delimited page shorter than a full page is read again (up to
+ * {@link CONFIRM_READS} reads) and kept once two reads agree, else the fullest read is kept: such a body
+ * cannot tell a connection closed at a row's end from its end (`checkCloseDelimited` of csv-paging.ts).
+ * `on.downloaded` is called with the page's `Link: rel="next"` once its body is in (before decoding); `on.fullest` gives the rows of the fullest page decoded so far, `on.decoded` reports
  * this page's. Once its retries are spent the error is no longer retryable: the runner must not restart
  * the whole export for a page that keeps failing.
  */
