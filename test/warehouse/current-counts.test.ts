@@ -23,6 +23,19 @@ async function countLines(c: DuckDBConnection, relation: string): Promise<string
 /** The counts a scan of every current report gives: what the summary printed before it read the index. */
 const SCANNED = `SELECT destination, status, count(*) AS reports FROM reports WHERE removed_at IS NULL GROUP BY ALL`;
 
+/** What the sync summary prints of the warehouse at `width` columns: the whole text, and its table's lines. */
+async function printedCounts(c: DuckDBConnection, width: number): Promise<{ text: string; table: string[] }> {
+  let text = '';
+  const out = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      text += chunk.toString();
+      done();
+    },
+  });
+  await printRunSummaries(c, [], out, width);
+  return { text, table: text.split('\n').filter((l) => /^\s{2}\S/.test(l)) };
+}
+
 describe('current reports by destination and status (the sync summary)', () => {
   it('equal a count of every current report, from the serving index and without one', async () => {
     await withSyncedWarehouse(tmp.dir, { n: 2500, seed: 9 }, async ({ sim, config, warehouse, c }) => {
@@ -81,15 +94,7 @@ describe('current reports by destination and status (the sync summary)', () => {
             s: String(st),
           });
         } else await c.run('UPDATE reader_serving SET bucket_us = NULL');
-        let text = '';
-        const out = new Writable({
-          write(chunk: Buffer, _enc, done) {
-            text += chunk.toString();
-            done();
-          },
-        });
-        await printRunSummaries(c, [], out, 200);
-        const table = text.split('\n').filter((l) => /^\s{2}\S/.test(l));
+        const { table } = await printedCounts(c, 200);
         const header = table[0]!.trim().split(/\s{2,}/);
         expect(header).toContain(String(st));
         const row = table
@@ -116,15 +121,7 @@ describe('current reports by destination and status (the sync summary)', () => {
         });
       }
       await c.run('UPDATE reader_serving SET bucket_us = NULL');
-      let text = '';
-      const out = new Writable({
-        write(chunk: Buffer, _enc, done) {
-          text += chunk.toString();
-          done();
-        },
-      });
-      await printRunSummaries(c, [], out, 400);
-      const table = text.split('\n').filter((l) => /^\s{2}\S/.test(l));
+      const { text, table } = await printedCounts(c, 400);
       const header = table[0]!.trim().split(/\s{2,}/);
       const stored = (await c.runAndReadAll('SELECT DISTINCT status FROM reports WHERE removed_at IS NULL'))
         .getRows()
