@@ -12,6 +12,16 @@ function page(text: string | Buffer, opts: Partial<CsvPageOptions> = {}): CsvPag
   return parseCsvPage(Buffer.isBuffer(text) ? text : Buffer.from(text), { ...options, ...opts });
 }
 
+/** What parsing `text` as page 3 throws (undefined when it does not). */
+function thrown(text: string): unknown {
+  try {
+    page(text);
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
 function values(p: CsvPage): unknown[] {
   return p.records.filter((r) => r.kind === 'value').map((r) => (r as { value: unknown }).value);
 }
@@ -150,12 +160,7 @@ describe('parseCsvPage', () => {
       `${HEADER}1,SUBMITTED,ok\r\n2,SUBMI`,
       `${HEADER}1,SUBMITTED,ok\r\n2,SUBMITTED,"cut in a qu`,
     ]) {
-      let error: unknown;
-      try {
-        page(body);
-      } catch (err) {
-        error = err;
-      }
+      const error = thrown(body);
       expect(isSyncError(error, 'BODY_TRUNCATED'), body).toBe(true);
       expect((error as { retryable: boolean }).retryable).toBe(true);
     }
@@ -199,12 +204,7 @@ describe('parseCsvPage', () => {
     // A server sending the header on page 1 only: page 3's first row is taken for its header.
     const rows = '7,SUBMITTED,a\r\n8,SUBMITTED,b\r\n9,SUBMITTED,c\r\n';
     for (const body of [rows, ` id,status,description\r\n${rows}`, `ID,status\r\n7,SUBMITTED\r\n`]) {
-      let caught: unknown;
-      try {
-        page(body);
-      } catch (err) {
-        caught = err;
-      }
+      const caught = thrown(body);
       expect(isSyncError(caught, 'CSV_HEADER_INVALID'), body).toBe(true);
       const first = body.slice(0, body.indexOf('\r\n'));
       expect((caught as Error).message).toContain(
