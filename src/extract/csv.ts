@@ -4,6 +4,7 @@ import { RECORD_ISSUE_CODES } from '../schema/record-issue.js';
 import { SyncError } from '../util/errors.js';
 import type { ExtraLimits } from '../schema/value-rules.js';
 import { nullUnquotedEmpty } from './csv-cells.js';
+import { loneCrAsLf } from './csv-line-ends.js';
 import { csvRowValue, repeatedColumns, type RepeatedColumns } from './csv-row-value.js';
 import type { ExtractedRecord } from './record.js';
 import { invalidUtf8Offsets, invalidUtf8Reject } from './utf8.js';
@@ -56,7 +57,8 @@ const CR = 0x0d;
 type Cells = Array<string | null>;
 
 /**
- * Parses one page of the CSV export (RFC 4180: header row, quoted fields, CRLF or LF line breaks) with
+ * Parses one page of the CSV export (RFC 4180: header row, quoted fields, CRLF or LF line breaks, or lone
+ * CRs when the header ends with one: csv-line-ends.ts) with
  * csv-parse (`bom: true`, `max_record_size`, `relax_column_count`, `skip_empty_lines`; docs/how-a-sync-works.md),
  * and accounts for every line of the body: each is part of a row that parsed, part of a quarantined row,
  * the header, or blank. Text (multi-line quoted fields, CRLF inside them, non-ASCII) is kept as it came.
@@ -85,7 +87,7 @@ type Cells = Array<string | null>;
  */
 export function parseCsvPage(body: Buffer, options: CsvPageOptions): CsvPage {
   const records: ExtractedRecord[] = [];
-  const page = new PageParser(body, options, (r) => records.push(r)).parse();
+  const page = new PageParser(loneCrAsLf(body), options, (r) => records.push(r)).parse();
   return { ...page, records };
 }
 
@@ -100,7 +102,7 @@ export function scanCsvPage(
   options: CsvPageOptions,
   onRecord: (record: ExtractedRecord, columns: readonly string[]) => void,
 ): Omit<CsvPage, 'records'> & { rows: number } {
-  return new PageParser(body, options, onRecord).parse();
+  return new PageParser(loneCrAsLf(body), options, onRecord).parse();
 }
 
 /** The state of one {@link parseCsvPage} call: where parsing is, what was found, the line cursor. */
