@@ -1,7 +1,7 @@
 import { requestOptions } from '../../upstream/request-options.js';
 import type { Config } from '../../config/config.js';
 import { apiUrl, extraLimits } from '../../config/config.js';
-import { charsetOf, toUtf8 } from '../../extract/charset.js';
+import { charsetOf, toUtf8 } from '../../upstream/charset.js';
 import type { DecodedCsvPage } from '../../normalize/csv-page-decode.js';
 import type { BlockDecoders } from '../../normalize/decoders.js';
 import { nextLink } from '../../upstream/link-header.js';

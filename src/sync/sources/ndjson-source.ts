@@ -9,7 +9,7 @@ import {
 } from '../../upstream/open-stream.js';
 import { apiUrl } from '../../config/config.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
-import { charsetOf, utf8Chunks } from '../../extract/charset.js';
+import { charsetOf, utf8Chunks } from '../../upstream/charset.js';
 import { countBytes } from '../count-bytes.js';
 import type { ExportSource, ReadContext } from '../export-source.js';
 import { safeUrl } from '../../util/safe-url.js';
