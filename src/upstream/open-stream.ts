@@ -218,7 +218,7 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
     }
     let decoded;
     try {
-      decoded = decodeBody(res.body, header(res.headers, 'content-encoding'), safeUrl(current));
+      decoded = decodeBody(res.body, headerList(res.headers, 'content-encoding'), safeUrl(current));
     } catch (err) {
       res.body.on('error', () => undefined); // the abort of an unread body is no failure of its own
       res.body.destroy();
@@ -250,6 +250,18 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
       redirects: hop,
     };
   }
+}
+
+/**
+ * All values of a list-valued response header as one (RFC 9110 §5.3: repeated field lines of a list
+ * combine with commas, so `Content-Encoding: gzip` sent twice means `gzip, gzip`), or undefined.
+ */
+export function headerList(
+  headers: Record<string, string | string[] | undefined>,
+  name: string,
+): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v.join(', ') : v;
 }
 
 /** First value of a response header. */
@@ -352,15 +364,11 @@ function redirectTarget(location: string, from: URL, status: number): URL {
 
 /**
  * True when the transport checks where the body ends, so a cut connection is an error and never a short
- * body: a `Content-Length` or chunked framing (undici fails a body that ends early: `UND_ERR_SOCKET`), or
- * a content coding (gzip, deflate and br decoders fail on a cut stream). Otherwise the body is
- * close-delimited (RFC 9112 §6.3): its end cannot be told from a dropped connection.
+ * body: a `Content-Length` or chunked framing (undici fails a body that ends early: `UND_ERR_SOCKET`).
+ * Otherwise the body is close-delimited (RFC 9112 §6.3): its end cannot be told from a dropped connection.
+ * A content coding does not check it: a gzip body may hold several members (RFC 1952 §2.2), and a cut
+ * between two of them decodes cleanly.
  */
 export function bodyEndChecked(headers: Record<string, string | string[] | undefined>): boolean {
-  const coding = (header(headers, 'content-encoding') ?? '').trim().toLowerCase();
-  return (
-    headers['content-length'] !== undefined ||
-    headers['transfer-encoding'] !== undefined ||
-    (coding !== '' && coding !== 'identity')
-  );
+  return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined;
 }
