@@ -4,6 +4,7 @@ import { apiUrl, type Config } from '../config/config.js';
 import { jsonDepth, repeatedJsonKey } from '../schema/json-text.js';
 import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
+import { charsetOf, toUtf8 } from './charset.js';
 import { header, networkError, openStream } from './open-stream.js';
 import { withRetry } from './with-retry.js';
 
@@ -35,7 +36,7 @@ const MAX_STATS_DEPTH = 64;
  * docs/upstream-contract.md: "Aggregate counters") with the retries, redirects and key handling of every upstream call, and parses the body as
  * JSON of any shape. The body is bounded by `REPORTS_MAX_RECORD_BYTES`.
  *
- * @throws SyncError `STATS_INVALID` (body not JSON, too large, nested deeper than 64 levels, or an object
+ * @throws SyncError `STATS_INVALID` (body not valid text in its charset, not JSON, too large, nested deeper than 64 levels, or an object
  *   giving a key twice), or what openStream throws after retries
  */
 export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamStats> {
@@ -69,8 +70,7 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
       } finally {
         res.body.destroy();
       }
-      // A leading BOM is dropped (RFC 8259 §8.1 lets a parser ignore it; JSON.parse does not).
-      const text = new TextDecoder('utf-8').decode(Buffer.concat(chunks, size));
+      const text = statsText(Buffer.concat(chunks, size), header(res.headers, 'content-type'), res.url);
       let body: unknown;
       try {
         body = JSON.parse(text) as unknown;
@@ -106,4 +106,25 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
     },
     options.signal,
   );
+}
+
+/**
+ * The text of a `/stats` body: decoded from its declared charset (or byte order mark) as the exports are
+ * (charset.ts), then read as UTF-8 strictly. A leading BOM is dropped (RFC 8259 §8.1 lets a parser ignore
+ * it; JSON.parse does not).
+ *
+ * @throws SyncError `STATS_INVALID` for bytes not valid in the body's charset (a counter's name read with
+ *   U+FFFD in it would be stored under a name the upstream never gave), or as charsetDecoder throws
+ */
+function statsText(body: Buffer, contentType: string | undefined, url: string): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(toUtf8(body, charsetOf(contentType), url));
+  } catch (err) {
+    throw new SyncError(
+      'STATS_INVALID',
+      `The stats body of ${url} is not valid text in its charset (${contentType ?? 'no Content-Type'}): ` +
+        `it is not used (${err instanceof Error ? err.message : String(err)})`,
+      { context: { url, contentType }, cause: err },
+    );
+  }
 }
