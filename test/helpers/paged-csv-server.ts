@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { startRawServer, type RawServer } from './raw-server.js';
 
 /** How a {@link startPagedCsvServer} misbehaves (all off: a well-behaved paged CSV export). */
@@ -41,6 +42,13 @@ export interface PagedCsvOptions {
    * a connection closed at a row's end; else a short answer, framed).
    */
   cutOnce?: { page: number; keep: number };
+  /**
+   * Bodies gzip-coded as one gzip member a line (RFC 1952 allows several), `Content-Encoding: gzip`: a
+   * close-delimited body cut between rows then ends at a member's end and decodes cleanly.
+   */
+  gzipRows?: boolean;
+  /** The line end of the header and rows (default CRLF). */
+  lineEnd?: '\r\n' | '\n' | '\r';
 }
 
 /** A raw paged CSV export of `ids`, with `/stats` counting them; `ids` may be changed between requests. */
@@ -107,7 +115,9 @@ export async function startPagedCsvServer(
     const cutAt = options.cutOnce?.page === page ? options.cutOnce.keep : undefined;
     if (cutAt !== undefined) options.cutOnce = undefined;
     const served = cut ? rows.slice(0, 1) : cutAt !== undefined ? rows.slice(0, cutAt) : rows;
-    const body = HEADER + served.map(csvRow).join('');
+    const lines = [HEADER, ...served.map(csvRow)].map((l) => l.replace(/\r\n$/, options.lineEnd ?? '\r\n'));
+    const body = options.gzipRows ? Buffer.concat(lines.map((l) => gzipSync(l))) : lines.join('');
+    if (options.gzipRows) headers['content-encoding'] = 'gzip';
     if (options.validators === 'per-page')
       headers.etag = `"${createHash('sha1').update(body).digest('hex')}"`;
     if (options.conditional && headers.etag !== undefined && req.headers['if-none-match'] === headers.etag) {
@@ -115,7 +125,9 @@ export async function startPagedCsvServer(
     }
     if (options.closeDelimited) {
       const head = Object.entries({ ...headers, connection: 'close' }).map(([k, v]) => `${k}: ${v}\r\n`);
-      return void res.socket?.end(`HTTP/1.1 200 OK\r\n${head.join('')}\r\n${body}`);
+      return void res.socket?.end(
+        Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\n${head.join('')}\r\n`), Buffer.from(body)]),
+      );
     }
     res.writeHead(200, headers);
     res.end(body);

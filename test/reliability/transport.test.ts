@@ -29,6 +29,13 @@ const ENCODERS: Record<string, (b: Buffer) => Buffer> = {
   deflate: (b) => deflateSync(b),
   'deflate (raw)': (b) => deflateRawSync(b),
   br: (b) => brotliCompressSync(b),
+  'gzip twice, in two header lines': (b) => gzipSync(gzipSync(b)),
+};
+/** The `Content-Encoding` sent for an encoder (an array: one header line each, RFC 9110 §5.3). */
+const CODINGS: Record<string, string | string[]> = {
+  deflate: 'deflate',
+  'deflate (raw)': 'deflate',
+  'gzip twice, in two header lines': ['gzip', 'gzip'],
 };
 
 let tmp: ReturnType<typeof tempDir>;
@@ -42,7 +49,7 @@ describe('compressed responses', () => {
     '%s: NDJSON, CSV pages and /stats decode; wire and decoded bytes both counted',
     async (name) => {
       const encode = ENCODERS[name]!;
-      const coding = name.startsWith('deflate') ? 'deflate' : name;
+      const coding = CODINGS[name] ?? name;
       const server = await startRawServer((req, res) => {
         const url = new URL(req.url ?? '/', 'http://x');
         let body: string;
@@ -64,9 +71,9 @@ describe('compressed responses', () => {
           type = 'text/csv';
         }
         const wire = encode(Buffer.from(body));
+        res.setHeader('content-encoding', coding);
         res.writeHead(200, {
           'content-type': type,
-          'content-encoding': coding,
           etag: '"v1"',
           'content-length': wire.length,
         });
@@ -188,6 +195,91 @@ describe('answers the sync cannot read', () => {
     onTestFinished(() => warehouse.close());
     const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
     expect([run?.status, run?.error?.code]).toEqual(['failed', 'REDIRECT_INVALID']);
+  });
+});
+
+/** `text` as UTF-16 big-endian after its byte order mark `FE FF`. */
+const utf16be = (text: string) =>
+  Buffer.concat([Buffer.from([0xfe, 0xff]), Buffer.from(text, 'utf16le').swap16()]);
+
+describe('bodies in other charsets', () => {
+  const TEXT = 'Köln, Straße € 😀';
+  const line = (id: string) => ndjsonLine(id).replace(/"address":"[^"]*"/, `"address":"${TEXT}"`);
+  const row = (id: string) => csvRow(id).replace('Main St 1', `"${TEXT}"`);
+
+  it.each([
+    ['ndjson', 'utf-16'],
+    ['ndjson', 'none'],
+    ['csv', 'utf-16'],
+    ['csv', 'utf-16le'],
+  ] as const)(
+    'a %s body sent big-endian after its byte order mark, labelled charset=%s, is read by its mark',
+    async (source, charset) => {
+      const server = await startRawServer((req, res) => {
+        const url = new URL(req.url ?? '/', 'http://x');
+        if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: ids.length }));
+        const page = Number(url.searchParams.get('page'));
+        const text =
+          source === 'csv'
+            ? HEADER +
+              ids
+                .slice((page - 1) * 10, page * 10)
+                .map(row)
+                .join('')
+            : ids.map(line).join('');
+        const type = source === 'csv' ? 'text/csv' : 'application/x-ndjson';
+        res.writeHead(200, { 'content-type': charset === 'none' ? type : `${type}; charset=${charset}` });
+        res.end(utf16be(text));
+      });
+      onTestFinished(() => server.close());
+      const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { csvPageSize: 10, retries: 0 });
+      const warehouse = await openTestWarehouse(config);
+      onTestFinished(() => warehouse.close());
+      const [run] = await syncTargetOnce(warehouse, config, source);
+      expect([run?.status, run?.error?.message, run?.counters.recordsLoaded]).toEqual([
+        'succeeded',
+        undefined,
+        ids.length,
+      ]);
+      expect(await query(warehouse, `SELECT DISTINCT address FROM reports`)).toEqual([{ address: TEXT }]);
+    },
+  );
+
+  it('a /stats body in its declared ISO-8859-1 names its counters as sent', async () => {
+    const server = await startRawServer((req, res) => {
+      if (!req.url?.endsWith('/stats')) return void res.end(ids.map(ndjsonLine).join(''));
+      res.writeHead(200, { 'content-type': 'application/json; charset=iso-8859-1' });
+      res.end(Buffer.from(JSON.stringify({ total: ids.length, byCity: { Köln: ids.length } }), 'latin1'));
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { retries: 0 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    await syncTargetOnce(warehouse, config, 'ndjson');
+    expect(
+      await query(warehouse, `SELECT metric, value FROM stats_values WHERE source = 'upstream' ORDER BY 1`),
+    ).toEqual([
+      { metric: 'byCity.Köln', value: ids.length },
+      { metric: 'total', value: ids.length },
+    ]);
+  });
+
+  it('a /stats body with bytes that are not UTF-8 is not used: no snapshot, no tombstones, the reason noted', async () => {
+    const server = await startRawServer((req, res) => {
+      if (!req.url?.endsWith('/stats')) return void res.end(ids.map(ndjsonLine).join(''));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(Buffer.from(JSON.stringify({ total: ids.length, byCity: { Köln: ids.length } }), 'latin1'));
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { retries: 0 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+    expect(run?.status).toBe('succeeded');
+    const [stored] = await query(warehouse, `SELECT stats_total_upstream, tombstones_note FROM sync_runs`);
+    expect(stored?.stats_total_upstream).toBeNull();
+    expect(String(stored?.tombstones_note)).toMatch(/not valid text in its charset/);
+    expect(await query(warehouse, `SELECT * FROM stats_values WHERE source = 'upstream'`)).toEqual([]);
   });
 });
 
