@@ -12,6 +12,7 @@ import type { Config } from '../config/config.js';
 import { PUBLIC_PATHS, PUBLIC_PREFIX } from '../schema/public-query.js';
 import { isSyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
+import { answerClientError } from './client-error.js';
 import { pathOf } from './public-query.js';
 import type { ReaderMetrics } from './reader-metrics.js';
 import { sendError } from './send-api-error.js';
@@ -69,6 +70,7 @@ export async function createReaderApp(options: ReaderShellOptions): Promise<Fast
     keepAliveTimeout: Math.min(config.readerIdleTimeoutMs, 72_000),
     return503OnClosing: true,
     trustProxy: config.readerTrustProxy,
+    clientErrorHandler: answerClientError,
     frameworkErrors: (error, request, reply) => {
       // A path that is not valid percent-encoding names no resource: 404, as the simulator answers.
       request.log.debug({ code: error.code }, 'unroutable request');
