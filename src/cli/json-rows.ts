@@ -1,8 +1,32 @@
+import { randomUUID } from 'node:crypto';
 import type { DuckDBResultReader } from '@duckdb/node-api';
 
 /**
+ * A `JSON` column's value kept as its text, so that {@link stringifyRows} writes it as stored: parsed, an
+ * integer past 2^53 would print rounded (`12345678901234567890123` as `1.2345678901234568e+22`).
+ */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * `JSON.stringify(value, null, 2)` with every {@link RawJson} written as its own text (valid JSON: DuckDB's
+ * `JSON` type checks it on the way in).
+ */
+export function stringifyRows(value: unknown): string {
+  const mark = randomUUID();
+  const raws: string[] = [];
+  const text = JSON.stringify(
+    value,
+    (_key, v: unknown) => (v instanceof RawJson ? `${mark}:${raws.push(v.text) - 1}` : v),
+    2,
+  );
+  return text.replace(new RegExp(`"${mark}:(\\d+)"`, 'g'), (_, i: string) => raws[Number(i)] ?? 'null');
+}
+
+/**
  * The rows of a query result as JSON values for `sql --format json`: a `JSON` column as the JSON value it
- * holds (not its text), `TIMESTAMP WITH TIME ZONE` as ISO 8601 with its offset (`2024-01-02T03:04:05.123456Z`,
+ * holds (not its text: a {@link RawJson}, written by {@link stringifyRows}), `TIMESTAMP WITH TIME ZONE` as ISO 8601 with its offset (`2024-01-02T03:04:05.123456Z`,
  * microseconds kept), `TIMESTAMP` as ISO 8601 without one, integers as numbers while they are exact
  * (beyond 2^53 as decimal strings), other values as DuckDB's JSON conversion gives them (dates, lists,
  * structs, decimals as text).
@@ -10,7 +34,7 @@ import type { DuckDBResultReader } from '@duckdb/node-api';
 export function jsonRows(result: DuckDBResultReader): Record<string, unknown>[] {
   const names = result.columnNames();
   const convert = result.columnTypes().map((type) => {
-    if (type.alias === 'JSON') return parseJson;
+    if (type.alias === 'JSON') return rawJson;
     switch (String(type)) {
       case 'TIMESTAMP WITH TIME ZONE':
         return isoTimestamp;
@@ -52,8 +76,8 @@ export function rowObject(
   return out;
 }
 
-function parseJson(value: unknown): unknown {
-  return typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
+function rawJson(value: unknown): unknown {
+  return typeof value === 'string' ? new RawJson(value) : value;
 }
 
 /** `2024-01-02 03:04:05.123+00` (DuckDB's text) → `2024-01-02T03:04:05.123Z`; `+05:30` offsets kept. */

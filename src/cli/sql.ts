@@ -3,6 +3,7 @@ import { stringify } from 'csv-stringify/sync';
 import { configFromFlags, withCommonOptions, type CommonFlags } from './common-options.js';
 import { screenWidth } from '../util/screen.js';
 import { formatTable } from './format-table.js';
+import { stringifyRows } from './json-rows.js';
 import type { StatementResult } from './sql-statements.js';
 
 /**
@@ -108,7 +109,7 @@ function render(
 ): string {
   switch (format) {
     case 'json':
-      return `${JSON.stringify(rows, null, 2)}\n`;
+      return `${stringifyRows(rows)}\n`;
     case 'csv':
       return stringify(rows, {
         header: true,

@@ -56,7 +56,8 @@ describe('reports-sync sql --format json over the analyst views', () => {
       [
         'sql',
         `SELECT id, created_at, updated_at, extra, count(*) OVER () AS n,
-           TIMESTAMP '2024-01-02 03:04:05.25' AS naive, '{"a":[1,{"b":null}]}'::JSON AS literal
+           TIMESTAMP '2024-01-02 03:04:05.25' AS naive, '{"a":[1,{"b":null}]}'::JSON AS literal,
+           '{"big":12345678901234567890123,"f":1.0}'::JSON AS exact
          FROM current_reports ORDER BY created_at, id`,
         '--format',
         'json',
@@ -66,6 +67,8 @@ describe('reports-sync sql --format json over the analyst views', () => {
     expect(r.code, r.stderr).toBe(0);
     const rows = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
     expect(rows).toHaveLength(upstream.length);
+    // A JSON value is written as stored: an integer past 2^53 not rounded, 1.0 not made 1.
+    expect(r.stdout).toContain('"exact": {"big":12345678901234567890123,"f":1.0}');
     const byId = new Map(upstream.map((u) => [u.id, u]));
     for (const row of rows) {
       const source = byId.get(row.id);
