@@ -29,7 +29,14 @@ function pagesToCatchUp(before: DatasetSnapshot, after: DatasetSnapshot, pageSiz
   for (let page = 1; ; page++) {
     const rows = after.query({}, (page - 1) * pageSize, pageSize);
     if (rows.length < pageSize) return page;
-    if (rows.every((r) => before.getReport(r.id) !== undefined)) return page;
+    if (!rows.every((r) => before.getReport(r.id) !== undefined)) continue;
+    // Caught up once the reports created at the last one's instant are all read: at the next page holding
+    // an older one, or the end of the list.
+    const tieAt = Date.parse(rows[rows.length - 1]!.createdAt);
+    for (let next = page + 1; ; next++) {
+      const more = after.query({}, (next - 1) * pageSize, pageSize);
+      if (more.length < pageSize || more.some((r) => Date.parse(r.createdAt) < tieAt)) return next;
+    }
   }
 }
 
@@ -39,7 +46,7 @@ async function current(warehouse: Parameters<typeof query>[0]) {
 }
 
 describe('sync --source recent', () => {
-  it('after a simulated day picks up every new report with ceil(new / pageSize) + 1 list requests, infers no delete, and the next full export reconciles the rest', async () => {
+  it('after a simulated day picks up every new report with ceil(new / pageSize) + 2 list requests, infers no delete, and the next full export reconciles the rest', async () => {
     const sim = await startTestSimulator({ generate: { n: 7300, seed: 3 } });
     const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, { recentPageSize: PAGE_SIZE });
     const warehouse = await openTestWarehouse(config);
@@ -57,7 +64,8 @@ describe('sync --source recent', () => {
       expect(run?.source).toBe('recent');
       const expectedPages = pagesToCatchUp(before, after, PAGE_SIZE);
       expect(listRequests(sim)).toHaveLength(expectedPages);
-      expect(expectedPages).toBe(Math.ceil(day.added / PAGE_SIZE) + 1);
+      // The new reports' pages, the first page of known ones, and the page after it (no tie at its end).
+      expect(expectedPages).toBe(Math.ceil(day.added / PAGE_SIZE) + 2);
       expect(day.moved).toBeGreaterThan(0);
       expect(run?.counters.inserted).toBe(day.added);
 
@@ -85,7 +93,7 @@ describe('sync --source recent', () => {
     }
   });
 
-  it('a second run with no change makes one list request and writes no version', async () => {
+  it('a second run with no change makes two list requests (a known page, then the one after it) and writes no version', async () => {
     const sim = await startTestSimulator({ generate: { n: 500, seed: 5 } });
     const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, { recentPageSize: 50 });
     const warehouse = await openTestWarehouse(config);
@@ -97,8 +105,11 @@ describe('sync --source recent', () => {
       sim.clearRequests();
       const [second] = await syncTargetOnce(warehouse, config, 'recent');
       expect(second?.status).toBe('succeeded');
-      expect(listRequests(sim)).toEqual(['/api/v1/public/reports?pageSize=50&page=1']);
-      expect(sim.requests()).toHaveLength(1);
+      expect(listRequests(sim)).toEqual([
+        '/api/v1/public/reports?pageSize=50&page=1',
+        '/api/v1/public/reports?pageSize=50&page=2',
+      ]);
+      expect(sim.requests()).toHaveLength(2);
       expect(second?.counters).toMatchObject({ inserted: 0, updated: 0, revived: 0, removed: 0 });
       expect(await query(warehouse, `SELECT count(*)::INTEGER AS n FROM report_versions`)).toEqual(versions);
     } finally {

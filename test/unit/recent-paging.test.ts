@@ -119,4 +119,43 @@ describe("the recent source's pager and its stop rules (recent-paging.ts)", () =
     });
     expect(decidePage({ page: 1, pageSize: 2, maxPages: 9, records: [bad, bad] })).toEqual({ next: true });
   });
+
+  it('reads every report created at the instant it caught up: ties across a page boundary are not lost (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 60 }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 60 }),
+        fc.integer({ min: 0, max: 60 }),
+        fc.integer({ min: 1, max: 12 }),
+        (newer, batch, older, size) => {
+          // Newest first, ties by id: reports newer than the batch (new), a batch created at one instant
+          // of which a part was synced before (`batch[i]` known), then older reports (all known).
+          const at = (t: number, id: string, known: boolean) => ({ id, valid: true, known, createdAt: t });
+          const pad = (i: number) => String(i).padStart(3, '0');
+          const list = [
+            ...Array.from({ length: newer }, (_, i) => at(3000 - i, `n${pad(i)}`, false)),
+            ...batch.map((known, i) => at(2000, `b${pad(i)}`, known)),
+            ...Array.from({ length: older }, (_, i) => at(1000 - i, `o${pad(i)}`, true)),
+          ];
+          const r = readAll(list, size, 10_000);
+          expect(r.complete).toBe(true);
+          const last = list.reduce((end, x, i) => (x.known ? end : i), -1);
+          expect(r.pages * size).toBeGreaterThan(last);
+        },
+      ),
+    );
+  });
+
+  it('a list that is not newest first ends the run incomplete at the page that shows it, the page used', () => {
+    const asc = [1, 2, 3, 4].map((t) => ({ id: `a${t}`, valid: true, known: t < 3, createdAt: t }));
+    expect(readAll(asc, 2, 9)).toMatchObject({
+      pages: 1,
+      complete: false,
+      use: true,
+      reason: expect.stringMatching(/not ordered newest first by createdAt/),
+    });
+    // Across pages too: page 2 begins with a report newer than page 1's last.
+    const desc = [4, 3, 5, 1].map((t) => ({ id: `d${t}`, valid: true, known: false, createdAt: t }));
+    expect(readAll(desc, 2, 9)).toMatchObject({ pages: 2, complete: false });
+  });
 });

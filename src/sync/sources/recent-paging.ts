@@ -11,6 +11,8 @@ export interface PageRecord {
   valid: boolean;
   /** Valid, and its id is a current report of the warehouse (not tombstoned), whatever its content now. */
   known: boolean;
+  /** Its `createdAt` in ms since the epoch, when valid and given (the list's order: newest first). */
+  createdAt?: number | undefined;
 }
 
 /** Why a `recent` run stops reading pages. */
@@ -22,11 +24,14 @@ export type StopReason =
   /** The page holds the same ids as the previous one (the server ignored `page`): the run is incomplete. */
   | 'repeated'
   /** `REPORTS_RECENT_MAX_PAGES` pages were read without catching up: the gap is left to the next full export. */
-  | 'max-pages';
+  | 'max-pages'
+  /** A report is newer than the one before it: the list is not newest first, so no page says where new ones end. */
+  | 'unordered';
 
 /** What to do after a page: read the next one, or stop (with `use` false when the page itself is dropped). */
 export type PageDecision =
-  { next: true; size?: number } | { next: false; reason: StopReason; complete: boolean; use: boolean };
+  | { next: true; size?: number; tieAt?: number }
+  | { next: false; reason: StopReason; complete: boolean; use: boolean };
 
 /** Input of {@link decidePage}. */
 export interface PageInput {
@@ -41,6 +46,14 @@ export interface PageInput {
   records: readonly PageRecord[];
   /** Ids of the previous page in order (`undefined` on page 1). */
   previousIds?: readonly (string | undefined)[] | undefined;
+  /** `createdAt` (ms) of the last valid record read before this page that had one. */
+  previousCreatedAt?: number | undefined;
+  /**
+   * Set once a page was all known: the `createdAt` (ms) of its last report. Reports created at that same
+   * instant may follow on the next pages (the list breaks ties by id); the run has caught up at the first
+   * page holding an older report.
+   */
+  tieAt?: number | undefined;
 }
 
 /**
@@ -49,18 +62,24 @@ export interface PageInput {
  * 2. a page whose ids equal the previous page's, in order, is a repeat (`repeated`, incomplete, its records
  *    are dropped: they were all just read), unless it repeats a short page 1: the list was that page (`end`). A window that merely shifted (reports published between two
  *    reads) overlaps the previous page only in part and is read normally: the merge dedupes by id;
- * 3. a page with at least one valid record and every valid record known is where the run has caught up
- *    (`caught-up`, complete). Known means the id, not the content: the list is ordered by `createdAt`, so a
+ * 3. a valid record newer (`createdAt`) than the one before it, on this page or the previous one, means
+ *    the list is not newest first (`unordered`, incomplete, the page is used): rule 4 would stop at known
+ *    reports with new ones still to come, so new reports past the pages read are left to the next full export;
+ * 4. a page with at least one valid record and every valid record known is where the run has caught up
+ *    (`caught-up`, complete) once the reports created at the instant of its last one are all read: the
+ *    list breaks ties by id, so a report created at that instant but published later can sort after known
+ *    ones. The next page is read too (`tieAt`), and the run has caught up at the first page that holds an
+ *    older report (or ends the list). Known means the id, not the content: the list is ordered by `createdAt`, so a
  *    status move of an older report says nothing about where the new reports end, and status moves are
  *    spread over the whole list (measured: a simulated day moved a report on every page of 1,000, so a
  *    content rule read the whole list). Changed reports on the pages read are merged as updates anyway; the
  *    others wait for the next full export. Records that fail validation neither stop nor extend the run:
  *    they are quarantined whichever page they are on; a page of only invalid records is read past;
- * 4. a page shorter than the page size in force is the last one (`end`, complete), but for a short page 1:
+ * 5. a page shorter than the page size in force is the last one (`end`, complete), but for a short page 1:
  *    the server may cap `pageSize` (the upstream names no maximum: docs/upstream-contract.md), so page 2 is read, and page 1's length is
  *    the size in force from then on (`size`);
- * 5. page `maxPages` is the last one read (`max-pages`, incomplete);
- * 6. otherwise the next page is read.
+ * 6. page `maxPages` is the last one read (`max-pages`, incomplete; `caught-up` when rule 4 applies);
+ * 7. otherwise the next page is read.
  */
 export function decidePage(input: PageInput): PageDecision {
   const { records } = input;
@@ -73,10 +92,20 @@ export function decidePage(input: PageInput): PageDecision {
       : { next: false, reason: 'repeated', complete: false, use: false };
   }
   const valid = records.filter((r) => r.valid);
-  if (valid.length > 0 && valid.every((r) => r.known)) {
-    return { next: false, reason: 'caught-up', complete: true, use: true };
+  if (!newestFirst(valid, input.previousCreatedAt)) {
+    return { next: false, reason: 'unordered', complete: false, use: true };
+  }
+  const caughtUp = { next: false, reason: 'caught-up', complete: true, use: true } as const;
+  const { tieAt } = input;
+  if (tieAt !== undefined && valid.some((r) => r.createdAt !== undefined && r.createdAt < tieAt)) {
+    return caughtUp;
   }
   const size = input.size ?? input.pageSize;
+  if (tieAt === undefined && valid.length > 0 && valid.every((r) => r.known)) {
+    const last = valid[valid.length - 1]?.createdAt;
+    if (last === undefined || records.length < size || input.page >= input.maxPages) return caughtUp;
+    return { next: true, tieAt: last };
+  }
   if (records.length < size) {
     if (input.page > 1 || input.size !== undefined)
       return { next: false, reason: 'end', complete: true, use: true };
@@ -85,6 +114,17 @@ export function decidePage(input: PageInput): PageDecision {
   }
   if (input.page >= input.maxPages) return { next: false, reason: 'max-pages', complete: false, use: true };
   return { next: true };
+}
+
+/** True when the valid records' `createdAt` never increases, from `before` (the previous page's last) on. */
+function newestFirst(valid: readonly PageRecord[], before: number | undefined): boolean {
+  let last = before;
+  for (const { createdAt } of valid) {
+    if (createdAt === undefined) continue;
+    if (last !== undefined && createdAt > last) return false;
+    last = createdAt;
+  }
+  return true;
 }
 
 function sameIds(records: readonly PageRecord[], previous: readonly (string | undefined)[]): boolean {
@@ -114,6 +154,8 @@ export class RecentPager {
   readonly #maxPages: number;
   #size: number | undefined; // a capped server's served size, once adopted
   #previousIds: (string | undefined)[] | undefined;
+  #previousCreatedAt: number | undefined;
+  #tieAt: number | undefined;
 
   /** `pageSize` asked for on every page (`REPORTS_RECENT_PAGE_SIZE`); `maxPages`: `REPORTS_RECENT_MAX_PAGES`. */
   constructor(pageSize: number, maxPages: number) {
@@ -136,10 +178,15 @@ export class RecentPager {
       maxPages: this.#maxPages,
       records,
       previousIds: this.#previousIds,
+      previousCreatedAt: this.#previousCreatedAt,
+      tieAt: this.#tieAt,
     });
     if (decision.next) {
       this.#size = decision.size ?? this.#size;
+      this.#tieAt = decision.tieAt ?? this.#tieAt;
       this.#previousIds = records.map((r) => r.id);
+      for (const r of records)
+        if (r.valid && r.createdAt !== undefined) this.#previousCreatedAt = r.createdAt;
       this.page++;
       return { use: true, logs: [] };
     }
@@ -149,6 +196,17 @@ export class RecentPager {
     ];
     if (decision.reason === 'repeated') {
       const reason = `list page ${page} repeats page ${page - 1} (the server ignored \`page\`?)`;
+      return { use: decision.use, outcome: { complete: false, reason }, logs };
+    }
+    if (decision.reason === 'unordered') {
+      logs.push({
+        level: 'warn',
+        fields: { page },
+        message:
+          'recent: the list is not ordered newest first by createdAt, so where the new reports end cannot be told: ' +
+          'the reports read are merged, the rest is left to the next full export (check REPORTS_LIST_PATH)',
+      });
+      const reason = `list page ${page} is not ordered newest first by createdAt: new reports past it are left to the next full export`;
       return { use: decision.use, outcome: { complete: false, reason }, logs };
     }
     if (decision.reason === 'max-pages') {

@@ -8,6 +8,7 @@ import { decodeNdjson } from '../../normalize/ndjson-decode.js';
 import { recordIdOf, type DecodedBlock } from '../../normalize/reject.js';
 import { isUtf8 } from 'node:buffer';
 import { arrayElementTexts } from '../../schema/json-text.js';
+import { normalizeTimestamp } from '../../schema/timestamp.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
 import { SyncError } from '../../util/errors.js';
 import { currentHashes } from '../../warehouse/current-hashes.js';
@@ -23,9 +24,10 @@ const MAX_PAGE_BYTES = 256 * 1024 * 1024;
 /**
  * The `recent` source: an incremental sync from the list endpoint (`REPORTS_LIST_PATH`, docs/upstream-contract.md rule 3: "the
  * latest published reports when no filter is given", newest first). It reads `?pageSize=N&page=K` from
- * page 1 and stops where its pager (recent-paging.ts) says: at the first page whose reports are all already current
- * in the warehouse (by id, looked up through `lookup`, a connection of its own; changed ones on the pages
- * read are merged as updates), at the
+ * page 1 and stops where its pager (recent-paging.ts) says: once caught up, past the first page whose reports are all
+ * already current in the warehouse (by id, looked up through `lookup`, a connection of its own; changed ones on
+ * the pages read are merged as updates) and the reports created at its last one's instant, on a list that is
+ * not newest first (incomplete), at the
  * end of the list, on a repeated page (incomplete), or after `REPORTS_RECENT_MAX_PAGES` pages (incomplete,
  * with a warning). Each array element goes through the same validation, quarantine and merge as an NDJSON
  * line (its raw text is the element re-serialised: the list body is one JSON document, not lines).
@@ -206,8 +208,18 @@ async function pageRecords(
   lookup: DuckDBConnection,
 ): Promise<PageRecord[]> {
   const rejectedRows = new Set(blocks.flatMap((b) => b.rejects.map((r) => r.location.row)));
-  const checked = values.map((value, i) => ({ id: recordIdOf(value), valid: !rejectedRows.has(i + 1) }));
+  const checked = values.map((value, i) => {
+    const valid = !rejectedRows.has(i + 1);
+    return { id: recordIdOf(value), valid, createdAt: valid ? createdAtMs(value) : undefined };
+  });
   const ids = [...new Set(checked.flatMap((c) => (c.valid && c.id !== undefined ? [c.id] : [])))];
   const current = await currentHashes(lookup, ids);
   return checked.map((c) => ({ ...c, known: c.valid && c.id !== undefined && current.has(c.id) }));
+}
+
+/** A list element's `createdAt` in ms since the epoch (by the report schema's timestamp rule), or undefined. */
+function createdAtMs(value: unknown): number | undefined {
+  const text = (value as { createdAt?: unknown } | null)?.createdAt;
+  const iso = typeof text === 'string' ? normalizeTimestamp(text) : null;
+  return iso === null ? undefined : Date.parse(iso);
 }
