@@ -1,25 +1,19 @@
 import type { BlockDecoders } from '../../normalize/decoders.js';
 import { startSourceDecoders } from './source-decoders.js';
-import { requestOptions } from '../../upstream/request-options.js';
 import { Readable } from 'node:stream';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { apiUrl } from '../../config/config.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
 import { recordIdOf, type DecodedBlock } from '../../normalize/reject.js';
-import { isUtf8 } from 'node:buffer';
-import { arrayElementTexts } from '../../schema/json-text.js';
 import { normalizeTimestamp } from '../../schema/timestamp.js';
-import { header, networkError, openStream } from '../../upstream/open-stream.js';
-import { SyncError } from '../../util/errors.js';
-import { currentHashes } from '../../warehouse/current-hashes.js';
+import { currentWireTexts } from '../../warehouse/current-wire.js';
+import { patchElement } from './recent-patch.js';
 import type { ExportSource, ReadContext, ReadOutcome, SourceItem } from '../export-source.js';
 import { safeUrl as redactedUrl } from '../../util/safe-url.js';
 import { isPastEndAnswer } from './csv-paging.js';
+import { fetchPage, type ListPage } from './recent-list-page.js';
 import { RecentPager, type PageRecord } from './recent-paging.js';
 import { PAGE_SEQ_STRIDE } from '../../normalize/csv-page-decode.js';
-
-// A list page is held whole to parse it as one JSON array: bounded so a runaway body cannot exhaust memory.
-const MAX_PAGE_BYTES = 256 * 1024 * 1024;
 
 /**
  * The `recent` source: an incremental sync from the list endpoint (`REPORTS_LIST_PATH`, docs/upstream-contract.md rule 3: "the
@@ -30,7 +24,9 @@ const MAX_PAGE_BYTES = 256 * 1024 * 1024;
  * not newest first (incomplete), at the
  * end of the list, on a repeated page (incomplete), or after `REPORTS_RECENT_MAX_PAGES` pages (incomplete,
  * with a warning). Each array element goes through the same validation, quarantine and merge as an NDJSON
- * line (its raw text is the element re-serialised: the list body is one JSON document, not lines).
+ * line (its raw text is the element as sent: the list body is one JSON document, not lines). An element of
+ * a report the warehouse holds changes only the fields it gives: what it leaves out is taken from the
+ * stored report (recent-patch.ts), so a list of summaries blanks nothing.
  *
  * `fullExport` is false: it sees a window of the list, never the whole, so no run of it infers a delete.
  * Locations are `page K, row R` (`line` repeats the row: the body has no meaningful lines).
@@ -54,6 +50,7 @@ async function* readRecent(
   const { config } = ctx;
   const pager = new RecentPager(config.recentPageSize, config.recentMaxPages);
   const decoders = await startSourceDecoders(ctx, 'recent');
+  const patches: PatchTally = { elements: 0, kept: new Set(), ignored: new Set() };
   try {
     for (;;) {
       const { page, pageSize } = pager.request();
@@ -72,11 +69,16 @@ async function* readRecent(
           info: { url: list.safeUrl, etag: list.etag, lastModified: list.lastModified },
         };
       }
-      const blocks = await decodePage(ctx, decoders, page, list);
-      const step = pager.onPage(await pageRecords(list.values, blocks, lookup));
+      const decoded = await decodePage(ctx, decoders, page, list);
+      const { records, stored } = await pageRecords(list.values, decoded, lookup);
+      const blocks = (await completedPage(ctx, decoders, page, list, records, stored, patches)) ?? decoded;
+      const step = pager.onPage(records);
       if (step.use) for (const block of blocks) yield { kind: 'block', block };
       for (const { level, fields, message } of step.logs) ctx.logger[level](fields, message);
-      if (step.outcome) return step.outcome;
+      if (step.outcome) {
+        logPatches(ctx, patches);
+        return step.outcome;
+      }
     }
   } finally {
     await decoders.close();
@@ -125,96 +127,25 @@ async function decodePage(
   return blocks;
 }
 
-/** One list page: its elements parsed and as sent, with what the response said of itself. */
-interface ListPage {
-  values: unknown[];
-  texts: string[];
-  /** Body size in bytes. */
-  bytes: number;
-  safeUrl: string;
-  etag?: string | undefined;
-  lastModified?: string | undefined;
-}
-
-/** GETs one list page and parses it as a JSON array. */
-async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
-  const res = await openStream(
-    url,
-    requestOptions(ctx.config, ctx, url, { accept: 'application/json', deadline: 'page' }),
-  );
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > MAX_PAGE_BYTES) {
-        throw new SyncError('LIST_INVALID', `The list page ${res.url} is over ${MAX_PAGE_BYTES} bytes`, {
-          context: { url: res.url, limit: MAX_PAGE_BYTES },
-        });
-      }
-      chunks.push(Buffer.from(chunk));
-    }
-  } catch (err) {
-    throw networkError(err, res.url);
-  } finally {
-    res.body.destroy();
-  }
-  const bytes = Buffer.concat(chunks, size);
-  // JSON is UTF-8 (RFC 8259): a page that is not is refused, never read with substitutes (docs/guarantees.md).
-  if (!isUtf8(bytes)) {
-    throw new SyncError(
-      'LIST_INVALID',
-      `The list page ${res.url} is not valid UTF-8: nothing of it was loaded`,
-      {
-        context: { url: res.url },
-      },
-    );
-  }
-  // A leading BOM is dropped (RFC 8259 §8.1 lets a parser ignore it; JSON.parse does not).
-  const text = new TextDecoder('utf-8').decode(bytes); // as fetch-stats.ts: the decoder drops it
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (err) {
-    throw new SyncError('LIST_INVALID', `The list page ${res.url} is not JSON (${(err as Error).message})`, {
-      context: { url: res.url, excerpt: text.slice(0, 200) },
-      retryable: true,
-      cause: err,
-    });
-  }
-  if (!Array.isArray(body)) {
-    throw new SyncError('LIST_INVALID', `The list page ${res.url} is not a JSON array of reports`, {
-      context: { url: res.url, excerpt: text.slice(0, 200) },
-    });
-  }
-  return {
-    values: body as unknown[],
-    // Each element as sent: unknown fields keep their numbers' text, repeated keys are seen.
-    texts: arrayElementTexts(text) ?? [],
-    bytes: size,
-    safeUrl: res.url,
-    etag: header(res.headers, 'etag'),
-    lastModified: header(res.headers, 'last-modified'),
-  };
-}
-
 /**
  * The page's records as the stop rules see them: valid unless the decoders quarantined their row (each
- * element is validated once, there), and looked up by id among the current reports.
+ * element is validated once, there), and looked up by id among the current reports (`stored`: id → the
+ * report's canonical wire JSON).
  */
 async function pageRecords(
   values: readonly unknown[],
   blocks: readonly DecodedBlock[],
   lookup: DuckDBConnection,
-): Promise<PageRecord[]> {
+): Promise<{ records: PageRecord[]; stored: Map<string, string> }> {
   const rejectedRows = new Set(blocks.flatMap((b) => b.rejects.map((r) => r.location.row)));
   const checked = values.map((value, i) => {
     const valid = !rejectedRows.has(i + 1);
     return { id: recordIdOf(value), valid, createdAt: valid ? createdAtMs(value) : undefined };
   });
   const ids = [...new Set(checked.flatMap((c) => (c.valid && c.id !== undefined ? [c.id] : [])))];
-  const current = await currentHashes(lookup, ids);
-  return checked.map((c) => ({ ...c, known: c.valid && c.id !== undefined && current.has(c.id) }));
+  const stored = await currentWireTexts(lookup, ids);
+  const records = checked.map((c) => ({ ...c, known: c.valid && c.id !== undefined && stored.has(c.id) }));
+  return { records, stored };
 }
 
 /** A list element's `createdAt` in ms since the epoch (by the report schema's timestamp rule), or undefined. */
@@ -222,4 +153,57 @@ function createdAtMs(value: unknown): number | undefined {
   const text = (value as { createdAt?: unknown } | null)?.createdAt;
   const iso = typeof text === 'string' ? normalizeTimestamp(text) : null;
   return iso === null ? undefined : Date.parse(iso);
+}
+
+/** The elements a run completed from stored reports (recent-patch.ts), and the field names involved. */
+interface PatchTally {
+  elements: number;
+  kept: Set<string>;
+  ignored: Set<string>;
+}
+
+/**
+ * The page decoded again with each element of a known report completed from the stored report where the
+ * list leaves fields out (`patchElement`), or undefined when no element needed it (the usual case: the
+ * list carries what the exports carry). Only valid elements are completed, so a quarantined one keeps the
+ * text it was sent with.
+ */
+async function completedPage(
+  ctx: ReadContext,
+  decoders: BlockDecoders,
+  page: number,
+  list: ListPage,
+  records: readonly PageRecord[],
+  stored: ReadonlyMap<string, string>,
+  tally: PatchTally,
+): Promise<DecodedBlock[] | undefined> {
+  const texts = [...list.texts];
+  let patched = 0;
+  records.forEach((r, i) => {
+    const text = texts[i];
+    const have = r.known && r.id !== undefined ? stored.get(r.id) : undefined;
+    if (text === undefined || have === undefined) return;
+    const patch = patchElement(text, have);
+    if (!patch) return;
+    texts[i] = patch.text;
+    patched++;
+    for (const f of patch.kept) tally.kept.add(f);
+    for (const f of patch.ignored) tally.ignored.add(f);
+  });
+  if (patched === 0) return undefined;
+  tally.elements += patched;
+  return decodePage(ctx, decoders, page, { ...list, texts });
+}
+
+/** One warning a run when the list's reports differ in their fields from the stored ones. */
+function logPatches(ctx: ReadContext, tally: PatchTally): void {
+  if (tally.elements === 0) return;
+  const kept = [...tally.kept].join(', ') || 'none';
+  const ignored = [...tally.ignored].join(', ') || 'none';
+  ctx.logger.warn(
+    { reports: tally.elements, kept: [...tally.kept], ignored: [...tally.ignored] },
+    `recent: the list's reports do not carry the fields the stored ones have: ${tally.elements} known reports ` +
+      `updated only in the fields the list gives (kept from the warehouse: ${kept}; list fields the exports ` +
+      `lack, left out: ${ignored}); full exports bring the rest`,
+  );
 }

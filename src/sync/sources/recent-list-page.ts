@@ -1,0 +1,87 @@
+import { isUtf8 } from 'node:buffer';
+import { arrayElementTexts } from '../../schema/json-text.js';
+import { header, networkError, openStream } from '../../upstream/open-stream.js';
+import { requestOptions } from '../../upstream/request-options.js';
+import { SyncError } from '../../util/errors.js';
+import type { ReadContext } from '../export-source.js';
+
+// A list page is held whole to parse it as one JSON array: bounded so a runaway body cannot exhaust memory.
+const MAX_PAGE_BYTES = 256 * 1024 * 1024;
+
+/** One list page: its elements parsed and as sent, with what the response said of itself. */
+export interface ListPage {
+  values: unknown[];
+  texts: string[];
+  /** Body size in bytes. */
+  bytes: number;
+  safeUrl: string;
+  etag?: string | undefined;
+  lastModified?: string | undefined;
+}
+
+/**
+ * GETs one list page and parses it as a JSON array, with each element's text as sent.
+ *
+ * @throws SyncError `LIST_INVALID` (a body over 256 MiB, not UTF-8, not JSON (retryable: a cut body) or not
+ *   an array), or what `openStream` throws
+ */
+export async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
+  const res = await openStream(
+    url,
+    requestOptions(ctx.config, ctx, url, { accept: 'application/json', deadline: 'page' }),
+  );
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_PAGE_BYTES) {
+        throw new SyncError('LIST_INVALID', `The list page ${res.url} is over ${MAX_PAGE_BYTES} bytes`, {
+          context: { url: res.url, limit: MAX_PAGE_BYTES },
+        });
+      }
+      chunks.push(Buffer.from(chunk));
+    }
+  } catch (err) {
+    throw networkError(err, res.url);
+  } finally {
+    res.body.destroy();
+  }
+  const bytes = Buffer.concat(chunks, size);
+  // JSON is UTF-8 (RFC 8259): a page that is not is refused, never read with substitutes (docs/guarantees.md).
+  if (!isUtf8(bytes)) {
+    throw new SyncError(
+      'LIST_INVALID',
+      `The list page ${res.url} is not valid UTF-8: nothing of it was loaded`,
+      {
+        context: { url: res.url },
+      },
+    );
+  }
+  // A leading BOM is dropped (RFC 8259 §8.1 lets a parser ignore it; JSON.parse does not).
+  const text = new TextDecoder('utf-8').decode(bytes); // as fetch-stats.ts: the decoder drops it
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    throw new SyncError('LIST_INVALID', `The list page ${res.url} is not JSON (${(err as Error).message})`, {
+      context: { url: res.url, excerpt: text.slice(0, 200) },
+      retryable: true,
+      cause: err,
+    });
+  }
+  if (!Array.isArray(body)) {
+    throw new SyncError('LIST_INVALID', `The list page ${res.url} is not a JSON array of reports`, {
+      context: { url: res.url, excerpt: text.slice(0, 200) },
+    });
+  }
+  return {
+    values: body as unknown[],
+    // Each element as sent: unknown fields keep their numbers' text, repeated keys are seen.
+    texts: arrayElementTexts(text) ?? [],
+    bytes: size,
+    safeUrl: res.url,
+    etag: header(res.headers, 'etag'),
+    lastModified: header(res.headers, 'last-modified'),
+  };
+}
