@@ -195,7 +195,9 @@ export class RecentPager {
       { level, fields: { pages: page, stop: decision.reason }, message: 'recent: list read' },
     ];
     if (decision.reason === 'repeated') {
-      const reason = `list page ${page} repeats page ${page - 1} (the server ignored \`page\`?)`;
+      const reason =
+        `list page ${page} repeats page ${page - 1} (the server ignored \`page\`, or exactly a page of ` +
+        'reports was published between the two reads): reports past it are left to the next full export';
       return { use: decision.use, outcome: { complete: false, reason }, logs };
     }
     if (decision.reason === 'unordered') {
