@@ -50,6 +50,8 @@ export interface TombstoneResult {
  * 4. its count differs from the `/stats` total by more than `statsTolerance`, counted either way: valid
  *    reports only, or with the ids only quarantined by this run added (an upstream's `/stats` may count
  *    the records it thinks valid and this run quarantined).
+ * 5. reports are missing and this run quarantined records without a readable id (a CSV row broken by a
+ *    quote, a line that is not JSON): any missing report may be one of them, so none can be proven gone.
  * Records quarantined by this run that carry an id count as seen: a report whose new version is invalid
  * is still upstream and is not removed.
  *
@@ -93,7 +95,15 @@ export async function applyTombstones(
       );
     }
   }
-  const removed = current === seen ? 0 : await tombstoneMissing(c, input);
+  const missing = current === seen ? 0 : await findMissing(c, input.runId);
+  const unread = missing === 0 ? 0 : await quarantinedWithoutId(c, input.runId);
+  if (unread > 0) {
+    return none(
+      `${unread} records this run quarantined have no readable id, and any of the ${missing} reports missing ` +
+        'from the export may be among them',
+    );
+  }
+  const removed = missing === 0 ? 0 : await tombstoneMissing(c, input);
   return {
     removed,
     note:
@@ -104,18 +114,37 @@ export async function applyTombstones(
 }
 
 /**
- * Tombstones the current reports the run did not see (`merge_unseen`) and did not quarantine; returns how
- * many. Skipped by {@link applyTombstones} when the counts already prove none is missing. The removed rows
- * keep the `last_seen_at` the `reports` view showed for them (merge-seen.ts: they are no longer lifted).
+ * Fills the TEMP table `merge_removed` with the current reports the run did not see (`merge_unseen`) and
+ * did not quarantine, and returns how many. Skipped by {@link applyTombstones} when the counts already
+ * prove none is missing.
  */
-async function tombstoneMissing(c: DuckDBConnection, run: { runId: string; now: Date }): Promise<number> {
-  const params = { run: run.runId, now: run.now.toISOString() };
+async function findMissing(c: DuckDBConnection, runId: string): Promise<number> {
   await c.run(
     `CREATE OR REPLACE TEMP TABLE merge_removed AS
      SELECT u.id FROM merge_unseen u
      WHERE NOT EXISTS (SELECT 1 FROM rejected_records j WHERE j.run_id = $run AND j.record_id = u.id)`,
-    { run: run.runId },
+    { run: runId },
   );
+  return Number(
+    (await c.runAndReadAll('SELECT count(*) AS n FROM merge_removed')).getRowObjectsJS()[0]?.n ?? 0,
+  );
+}
+
+/** Records the run quarantined without a readable id (`record_id` NULL): rows of the export no one can name. */
+async function quarantinedWithoutId(c: DuckDBConnection, runId: string): Promise<number> {
+  const reader = await c.runAndReadAll(
+    `SELECT count(*) AS n FROM rejected_records WHERE run_id = $run AND record_id IS NULL`,
+    { run: runId },
+  );
+  return Number(reader.getRowObjectsJS()[0]?.n ?? 0);
+}
+
+/**
+ * Tombstones the reports of `merge_removed` ({@link findMissing}); returns how many. The removed rows keep
+ * the `last_seen_at` the `reports` view showed for them (merge-seen.ts: they are no longer lifted).
+ */
+async function tombstoneMissing(c: DuckDBConnection, run: { runId: string; now: Date }): Promise<number> {
+  const params = { run: run.runId, now: run.now.toISOString() };
   const removed = Number(
     (await c.runAndReadAll('SELECT count(*) AS n FROM merge_removed')).getRowObjectsJS()[0]?.n ?? 0,
   );
