@@ -2,22 +2,30 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { extraFromJson } from '../schema/json-text.js';
 import { canonicalJson } from '../schema/wire-format.js';
 
+/** A stored report as {@link currentWireTexts} gives it. */
+export interface StoredWire {
+  /** Its canonical wire JSON. */
+  text: string;
+  /** It was last written by a CSV run: its unknown fields are a CSV reading (text, absent read as `null`). */
+  fromCsv: boolean;
+}
+
 /**
  * The current (not tombstoned) reports among `ids` as their canonical wire JSON (`canonicalJson` of
  * schema/wire-format.ts: what the NDJSON export and the reader write for them, unknown fields exact):
- * id → text. Ids not in the warehouse, or tombstoned, are absent. One scan of `report_rows` (no key index,
- * migration 004), as `currentHashes` does.
+ * id → {@link StoredWire}. Ids not in the warehouse, or tombstoned, are absent. One scan of `report_rows`
+ * (no key index, migration 004), as `currentHashes` does.
  */
 export async function currentWireTexts(
   connection: DuckDBConnection,
   ids: readonly string[],
-): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
+): Promise<Map<string, StoredWire>> {
+  const out = new Map<string, StoredWire>();
   if (ids.length === 0) return out;
   const rows = (
     await connection.runAndReadAll(
       `SELECT id, status, destination, category, description, lat, lng, address,
-         epoch_ms(created_at)::DOUBLE, epoch_ms(updated_at)::DOUBLE, extra::VARCHAR
+         epoch_ms(created_at)::DOUBLE, epoch_ms(updated_at)::DOUBLE, extra::VARCHAR, source
        FROM report_rows
        WHERE removed_at IS NULL AND id IN (SELECT unnest(from_json($ids, '["VARCHAR"]')))`,
       { ids: JSON.stringify(ids) },
@@ -38,7 +46,7 @@ export async function currentWireTexts(
       updatedAt: new Date(row[9] as number).toISOString(),
       extra: extra === null ? null : extraFromJson(extra),
     });
-    out.set(String(row[0]), text);
+    out.set(String(row[0]), { text, fromCsv: row[11] === 'csv' });
   }
   return out;
 }

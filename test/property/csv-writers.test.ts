@@ -143,23 +143,44 @@ describe('a report read through CSV equals its JSON reading, whatever wrote the 
               warehouse,
               `SELECT id, count(*)::INTEGER AS n FROM report_versions GROUP BY id ORDER BY id`,
             );
-            // After a JSON run the warehouse holds the JSON reading itself (what CSV could not say put back).
+            // A change is a version once a run sees it: any run, but for a field the report did not have,
+            // which a `recent` run leaves to the full exports (recent-patch.ts) unless a CSV run wrote the
+            // report last (a CSV reading cannot tell which fields it has): then it may or may not be one.
+            const seen = (r: ModelReport): boolean | 'maybe' =>
+              changeAt === undefined ||
+              changeAt[1] % 3 === 0 ||
+              r.extras.some(([k]) => k === (changeAt[1] % 3 === 1 ? 'score' : 'note')) ||
+              targets.slice(changedAt).some((t) => t !== 'recent') ||
+              (targets.slice(0, changedAt).includes('csv') ? 'maybe' : false);
+            // After a JSON run the warehouse holds the JSON reading itself (what CSV could not say put back),
+            // of the change when a run saw it.
             if (targets[targets.length - 1] !== 'csv') {
               const stored = await query(
                 warehouse,
                 `SELECT id, category, description, content_hash FROM reports ORDER BY id`,
               );
-              const read = data.map((r) => {
+              const reading = (r: ModelReport) => {
                 const report = readJson(r, json);
                 const { category, description } = report;
                 return { id: r.id, category, description, content_hash: contentHash(report) };
+              };
+              const read = data.map((r, i) => {
+                const before = reading(initial[i]!);
+                if (i !== changed || seen(initial[i]!) === true) return reading(r);
+                if (seen(initial[i]!) === false) return before;
+                const after = reading(r);
+                const got = stored.find((s) => s.id === r.id);
+                return got?.content_hash === after.content_hash ? after : before;
               });
               expect(stored).toEqual(read.sort((a, b) => (a.id < b.id ? -1 : 1)));
             }
+            const counted = (r: ModelReport, i: number) => {
+              if (i !== changed || seen(r) === false) return 1;
+              if (seen(r) === true) return 2;
+              return versions.find((v) => v.id === r.id)?.n === 1 ? 1 : 2;
+            };
             expect(versions).toEqual(
-              initial
-                .map((r, i) => ({ id: r.id, n: i === changed ? 2 : 1 }))
-                .sort((a, b) => (a.id < b.id ? -1 : 1)),
+              initial.map((r, i) => ({ id: r.id, n: counted(r, i) })).sort((a, b) => (a.id < b.id ? -1 : 1)),
             );
           } finally {
             warehouse.close();

@@ -64,7 +64,7 @@ const given = fc.record({
 describe('patchElement (recent-patch.ts)', () => {
   it('validates to the stored report with the given fields laid over it (property)', () => {
     fc.assert(
-      fc.property(stored, given, (report, g) => {
+      fc.property(stored, given, fc.boolean(), (report, g, fromCsv) => {
         const { location, extra, ...fields } = g;
         const element: Record<string, unknown> = { id: report.id, destination: report.destination };
         for (const [k, v] of Object.entries(fields)) if (v !== undefined) element[k] = v;
@@ -73,13 +73,17 @@ describe('patchElement (recent-patch.ts)', () => {
         const storedText = canonicalJson(report);
         const elementText = JSON.stringify(element);
 
-        // The model: the stored wire object, its location replaced by any the element gives, then every
-        // field of the element laid over it but for unknown fields the stored report lacks.
+        // The model: the stored wire object (its modelled fields only when a CSV run wrote it), its location
+        // replaced by any the element gives, then every field of the element laid over it but for unknown
+        // fields the stored report lacks (all of the element's when a CSV run wrote it).
         const model = JSON.parse(storedText) as Record<string, unknown>;
+        if (fromCsv) for (const k of Object.keys(model)) if (!isModelledKey(k)) delete model[k];
         if (location !== undefined) delete model.location;
-        for (const [k, v] of Object.entries(element)) if (isModelledKey(k) || k in model) model[k] = v;
+        for (const [k, v] of Object.entries(element)) {
+          if (isModelledKey(k) || k in model || fromCsv) model[k] = v;
+        }
 
-        const patched = patchElement(elementText, storedText)?.text ?? elementText;
+        const patched = patchElement(elementText, { text: storedText, fromCsv })?.text ?? elementText;
         const actual = validateWireReport(JSON.parse(patched));
         const expected = validateWireReport(model);
         expect(actual).toEqual(expected);
@@ -112,6 +116,6 @@ describe('patchElement (recent-patch.ts)', () => {
       createdAt: report.createdAt,
       ward: 8,
     });
-    expect(patchElement(element, canonicalJson(report))).toBeUndefined();
+    expect(patchElement(element, { text: canonicalJson(report), fromCsv: false })).toBeUndefined();
   });
 });

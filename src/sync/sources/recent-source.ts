@@ -6,7 +6,7 @@ import { apiUrl } from '../../config/config.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
 import { recordIdOf, type DecodedBlock } from '../../normalize/reject.js';
 import { normalizeTimestamp } from '../../schema/timestamp.js';
-import { currentWireTexts } from '../../warehouse/current-wire.js';
+import { currentWireTexts, type StoredWire } from '../../warehouse/current-wire.js';
 import { patchElement } from './recent-patch.js';
 import type { ExportSource, ReadContext, ReadOutcome, SourceItem } from '../export-source.js';
 import { safeUrl as redactedUrl } from '../../util/safe-url.js';
@@ -136,7 +136,7 @@ async function pageRecords(
   values: readonly unknown[],
   blocks: readonly DecodedBlock[],
   lookup: DuckDBConnection,
-): Promise<{ records: PageRecord[]; stored: Map<string, string> }> {
+): Promise<{ records: PageRecord[]; stored: Map<string, StoredWire> }> {
   const rejectedRows = new Set(blocks.flatMap((b) => b.rejects.map((r) => r.location.row)));
   const checked = values.map((value, i) => {
     const valid = !rejectedRows.has(i + 1);
@@ -174,7 +174,7 @@ async function completedPage(
   page: number,
   list: ListPage,
   records: readonly PageRecord[],
-  stored: ReadonlyMap<string, string>,
+  stored: ReadonlyMap<string, StoredWire>,
   tally: PatchTally,
 ): Promise<DecodedBlock[] | undefined> {
   const texts = [...list.texts];
