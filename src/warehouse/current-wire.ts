@@ -1,5 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { extraFromJson } from '../schema/json-text.js';
+import { REPORT_COLUMN_COUNT, REPORT_COLUMNS_SQL, rowToReport } from '../schema/report-row.js';
 import { canonicalJson } from '../schema/wire-format.js';
 
 /** A stored report as {@link currentWireTexts} gives it. */
@@ -24,29 +24,16 @@ export async function currentWireTexts(
   if (ids.length === 0) return out;
   const rows = (
     await connection.runAndReadAll(
-      `SELECT id, status, destination, category, description, lat, lng, address,
-         epoch_ms(created_at)::DOUBLE, epoch_ms(updated_at)::DOUBLE, extra::VARCHAR, source
-       FROM report_rows
+      `SELECT ${REPORT_COLUMNS_SQL}, source FROM report_rows
        WHERE removed_at IS NULL AND id IN (SELECT unnest(from_json($ids, '["VARCHAR"]')))`,
       { ids: JSON.stringify(ids) },
     )
   ).getRowsJS();
   for (const row of rows) {
-    const extra = row[10] as string | null;
-    const text = canonicalJson({
-      id: row[0] as string,
-      status: row[1] as string,
-      destination: row[2] as string,
-      category: row[3] as string | null,
-      description: row[4] as string | null,
-      lat: row[5] as number | null,
-      lng: row[6] as number | null,
-      address: row[7] as string | null,
-      createdAt: new Date(row[8] as number).toISOString(),
-      updatedAt: new Date(row[9] as number).toISOString(),
-      extra: extra === null ? null : extraFromJson(extra),
+    out.set(String(row[0]), {
+      text: canonicalJson(rowToReport(row)),
+      fromCsv: row[REPORT_COLUMN_COUNT] === 'csv',
     });
-    out.set(String(row[0]), { text, fromCsv: row[11] === 'csv' });
   }
   return out;
 }
