@@ -1,7 +1,7 @@
-import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { csvProjectionHash } from '../schema/csv-projection.js';
-import { extraFromJson } from '../schema/json-text.js';
-import { contentHash, type Report } from '../schema/wire-format.js';
+import { rowToReport } from '../schema/report-row.js';
+import { contentHash } from '../schema/wire-format.js';
 
 /** What {@link recomputeCsvHashes} did, in rows. */
 export interface CsvHashUpgrade {
@@ -72,7 +72,8 @@ async function recompute(
     ) {
       for (const row of chunk.getRows()) {
         done.checked++;
-        const report = reportOf(row);
+        // `k`, then the columns rowToReport reads (schema/report-row.ts), then the two hashes.
+        const report = rowToReport(row.slice(1));
         const stored = row[12] as string;
         if (contentHash(report) !== stored) {
           done.skipped++;
@@ -97,22 +98,4 @@ async function recompute(
   }
   await c.run('DROP TABLE csv_hash_upgrade');
   return done;
-}
-
-/** The report of a row selected as `k, id, COLUMNS` (as the reader rebuilds one: report-rows.ts). */
-function reportOf(row: readonly DuckDBValue[]): Report {
-  const extra = row[11] as string | null;
-  return {
-    id: row[1] as string,
-    status: row[2] as string,
-    destination: row[3] as string,
-    category: row[4] as string | null,
-    description: row[5] as string | null,
-    lat: row[6] as number | null,
-    lng: row[7] as number | null,
-    address: row[8] as string | null,
-    createdAt: new Date(row[9] as number).toISOString(),
-    updatedAt: new Date(row[10] as number).toISOString(),
-    extra: extra === null ? null : extraFromJson(extra),
-  };
 }
