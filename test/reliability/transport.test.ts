@@ -212,22 +212,23 @@ describe('bodies in other charsets', () => {
     ['ndjson', 'none'],
     ['csv', 'utf-16'],
     ['csv', 'utf-16le'],
+    ['recent', 'utf-16'],
+    ['recent', 'none'],
   ] as const)(
     'a %s body sent big-endian after its byte order mark, labelled charset=%s, is read by its mark',
     async (source, charset) => {
       const server = await startRawServer((req, res) => {
         const url = new URL(req.url ?? '/', 'http://x');
         if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: ids.length }));
-        const page = Number(url.searchParams.get('page'));
+        const page = Number(url.searchParams.get('page') ?? 1);
+        const slice = ids.slice((page - 1) * 10, page * 10);
         const text =
           source === 'csv'
-            ? HEADER +
-              ids
-                .slice((page - 1) * 10, page * 10)
-                .map(row)
-                .join('')
-            : ids.map(line).join('');
-        const type = source === 'csv' ? 'text/csv' : 'application/x-ndjson';
+            ? HEADER + slice.map(row).join('')
+            : source === 'recent'
+              ? `[${slice.map((id) => line(id).trim()).join(',')}]`
+              : ids.map(line).join('');
+        const type = { csv: 'text/csv', recent: 'application/json', ndjson: 'application/x-ndjson' }[source];
         res.writeHead(200, { 'content-type': charset === 'none' ? type : `${type}; charset=${charset}` });
         res.end(utf16be(text));
       });

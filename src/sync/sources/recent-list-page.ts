@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { arrayElementTexts } from '../../schema/json-text.js';
+import { charsetOf, toUtf8 } from '../../upstream/charset.js';
 import { header, networkError, openStream } from '../../upstream/open-stream.js';
 import { requestOptions } from '../../upstream/request-options.js';
 import { SyncError } from '../../util/errors.js';
@@ -22,8 +23,11 @@ export interface ListPage {
 /**
  * GETs one list page and parses it as a JSON array, with each element's text as sent.
  *
- * @throws SyncError `LIST_INVALID` (a body over 256 MiB, not UTF-8, not JSON (retryable: a cut body) or not
- *   an array), or what `openStream` throws
+ * The body is decoded as the export pages are: a byte order mark decides, else the declared `charset`
+ * (upstream/charset.ts), else UTF-8.
+ *
+ * @throws SyncError `LIST_INVALID` (a body over 256 MiB, not valid in its encoding, not JSON (retryable: a
+ *   cut body) or not an array), `UNSUPPORTED_CHARSET`, `INVALID_CHARSET_DATA`, or what `openStream` throws
  */
 export async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
   const res = await openStream(
@@ -47,8 +51,8 @@ export async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
   } finally {
     res.body.destroy();
   }
-  const bytes = Buffer.concat(chunks, size);
-  // JSON is UTF-8 (RFC 8259): a page that is not is refused, never read with substitutes (docs/guarantees.md).
+  const bytes = toUtf8(Buffer.concat(chunks, size), charsetOf(header(res.headers, 'content-type')), res.url);
+  // Text that is not valid in its encoding is refused, never read with substitutes (docs/guarantees.md).
   if (!isUtf8(bytes)) {
     throw new SyncError(
       'LIST_INVALID',
