@@ -1,6 +1,14 @@
-// ISO 8601 date-time with a UTC offset or `Z` (RFC 3339 profile). Seconds and fractions are optional.
+// ISO 8601 date-time with a UTC offset or `Z` (RFC 3339's profile, plus what ISO 8601 and PostgreSQL's text
+// for `timestamptz` also write: a space for `T`, `±HHMM`, an hour-only `±HH`). Seconds and fractions are
+// optional.
 const ISO_WITH_OFFSET =
-  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}(?::?\d{2})?)$/i;
+
+/** `text` (matched by {@link ISO_WITH_OFFSET}) as `Date.parse` reads it: `T`, and an hour-only offset `±HH:00`. */
+function parseable(text: string): number {
+  const t = text.replace(' ', 'T');
+  return Date.parse(/[+-]\d{2}$/.test(t) ? `${t}:00` : t);
+}
 
 /**
  * The instants a report's timestamp may name, in UTC: years 0001 to 9999. DuckDB's TIMESTAMPTZ reaches
@@ -35,7 +43,7 @@ export function normalizeTimestampGeneral(text: string): string | null {
   const day = Number(d);
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(Number(y), month)) return null;
   if (Number(h) > 23 || Number(mi) > 59 || Number(s ?? 0) > 59) return null;
-  const ms = Date.parse(text.replace(' ', 'T'));
+  const ms = parseable(text);
   if (Number.isNaN(ms)) return null;
   const iso = new Date(ms).toISOString();
   return inRange(iso) ? iso : null;
@@ -63,7 +71,7 @@ export function timestampIssue(text: string): string {
       ? `a leap second (${h}:${mi}:60): not an instant the warehouse can store`
       : `no such time of day: ${h}:${mi}${s === undefined ? '' : `:${s}`}`;
   }
-  const ms = Date.parse(text.replace(' ', 'T'));
+  const ms = parseable(text);
   if (!Number.isNaN(ms) && !inRange(new Date(ms).toISOString())) {
     return `outside the storable range ${TIMESTAMP_RANGE.min} … ${TIMESTAMP_RANGE.max} (UTC)`;
   }

@@ -32,6 +32,29 @@ describe('normalizeTimestamp', () => {
     expect(normalizeTimestamp('2023-02-29T00:00:00.000Z')).toBeNull();
     expect(normalizeTimestamp('2024-02-29T00:00:00.000Z')).toBe('2024-02-29T00:00:00.000Z');
   });
+
+  it("reads every offset form ISO 8601 and PostgreSQL's timestamptz text write as the same instant (property)", () => {
+    // PostgreSQL writes `2024-01-01 10:00:00+00` (and `+05:30` only for a zone off the hour).
+    fc.assert(
+      fc.property(
+        fc.date({
+          min: new Date('0002-01-01T00:00:00Z'),
+          max: new Date('9998-12-31T00:00:00Z'),
+          noInvalidDate: true,
+        }),
+        fc.integer({ min: -12, max: 14 }),
+        fc.constantFrom('T', ' '),
+        fc.constantFrom('+HH:MM', '+HHMM', '+HH'),
+        (date, hours, sep, form) => {
+          const local = new Date(date.getTime() + hours * 3_600_000).toISOString().slice(0, 23);
+          const hh = `${hours < 0 ? '-' : '+'}${String(Math.abs(hours)).padStart(2, '0')}`;
+          const offset = form === '+HH:MM' ? `${hh}:00` : form === '+HHMM' ? `${hh}00` : hh;
+          const text = `${local.replace('T', sep)}${offset}`;
+          expect(normalizeTimestamp(text), text).toBe(date.toISOString());
+        },
+      ),
+    );
+  });
 });
 
 describe('timestampIssue: why a timestamp is refused, in the quarantine', () => {
