@@ -180,11 +180,16 @@ export type CsvRow = Record<string, string | null | undefined>;
  * Validates one CSV row ({@link CsvRow}). Coerces `lat`/`lng` from text (an empty one is `null`; the columns
  * `latitude`, `lon`, `longitude` are read as their aliases, as in NDJSON, and a second value for a coordinate
  * or a `location` cell that is not empty is an issue, see readLocation); a `null`
- * cell is `null`, a quoted empty cell the empty string; extra columns that are not `null` go to `extra` as
+ * cell is `null`, a quoted empty cell the empty string (but an empty `updatedAt` is `null` either way: no
+ * timestamp is empty text); extra columns that are not `null` go to `extra` as
  * strings (within `limits`). Never throws. Common rows take the hot path ({@link fastCore}), the rest the
  * zod schema.
  */
-export function validateCsvReport(row: CsvRow, limits: ExtraLimits = DEFAULT_EXTRA_LIMITS): ValidationResult {
+export function validateCsvReport(
+  cells: CsvRow,
+  limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
+): ValidationResult {
+  const row = csvTimestampCells(cells);
   const loc = readLocation(csvLocationCells(row));
   if ('issue' in loc) return { ok: false, issues: [loc.issue] };
   const extra = csvExtra(row);
@@ -206,12 +211,21 @@ export function validateCsvReport(row: CsvRow, limits: ExtraLimits = DEFAULT_EXT
 
 /** {@link validateCsvReport} through the zod schema only (the hot path's reference in tests). */
 export function validateCsvReportWithZod(
-  row: CsvRow,
+  cells: CsvRow,
   limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
 ): ValidationResult {
+  const row = csvTimestampCells(cells);
   const loc = readLocation(csvLocationCells(row));
   if ('issue' in loc) return { ok: false, issues: [loc.issue] };
   return finish(core.safeParse({ ...row, lat: loc.lat, lng: loc.lng }), csvExtra(row), limits);
+}
+
+/**
+ * `row` with a quoted empty `updatedAt` read as NULL, as an unquoted one is: a writer that quotes every cell
+ * (Python's `csv.QUOTE_ALL`) writes a report never updated as `""`, and no timestamp is empty text.
+ */
+function csvTimestampCells(row: CsvRow): CsvRow {
+  return row.updatedAt === '' ? { ...row, updatedAt: null } : row;
 }
 
 // CSV alias columns: an empty cell (quoted or not) is no value, as a CSV cannot leave a column out.

@@ -19,6 +19,8 @@ export interface ModelReport {
   description: string | null;
   location: { lat: number; lng: number } | null;
   createdAt: string;
+  /** `null`: never updated (JSON `null`; an empty cell in CSV, `""` under `QUOTE_ALL`). */
+  updatedAt: string | null;
   extras: Array<[string, Value]>;
 }
 
@@ -125,6 +127,8 @@ export function modelReport(i: number): fc.Arbitrary<ModelReport> {
       },
     ),
     createdAt: fc.constantFrom('2024-03-01T10:00:00+00:00', '2023-12-24T18:30:05.250000+01:00'),
+    // PostgreSQL's text for a timestamptz: an hour-only offset.
+    updatedAt: fc.constantFrom(null, '2024-03-02T09:15:00+00:00', '2024-03-02 09:15:00.5+00'),
     extras: fc.uniqueArray(fc.tuple(extraKey, value), { maxLength: 4, selector: ([k]) => k }),
   });
 }
@@ -190,6 +194,7 @@ export function reportJson(r: ModelReport, style: JsonStyle): string {
     ['description', r.description],
     ['location', location],
     ['createdAt', r.createdAt],
+    ['updatedAt', r.updatedAt],
     ...r.extras,
   ];
   return dumps({ obj: fields }, { ...style, sortKeys: false });
@@ -232,6 +237,7 @@ export function csvExport(reports: readonly ModelReport[], style: CsvStyle): str
     'lat',
     'lng',
     'createdAt',
+    'updatedAt',
     ...extra,
   ];
   const rows = reports.map((r) => {
@@ -246,6 +252,7 @@ export function csvExport(reports: readonly ModelReport[], style: CsvStyle): str
       r.location ? { float: r.location.lat } : null,
       r.location ? { float: r.location.lng } : null,
       created,
+      r.updatedAt,
       ...extra.map((k) => (extras.has(k) ? extras.get(k)! : null)),
     ];
     return cells.map((c) => csvCell(c, style)).join(',');

@@ -11,7 +11,12 @@ beforeEach(() => {
 });
 afterEach(() => tmp.cleanup());
 
-const base = { status: 'SUBMITTED', location: null, createdAt: '2024-03-01T10:00:00+00:00' };
+const base = {
+  status: 'SUBMITTED',
+  location: null,
+  createdAt: '2024-03-01T10:00:00+00:00',
+  updatedAt: null,
+};
 const REPORTS: ModelReport[] = [
   {
     ...base,
