@@ -69,7 +69,8 @@ export interface PageInput {
  *    (`caught-up`, complete) once the reports created at the instant of its last one are all read: the
  *    list breaks ties by id, so a report created at that instant but published later can sort after known
  *    ones. The next page is read too (`tieAt`), and the run has caught up at the first page that holds an
- *    older report (or ends the list). Known means the id, not the content: the list is ordered by `createdAt`, so a
+ *    older report (or ends the list); a short page 1 all known reads page 2 the same way (rule 5: it may be
+ *    a capping server's full page). Known means the id, not the content: the list is ordered by `createdAt`, so a
  *    status move of an older report says nothing about where the new reports end, and status moves are
  *    spread over the whole list (measured: a simulated day moved a report on every page of 1,000, so a
  *    content rule read the whole list). Changed reports on the pages read are merged as updates anyway; the
@@ -103,8 +104,11 @@ export function decidePage(input: PageInput): PageDecision {
   const size = input.size ?? input.pageSize;
   if (tieAt === undefined && valid.length > 0 && valid.every((r) => r.known)) {
     const last = valid[valid.length - 1]?.createdAt;
-    if (last === undefined || records.length < size || input.page >= input.maxPages) return caughtUp;
-    return { next: true, tieAt: last };
+    if (last === undefined || input.page >= input.maxPages) return caughtUp;
+    if (records.length >= size) return { next: true, tieAt: last };
+    // A short page 1 may be a capping server's full page (rule 5): its ties may follow on page 2.
+    if (input.page > 1 || input.size !== undefined) return caughtUp;
+    return { next: true, size: records.length, tieAt: last };
   }
   if (records.length < size) {
     if (input.page > 1 || input.size !== undefined)
