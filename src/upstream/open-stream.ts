@@ -20,6 +20,8 @@ export interface OpenResponse {
   wireBytes(): number;
   /** How many redirects were followed. */
   redirects: number;
+  /** The final answer's status: 200, 203 or 204 (no content: `body` is empty). */
+  status: number;
 }
 
 /** An overall time limit for one request, headers and body together. */
@@ -66,8 +68,11 @@ export interface OpenStreamOptions {
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
-/** A body to read: 200, or 203 (the same, transformed by a proxy: RFC 9110 §15.3.4). */
-const OK_STATUS = new Set([200, 203]);
+/**
+ * A body to read: 200, 203 (the same, transformed by a proxy: RFC 9110 §15.3.4), or 204 (success with no
+ * content, RFC 9110 §15.3.5: an empty body, as some servers answer a page past the end or an empty list).
+ */
+const OK_STATUS = new Set([200, 203, 204]);
 
 const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 
@@ -248,6 +253,7 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
       body,
       wireBytes: decoded.wireBytes,
       redirects: hop,
+      status: res.statusCode,
     };
   }
 }

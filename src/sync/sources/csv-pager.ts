@@ -86,6 +86,10 @@ export class CsvPager {
   readonly #init: CsvPagerInit;
   #validator: ExportValidator | undefined;
   #perPage = false;
+  /** A page after page 1 carried page 1's validator: it is the export's. */
+  #proven = false;
+  /** Page 1's validator was withdrawn from the run's export info (not proven the export's). */
+  #withdrawn = false;
   #consistency: string | undefined;
   #previousKeys: string | undefined;
   #linkSeen = false;
@@ -131,7 +135,8 @@ export class CsvPager {
   checkValidator(answer: PageAnswer): ValidatorStep {
     this.#visited.add(this.url.toString());
     const seen = validatorOf(answer);
-    if (answer.pastEnd) return { kind: 'ok' }; // no validator to compare: an error answer stands for an empty page
+    // An error answer stands for an empty page: it has no validator to compare.
+    if (answer.pastEnd) return this.#unproven();
     if (this.#validator === undefined) {
       this.#validator = seen;
       return { kind: 'export', info: { url: answer.url, ...seen } };
@@ -141,11 +146,27 @@ export class CsvPager {
       this.#consistency ??=
         `page ${this.page} carries no validator of the kind page 1 had (${describeValidator(this.#validator)}, now ` +
         `${describeValidator(seen)}): the pages cannot be proven to be of one version`;
-    } else if (same === 'changed') {
+      return this.#unproven();
+    }
+    if (same === 'changed') {
       // Changed, or a server that validates each page apart: then page 1 still has the validator it had.
       return this.#perPage ? this.afterProbe(answer, this.#validator) : { kind: 'probe' };
     }
+    this.#proven = true; // a page after page 1 (page 1 itself is never compared)
     return { kind: 'ok' };
+  }
+
+  /**
+   * A page after page 1 that cannot be compared with it (an error answer past the end, a page without a
+   * validator of page 1's kind) while none has matched it yet: page 1's validator may be its own, so it is
+   * not recorded as the export's. Recorded, the next run would send it, and a 304 to an unchanged page 1
+   * would hide reports published onto later pages.
+   */
+  #unproven(): ValidatorStep {
+    if (this.#proven || this.#perPage || this.#withdrawn || this.#init.resume) return { kind: 'ok' };
+    if (this.#validator === undefined || !hasValidator(this.#validator)) return { kind: 'ok' };
+    this.#withdrawn = true;
+    return { kind: 'export', info: { url: safeUrl(this.#init.pageUrl(1)) } };
   }
 
   /**

@@ -2,24 +2,35 @@ import { header } from '../../upstream/open-stream.js';
 import type { ExportValidator } from '../export-source.js';
 
 /**
- * The validators of a page answer that can tell a version of the export: its `ETag`, and its
- * `Last-Modified` unless that is not before the answer's `Date` (a server stamping each answer with the time
- * it was made: RFC 9110 §8.8.2.1 has a later date replaced by `Date`, so it names no version).
+ * The validators of an answer (an export, a CSV page, a list page) that can tell a version of the export:
+ * its `ETag`, and its `Last-Modified` only when the answer's `Date` is at least a second later. Last-Modified
+ * has one-second precision, so a second change within that second keeps it; RFC 9110 §8.8.2.2 deems it
+ * strong only with a `Date` one second after it. Without that (no `Date`, or a server stamping each answer
+ * with the time it was made) it names no version: it is neither recorded, nor sent as `If-Modified-Since`
+ * (a 304 would hide the change of that second), nor taken to prove that two pages are of one version.
  */
 export function pageValidator(headers: Record<string, string | string[] | undefined>): ExportValidator {
   const lastModified = header(headers, 'last-modified');
   const modified = lastModified === undefined ? NaN : Date.parse(lastModified);
   const answered = Date.parse(header(headers, 'date') ?? '');
-  const stamped = !Number.isNaN(modified) && !Number.isNaN(answered) && modified >= answered;
-  return { etag: header(headers, 'etag'), lastModified: stamped ? undefined : lastModified };
+  const strong = !Number.isNaN(modified) && !Number.isNaN(answered) && answered - modified >= 1000;
+  return { etag: header(headers, 'etag'), lastModified: strong ? lastModified : undefined };
+}
+
+/** An entity tag's opaque part: `W/"x"` and `"x"` name the same version by weak comparison (RFC 9110 §8.8.3.2). */
+function opaqueTag(etag: string): string {
+  return etag.startsWith('W/') ? etag.slice(2) : etag;
 }
 
 /**
- * Whether two validators tell the same version of the export: ETags when both have one, else Last-Modified
- * when both have one; `unknown` without a common validator (nothing can be told).
+ * Whether two validators tell the same version of the export: ETags when both have one (weak comparison: a
+ * server that compresses only its larger answers marks just their tags weak, as nginx does), else
+ * Last-Modified when both have one; `unknown` without a common validator (nothing can be told).
  */
 export function compareValidators(a: ExportValidator, b: ExportValidator): 'same' | 'changed' | 'unknown' {
-  if (a.etag !== undefined && b.etag !== undefined) return a.etag === b.etag ? 'same' : 'changed';
+  if (a.etag !== undefined && b.etag !== undefined) {
+    return opaqueTag(a.etag) === opaqueTag(b.etag) ? 'same' : 'changed';
+  }
   if (a.lastModified !== undefined && b.lastModified !== undefined) {
     return a.lastModified === b.lastModified ? 'same' : 'changed';
   }

@@ -1,3 +1,4 @@
+import { pageValidator } from './export-validators.js';
 import { startSourceDecoders } from './source-decoders.js';
 import { requestOptions } from '../../upstream/request-options.js';
 import {
@@ -32,11 +33,7 @@ export const ndjsonSource: ExportSource = {
     }
     yield {
       kind: 'export',
-      info: {
-        url: res.url,
-        etag: header(res.headers, 'etag'),
-        lastModified: header(res.headers, 'last-modified'),
-      },
+      info: { url: res.url, ...pageValidator(res.headers) },
     };
     let read = 0; // body bytes since the last `bytes` item
     let wire = 0;

@@ -5,6 +5,7 @@ import { header, networkError, openStream } from '../../upstream/open-stream.js'
 import { requestOptions } from '../../upstream/request-options.js';
 import { SyncError } from '../../util/errors.js';
 import type { ReadContext } from '../export-source.js';
+import { pageValidator } from './export-validators.js';
 
 // A list page is held whole to parse it as one JSON array: bounded so a runaway body cannot exhaust memory.
 const MAX_PAGE_BYTES = 256 * 1024 * 1024;
@@ -63,7 +64,8 @@ export async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
     );
   }
   // A leading BOM is dropped (RFC 8259 §8.1 lets a parser ignore it; JSON.parse does not).
-  const text = new TextDecoder('utf-8').decode(bytes); // as fetch-stats.ts: the decoder drops it
+  // A 204 (no content) is an empty list: a page past the end, or nothing published.
+  const text = res.status === 204 ? '[]' : new TextDecoder('utf-8').decode(bytes); // the decoder drops a BOM
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -85,7 +87,6 @@ export async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
     texts: arrayElementTexts(text) ?? [],
     bytes: size,
     safeUrl: res.url,
-    etag: header(res.headers, 'etag'),
-    lastModified: header(res.headers, 'last-modified'),
+    ...pageValidator(res.headers),
   };
 }
