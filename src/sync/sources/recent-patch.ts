@@ -23,12 +23,16 @@ export interface PatchedElement {
  * takes back. So a `recent` run changes only the fields the list gives:
  * - a stored field the element lacks is kept (a modelled `null` one needs no keeping, as absent reads as `null`;
  *   nor does a stored `updatedAt` equal to the `createdAt` both give, the value it falls back to);
- * - any location key of the element replaces the stored `location`;
+ * - any location key of the element replaces the stored `location`; a `location` object also replaces the
+ *   keys of it the stored report keeps as `location.<key>` (schema/location.ts: a Socrata `human_address`);
  * - an unknown field the stored report lacks is left out: full exports decide which fields a report has
- *   (else it would come with each `recent` run and go with each full one).
- * A report last written by a CSV run keeps only its modelled fields: its unknown fields are a CSV reading
- * (all text, an absent field read as `null`), which the element's JSON reading refines as a full JSON
- * export would.
+ *   (else it would come with each `recent` run and go with each full one);
+ * - the stored report's fields keep their order (the order of unknown fields is part of the report, and
+ *   so of its content hash); fields only the element has follow. A report a CSV run wrote takes the
+ *   element's order, as a CSV's columns are in its header's order, not the report's.
+ * A report last written by a CSV run keeps its unknown fields that have a value (not `null` nor `""`: a CSV
+ * cell cannot tell those from an absent field), as that run read them (text); those the element gives, and those it has
+ * that the stored report lacks, come from its JSON reading, which refines them as a full JSON export would.
  *
  * @param element the element's JSON text as sent (a valid report: validation already passed)
  * @param stored the stored report (warehouse/current-wire.ts)
@@ -36,10 +40,16 @@ export interface PatchedElement {
 export function patchElement(element: string, stored: StoredWire): PatchedElement | undefined {
   const given = fieldTexts(element);
   const have = fieldTexts(stored.text);
-  if (stored.fromCsv) for (const key of have.keys()) if (!isModelledKey(key)) have.delete(key);
+  if (stored.fromCsv) {
+    // No value in a CSV reading: an empty cell, quoted or not, is also how CSV writes an absent field.
+    for (const [key, text] of have)
+      if (!isModelledKey(key) && (text === 'null' || text === '""')) have.delete(key);
+  }
   const relocated = [...given.keys()].some((k) => LOCATION_KEYS.has(k));
   const kept = [...have].flatMap(([key, text]) => {
-    if (given.has(key) || (key === 'location' && relocated)) return [];
+    if (given.has(key) || (relocated && key === 'location')) return [];
+    // A location object given replaces the stored one's other keys too; bare coordinates do not.
+    if (given.has('location') && key.startsWith('location.')) return [];
     // Absent reads as `null` for a modelled field; an unknown field's `null` is a key of its own.
     if (text === 'null' && isModelledKey(key)) return [];
     // Absent, `updatedAt` falls back to the element's `createdAt`: the same value when both are the stored one.
@@ -49,11 +59,31 @@ export function patchElement(element: string, stored: StoredWire): PatchedElemen
     return [key];
   });
   const ignored = stored.fromCsv ? [] : [...given.keys()].filter((k) => !isModelledKey(k) && !have.has(k));
-  if (kept.length === 0 && ignored.length === 0) return undefined;
-  // The element's fields in its own order (unknown fields are kept in the order they come), then the kept ones.
-  const fields = [...given].filter(([key]) => !ignored.includes(key));
-  for (const key of kept) fields.push([key, have.get(key)!]);
+  if (
+    kept.length === 0 &&
+    ignored.length === 0 &&
+    (stored.fromCsv || sameOrder(given, have, given.has('location')))
+  ) {
+    return undefined;
+  }
+  const fields: Array<[string, string]> = [];
+  // A CSV run's order is its header's, not the report's: then the element's order leads.
+  const order = stored.fromCsv ? new Map([...given, ...have]) : have;
+  for (const key of order.keys()) {
+    const value = given.get(key) ?? (kept.includes(key) ? have.get(key) : undefined);
+    if (value !== undefined) fields.push([key, value]);
+  }
+  for (const [key, text] of given) if (!order.has(key) && !ignored.includes(key)) fields.push([key, text]);
   return { text: `{${fields.map(([k, t]) => `${JSON.stringify(k)}:${t}`).join(',')}}`, kept, ignored };
+}
+
+/** True when the unknown fields both give come in the same order (those of a replaced location aside). */
+function sameOrder(given: Map<string, string>, have: Map<string, string>, located: boolean): boolean {
+  const unknown = (m: Map<string, string>) =>
+    [...m.keys()].filter((k) => !isModelledKey(k) && !(located && k.startsWith('location.')));
+  const a = unknown(given);
+  const b = unknown(have);
+  return a.length === b.length && a.every((k, i) => k === b[i]);
 }
 
 /** The top-level fields of a JSON object's text: key → value text, in order. */
