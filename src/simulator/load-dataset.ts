@@ -8,6 +8,7 @@ import { DAILY_RATES, DAY_MS } from './advance.js';
 import { Dataset, type DatasetSource, type SourceEntry } from './dataset.js';
 import { GENERATED_NOW_MS, syntheticReport } from './generate.js';
 import { hash32 } from './seeded-random.js';
+import { compareCodePoints } from '../util/code-point-order.js';
 
 /** Options of {@link loadDataset}. */
 export interface LoadDatasetOptions {
@@ -190,8 +191,11 @@ class FileSource implements DatasetSource {
   }
 }
 
-/** `createdAt` desc, then `id` asc (docs/sources.md). Timestamps are canonical ISO strings, so text order is time order. */
+/**
+ * `createdAt` desc, then `id` asc by code point (docs/sources.md), as the reader's SQL orders them.
+ * Timestamps are canonical ISO strings, so text order is time order.
+ */
 export function compareNewestFirst(a: Report, b: Report): number {
   if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? 1 : -1;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+  return compareCodePoints(a.id, b.id);
 }
