@@ -94,6 +94,13 @@ export interface ReadContext {
    */
   conditional?: Record<string, string> | undefined;
   /**
+   * An earlier attempt of this run found the export changed while it was read (`EXPORT_CHANGED`). If page
+   * 1's validator changes again, it names no version that lasts a read (a tag made anew for each answer, or
+   * an export regenerated faster than it is read): a paged source then reads on, as for a server that
+   * validates each page, and the run infers no deletes.
+   */
+  validatorUnstable?: boolean | undefined;
+  /**
    * Resume point of a paged source (attempt 1 only): the interrupted run's last committed `page`, where the
    * next page is (`nextUrl`), and the export validator it saw (already checked against page 1 again).
    */

@@ -2,6 +2,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
 import type { KnownLines } from '../normalize/known-lines.js';
+import { isSyncError } from '../util/errors.js';
 import { failpoint } from '../util/failpoint.js';
 import type { Logger } from '../util/logger.js';
 import type { RunLog } from '../warehouse/runs.js';
@@ -59,6 +60,7 @@ export async function readExport(run: ExportRead, attempt: number): Promise<void
     upstreamTotal: run.upstreamTotal,
     knownLines: run.knownLines,
     conditional: run.validators ? conditionalHeaders(run.validators) : undefined,
+    validatorUnstable: state.exportChanges > 0,
   };
   if (attempt === 1 && run.source.paging) await resume(run, ctx);
   const writer = staging.writer;
@@ -66,6 +68,9 @@ export async function readExport(run: ExportRead, attempt: number): Promise<void
   const items = run.source.read(ctx);
   try {
     state.outcome = await stageItems(run, items);
+  } catch (err) {
+    if (isSyncError(err, 'EXPORT_CHANGED')) state.exportChanges++;
+    throw err;
   } finally {
     await items.return(undefined).catch(() => undefined); // the source's clean-up, when it did not end
   }

@@ -23,6 +23,8 @@ export class RunState {
   page: number | undefined;
   /** The last page end seen: where the next batch's checkpoint says a resumed run goes on. */
   lastMark: (CheckpointInfo & { page: number }) | undefined;
+  /** Attempts of this run that found the export changed while they read it (`EXPORT_CHANGED`). */
+  exportChanges = 0;
   /** What the run is doing: reading (and staging) its export, or merging it (the failure message says it). */
   phase: 'reading' | 'merging' = 'reading';
 

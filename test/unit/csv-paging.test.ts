@@ -261,6 +261,24 @@ describe('CsvPager: what stops an export incomplete or makes it read again', () 
     });
   });
 
+  it('a validator changed again on a later attempt (made per answer, or an export regenerated faster than read) reads on, inferring no deletes', () => {
+    const again = new CsvPager({ ...init, validatorUnstable: true });
+    feed(again, answer(1, { next: pageUrl(2) }));
+    const a2 = answer(2, { etag: '"v2"' });
+    expect(again.checkValidator(a2)).toEqual({ kind: 'probe' });
+    expect(again.afterProbe(a2, { etag: '"v3"' })).toEqual({
+      kind: 'export',
+      info: { url: pageUrl(1).toString() },
+    });
+    again.countRows(a2);
+    const end = again.decide({ ...a2, rows: 3 });
+    if (end === 'stats-total') throw new Error('no /stats here');
+    expect(end.outcome).toMatchObject({
+      complete: true,
+      tombstonesBlocked: expect.stringContaining('changed again'),
+    });
+  });
+
   it('an error answer past page 1 is the end only when /stats confirms it; rows after one mean a page is missing', () => {
     const pastEnd = (page: number) =>
       answer(page, { rows: 0, keysDigest: undefined, pastEnd: true, etag: undefined });

@@ -19,6 +19,8 @@ export interface CsvPagerInit {
   statsTotalAvailable: boolean;
   /** Where an interrupted run stopped (ReadContext.resumeFrom). */
   resume?: ReadContext['resumeFrom'];
+  /** An earlier attempt found the export changed (ReadContext.validatorUnstable): a change again reads on. */
+  validatorUnstable?: boolean | undefined;
 }
 
 /** What one fetched page told the pager. */
@@ -173,12 +175,23 @@ export class CsvPager {
    * After a `probe`: page 1's validator now. Unchanged: the server validates each page (no export version is
    * recorded, so no later run sends it: a 304 to page 1 would hide rows added on later pages).
    *
-   * @throws SyncError `EXPORT_CHANGED` (the runner reads the export again from page 1) when page 1 changed
+   * @throws SyncError `EXPORT_CHANGED` (the runner reads the export again from page 1) when page 1 changed,
+   *   unless an earlier attempt already found it changed (`validatorUnstable`): then the run reads on as for
+   *   a server validating each page (no validator recorded, no deletes inferred)
    */
   afterProbe(answer: PageAnswer, firstNow: ExportValidator): ValidatorStep {
     const first = this.#validator ?? {};
     const seen = validatorOf(answer);
-    if (!this.#perPage && compareValidators(first, firstNow) !== 'same') {
+    const changed = !this.#perPage && compareValidators(first, firstNow) !== 'same';
+    if (changed && this.#init.validatorUnstable) {
+      this.#consistency ??=
+        `page 1's validator changed again while the export was read (${describeValidator(first)}, then ` +
+        `${describeValidator(firstNow)}), as on an earlier attempt: it names no version that lasts a read, so ` +
+        'the pages cannot be proven to be of one version';
+      this.#perPage = true;
+      return { kind: 'export', info: { url: safeUrl(this.#init.pageUrl(1)) } };
+    }
+    if (changed) {
       throw new SyncError(
         'EXPORT_CHANGED',
         `The CSV export changed while it was read: page ${this.page} (${answer.url}) has validator ` +

@@ -52,6 +52,7 @@ async function* readCsvExport(ctx: ReadContext): AsyncGenerator<SourceItem, Read
     pageParam: config.csvPageParam,
     pageUrl: (page) => csvPageUrl(config, page),
     statsTotalAvailable: ctx.upstreamTotal !== undefined,
+    validatorUnstable: ctx.validatorUnstable === true,
     resume: ctx.resumeFrom,
   });
   const resumed = pager.resumedValidator;
