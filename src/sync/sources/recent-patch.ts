@@ -27,8 +27,9 @@ export interface PatchedElement {
  *   keys of it the stored report keeps as `location.<key>` (schema/location.ts: a Socrata `human_address`);
  * - an unknown field the stored report lacks is left out: full exports decide which fields a report has
  *   (else it would come with each `recent` run and go with each full one);
- * - the stored report's fields keep their order (the order of unknown fields is part of the report, and
- *   so of its content hash); fields only the element has follow. A report a CSV run wrote takes the
+ * - a completed element has the stored report's fields in their order (the order of unknown fields is
+ *   part of the report, and so of its content hash; a summary cannot tell it), fields only the element
+ *   has after them; an element that leaves nothing out is taken as it comes, its order too. A report a CSV run wrote takes the
  *   element's order, as a CSV's columns are in its header's order, not the report's.
  * A report last written by a CSV run keeps its unknown fields that have a value (not `null` nor `""`: a CSV
  * cell cannot tell those from an absent field), as that run read them (text); those the element gives, and those it has
@@ -59,13 +60,8 @@ export function patchElement(element: string, stored: StoredWire): PatchedElemen
     return [key];
   });
   const ignored = stored.fromCsv ? [] : [...given.keys()].filter((k) => !isModelledKey(k) && !have.has(k));
-  if (
-    kept.length === 0 &&
-    ignored.length === 0 &&
-    (stored.fromCsv || sameOrder(given, have, given.has('location')))
-  ) {
-    return undefined;
-  }
+  // A whole element is the report as the list gives it, its order too (the upstream may reorder fields).
+  if (kept.length === 0 && ignored.length === 0) return undefined;
   const fields: Array<[string, string]> = [];
   // A CSV run's order is its header's, not the report's: then the element's order leads.
   const order = stored.fromCsv ? new Map([...given, ...have]) : have;
@@ -75,15 +71,6 @@ export function patchElement(element: string, stored: StoredWire): PatchedElemen
   }
   for (const [key, text] of given) if (!order.has(key) && !ignored.includes(key)) fields.push([key, text]);
   return { text: `{${fields.map(([k, t]) => `${JSON.stringify(k)}:${t}`).join(',')}}`, kept, ignored };
-}
-
-/** True when the unknown fields both give come in the same order (those of a replaced location aside). */
-function sameOrder(given: Map<string, string>, have: Map<string, string>, located: boolean): boolean {
-  const unknown = (m: Map<string, string>) =>
-    [...m.keys()].filter((k) => !isModelledKey(k) && !(located && k.startsWith('location.')));
-  const a = unknown(given);
-  const b = unknown(have);
-  return a.length === b.length && a.every((k, i) => k === b[i]);
 }
 
 /** The top-level fields of a JSON object's text: key → value text, in order. */
