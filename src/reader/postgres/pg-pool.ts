@@ -1,6 +1,10 @@
 import pg from 'pg';
 import { SyncError, errorMessage } from '../../util/errors.js';
-import { postgresClientConfig, registerPostgresSecret } from '../../warehouse/postgres/pg-client.js';
+import {
+  postgresClientConfig,
+  registerPostgresSecret,
+  SESSION_SETTINGS,
+} from '../../warehouse/postgres/pg-client.js';
 
 /** Connection settings of the reader's PostgreSQL pools (docs/deployment.md, "Serving from PostgreSQL"). */
 export interface PgPoolOptions {
@@ -61,6 +65,9 @@ export class PgReaderPool {
     this.#pool.on('error', () => undefined);
     // Queued before any query of the connection's first checkout (a client runs its queries in order).
     this.#pool.on('connect', (client) => {
+      // What answers depend on (pg-client.ts): refused, the connection is closed (its first query fails)
+      // rather than used to serve answers in the server's own formats.
+      client.query(SESSION_SETTINGS).catch(() => void client.end().catch(() => undefined));
       client.query(READER_SESSION_SETTINGS).catch(() => undefined);
     });
   }

@@ -79,12 +79,15 @@ export async function copyTable(
   return { rows, refused: refusedRows };
 }
 
-/** Moves the collected refused rows into `publish_refused` (a row refused again gets its new reason). */
+/**
+ * Moves the collected refused rows into `publish_refused` (a row refused again gets its new reason). Unique
+ * on `md5(row_key)` (migration 004): a key may be longer than a btree entry holds.
+ */
 export async function upsertRefused(pg: ClientBase): Promise<void> {
   await pg.query(
     `INSERT INTO publish_refused (table_name, row_key, run_id, reason)
      SELECT DISTINCT ON (table_name, row_key) table_name, row_key, run_id, reason FROM ${REFUSED_TEMP}
-     ON CONFLICT (table_name, row_key) DO UPDATE
+     ON CONFLICT (table_name, md5(row_key)) DO UPDATE
        SET run_id = EXCLUDED.run_id, reason = EXCLUDED.reason, refused_at = now()`,
   );
 }

@@ -47,8 +47,24 @@ export async function connectPostgres(url: string, applicationName = 'reports-sy
     await client.end().catch(() => undefined);
     throw postgresError(err, 'cannot connect to PostgreSQL');
   }
+  try {
+    await client.query(SESSION_SETTINGS);
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw postgresError(err, 'cannot set the session of a PostgreSQL connection');
+  }
   return client;
 }
+
+/**
+ * Session settings every connection of this tool pins, whatever the database or role defaults: floats in
+ * their shortest exact text (`extra_float_digits = 0` would serve 0.30000000000000004 as 0.3), ISO dates
+ * in UTC (a `DateStyle` of `SQL, DMY` and a zone with local mean time made `created_at::text` read
+ * `02/01/1800 20:03:58 LMT`, which no longer parsed back as a page anchor). Each is a plain `SET` every
+ * PostgreSQL version takes.
+ */
+export const SESSION_SETTINGS =
+  "SET extra_float_digits = 3; SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC'";
 
 /** Registers the password of a `postgres://` URL as a secret (util/redact.ts). */
 export function registerPostgresSecret(url: string): void {
