@@ -1,10 +1,11 @@
 import type { AddressInfo } from 'node:net';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import type { Config } from '../config/config.js';
 import { SyncError, errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
 import { buildReader, listenQuietly } from '../reader/server.js';
+import { collectProcessMetrics } from '../reader/reader-metrics.js';
 import type { ScheduledJob } from '../reader/status-html.js';
 import { nextRuns, schedulePeriodMs } from './cron-times.js';
 import { registerDaemonMetrics, type DaemonInfo } from './daemon-metrics.js';
@@ -56,7 +57,7 @@ function scheduleOf(info: DaemonInfo): { timezone: string; jobs: ScheduledJob[] 
  */
 export async function startHttpServer(options: HttpServerOptions): Promise<HttpServer> {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  collectProcessMetrics(registry);
   registerDaemonMetrics(registry, options.info);
   const app = await buildReader({
     warehouse: options.warehouse,

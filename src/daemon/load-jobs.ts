@@ -53,7 +53,8 @@ export function freshnessEnvName(jobName: string): string {
  * Loads every job declared in `dir` (default {@link JOBS_DIR}: each `*.ts`/`*.js` file's default export)
  * in the order of their `order` field, then file name, and applies the environment (see {@link resolveJobs}).
  *
- * @throws SyncError `JOB_INVALID` (exit 2) naming the file whose declaration is not valid;
+ * @throws SyncError `JOB_INVALID` (exit 2) naming the file that cannot be loaded or whose declaration is
+ *   not valid;
  *   `CONFIG_INVALID` (exit 2) for a bad `REPORTS_SCHEDULE_<NAME>` or `REPORTS_FRESHNESS_<NAME>` value, or
  *   one that names no job
  */
@@ -66,7 +67,14 @@ export async function loadJobs(
     .sort();
   const declared: { file: string; declaration: unknown }[] = [];
   for (const file of files) {
-    const module = (await import(pathToFileURL(join(dir, file)).href)) as { default?: unknown };
+    let module: { default?: unknown };
+    try {
+      module = (await import(pathToFileURL(join(dir, file)).href)) as { default?: unknown };
+    } catch (err) {
+      // A syntax error, a `.ts` file where only JavaScript runs, an import that throws: name the file.
+      const why = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+      throw jobInvalid(file, `cannot be loaded (${why})`);
+    }
     declared.push({ file, declaration: module.default });
   }
   const jobs = resolveJobs(declared, options.env ?? process.env, options.targets ?? SYNC_TARGETS);

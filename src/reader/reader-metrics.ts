@@ -29,10 +29,11 @@ const DRIFT_KINDS: readonly DriftKind[] = ['new_value', 'new_field', 'type_chang
  *
  * - `reports_sync_build_info{version,node,duckdb}`: always 1, the versions in its labels;
  * - `reports_sync_last_success_timestamp_seconds{job}`: when the job's last successful run committed (s);
- * - `reports_sync_last_run_success{job}`: 1 when the job's last finished run succeeded, else 0 (for alerts);
+ * - `reports_sync_last_run_success{job}`: 1 when the job's last finished run succeeded, else 0 (for alerts;
+ *   a run `aborted` by a shutdown is no outcome of the job and is passed over, as the daemon's own alert does);
  * - `reports_sync_last_run_duration_seconds{job}`: duration of each job's last finished run (s);
  * - `reports_sync_last_run_records{job,kind}`: records read/loaded/rejected/inserted/… by that run;
- * - `reports_sync_runs_total{job,status}`: runs in the run log (a counter: the run log only grows);
+ * - `reports_sync_runs_total{job,status}`: finished runs in the run log (a counter: the run log only grows);
  * - `reports_sync_reports{state}`: rows of `reports`, `current` or `removed` (tombstoned);
  * - `reports_sync_rejected_records`: rows of `rejected_records` (quarantined records of every run);
  * - `reports_sync_drift_events_total{kind}`: schema drift events in `drift_events` by kind (a counter: the
@@ -62,7 +63,7 @@ export class ReaderMetrics {
   /** @param registry where to register (the daemon passes its own); default: a new one with process metrics */
   constructor(registry?: Registry) {
     this.registry = registry ?? new Registry();
-    if (registry === undefined) collectDefaultMetrics({ register: this.registry });
+    if (registry === undefined) collectProcessMetrics(this.registry);
     const registers = [this.registry];
     new Gauge({
       name: 'reports_sync_build_info',
@@ -78,7 +79,7 @@ export class ReaderMetrics {
     });
     this.#lastSuccessful = new Gauge({
       name: 'reports_sync_last_run_success',
-      help: 'Whether the last finished run of the job succeeded (1) or not (0) (sync_runs).',
+      help: 'Whether the last finished run of the job succeeded (1) or not (0), aborted runs passed over (sync_runs).',
       labelNames: ['job'],
       registers,
     });
@@ -168,10 +169,13 @@ export class ReaderMetrics {
               ${Object.entries(RECORD_KINDS)
                 .map(([kind, column]) => `${column}::DOUBLE AS ${kind}`)
                 .join(', ')}
-       FROM sync_runs WHERE finished_at IS NOT NULL
+       FROM sync_runs WHERE finished_at IS NOT NULL AND status <> 'aborted'
        QUALIFY row_number() OVER (PARTITION BY job ORDER BY finished_at DESC, run_id DESC) = 1`,
     );
-    const runs = await read(`SELECT job, status, count(*)::DOUBLE AS n FROM sync_runs GROUP BY job, status`);
+    // Outcomes only: a `running` series would vanish when its run ends, which a counter must not do.
+    const runs = await read(
+      `SELECT job, status, count(*)::DOUBLE AS n FROM sync_runs WHERE status <> 'running' GROUP BY job, status`,
+    );
     const [reports] = await read(
       `SELECT count(*) FILTER (WHERE removed_at IS NULL)::DOUBLE AS current,
               count(*) FILTER (WHERE removed_at IS NOT NULL)::DOUBLE AS removed FROM reports`,
@@ -223,4 +227,19 @@ export class ReaderMetrics {
     }
     for (const r of alerts) this.#alertsOpen.set({ type: String(r.type) }, Number(r.n));
   }
+}
+
+/**
+ * prom-client's default process and Node.js metrics, less the three gauges it names with a counter's
+ * `_total` suffix (`nodejs_active_{handles,requests,resources}_total`), which `promtool check metrics`
+ * refuses; their per-type series `nodejs_active_handles{type}`, … stay.
+ */
+export function collectProcessMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry });
+  for (const name of [
+    'nodejs_active_handles_total',
+    'nodejs_active_requests_total',
+    'nodejs_active_resources_total',
+  ])
+    registry.removeSingleMetric(name);
 }

@@ -82,6 +82,16 @@ describe('job declarations (jobs/)', () => {
       expect(exitCodeFor(err)).toBe(2);
     });
 
+    it('refuses a file that cannot be loaded (a syntax error, an import that throws), naming it', async () => {
+      writeFileSync(join(tmp.dir, 'd-syntax.js'), `export default { name: 'd-syntax', error here };`);
+      const err = await loadJobs({ dir: tmp.dir, env: {} }).catch((e: unknown) => e);
+      expect(err).toMatchObject({
+        code: 'JOB_INVALID',
+        message: expect.stringMatching(/jobs\/d-syntax\.js cannot be loaded \(.+\)\. Each file in jobs\//),
+      });
+      expect(exitCodeFor(err)).toBe(2);
+    });
+
     it('refuses a file whose default export is not a declaration', async () => {
       write('c-shape.js', `{ name: 'C', schedule: '0 * * * *' }`);
       await expect(loadJobs({ dir: tmp.dir, env: {} })).rejects.toThrow(

@@ -109,4 +109,28 @@ describe('the metrics the rules read', { timeout: 120_000 }, () => {
     expect(text).toMatch(/^reports_sync_stats_total_difference 0$/m);
     expect(text).toMatch(/^reports_sync_alerts_open\{type="run.failed"\} 0$/m);
   });
+
+  it.skipIf(!run)('passes promtool check metrics', async () => {
+    if (!available)
+      throw new Error(`promtool not found at ${PROMTOOL}: install it (apt-get install prometheus)`);
+    const text = await (await fetch(`${daemon.url}/metrics`)).text();
+    // Exit 0 only without a lint problem (promtool prints them and exits 3).
+    expect(() =>
+      execFileSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' }),
+    ).not.toThrow();
+  });
+
+  it('passes over a run aborted by a shutdown: the job is not failing, and no running run is counted', async () => {
+    // As a SIGTERM past the grace period records it: a later run of the job, `aborted`.
+    await query(
+      daemon.warehouse,
+      `INSERT INTO sync_runs SELECT * REPLACE ('aborted-run' AS run_id, 'aborted' AS status,
+         started_at + INTERVAL 1 MINUTE AS started_at, finished_at + INTERVAL 1 MINUTE AS finished_at)
+       FROM sync_runs WHERE job = 'sync-ndjson' AND status = 'succeeded' LIMIT 1`,
+    );
+    const text = await (await fetch(`${daemon.url}/metrics`)).text();
+    expect(text).toMatch(/^reports_sync_last_run_success\{job="sync-ndjson"\} 1$/m);
+    expect(text).toMatch(/^reports_sync_runs_total\{job="sync-ndjson",status="aborted"\} 1$/m);
+    expect(text).not.toMatch(/status="running"/);
+  });
 });
