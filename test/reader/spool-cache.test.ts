@@ -1,3 +1,6 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SpoolCache, type SpooledBody } from '../../src/reader/spool-cache.js';
@@ -190,6 +193,55 @@ describe('SpoolCache: a production nobody reads any more', () => {
       expect(await text(await late)).toBe(Array.from({ length: 20 }, (_, i) => `piece ${i}\n`).join(''));
     } finally {
       spools.close();
+    }
+  });
+});
+
+describe('SpoolCache: folders left by a reader that was killed', () => {
+  it('removes those of dead processes when it first spools, and keeps those of live ones and its own', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'spool-stale-'));
+    const before = process.env.TMPDIR;
+    process.env.TMPDIR = tmp;
+    const first = new SpoolCache(1 << 20);
+    const second = new SpoolCache(1 << 20);
+    try {
+      // The highest pid Linux hands out is 4,194,304: this one is no process.
+      const dead = join(tmp, 'reports-sync-reader-4194305-abc123');
+      const live = join(tmp, `reports-sync-reader-${process.ppid}-def456`);
+      const other = join(tmp, 'unrelated-folder');
+      for (const dir of [dead, live, other]) {
+        mkdirSync(dir);
+        writeFileSync(join(dir, '1.body'), 'x');
+      }
+      const body = await first.open(
+        'v1',
+        'a',
+        async (write) => write('first\n'),
+        async () => undefined,
+      );
+      expect(await text(body)).toBe('first\n');
+      expect([existsSync(dead), existsSync(live), existsSync(other)]).toEqual([false, true, true]);
+      // A second reader in the same process leaves the first one's folder alone.
+      const again = await second.open(
+        'v1',
+        'a',
+        async (write) => write('second\n'),
+        async () => undefined,
+      );
+      expect(await text(again)).toBe('second\n');
+      const cached = await first.open(
+        'v1',
+        'a',
+        async () => Promise.reject(new Error('not again')),
+        async () => undefined,
+      );
+      expect(await text(cached)).toBe('first\n');
+    } finally {
+      first.close();
+      second.close();
+      if (before === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = before;
+      rmSync(tmp, { recursive: true, force: true });
     }
   });
 });
