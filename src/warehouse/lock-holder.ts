@@ -53,7 +53,8 @@ export function lockAdvice(holder: LockHolder, publishedPath: string | undefined
   const stop = holder.pid === undefined ? 'stop it' : `stop it (Ctrl-C where it runs, or kill ${holder.pid})`;
   const what =
     holder.command === 'run'
-      ? `The daemon runs the syncs itself (see its schedule with reports-sync status); ${stop} to run this command instead.`
+      ? 'The daemon runs the syncs itself: its status page (`/` at its REPORTS_PORT) shows the schedule and the ' +
+        `runs, and reports-sync status reads its published copy once one exists; ${stop} to run this command instead.`
       : holder.command === 'serve'
         ? `It serves the API from the warehouse and changes nothing; ${stop} to write to the warehouse.`
         : `Wait for it to end, or ${stop}.`;

@@ -93,7 +93,7 @@ describe('reports-sync run (a separate process)', { timeout: 180_000 }, () => {
     const sync = await runCli(['sync'], env());
     expect(sync.code).toBe(2);
     expect(sync.stderr).toContain(`is in use by reports-sync run (PID ${daemon.child.pid})`);
-    expect(sync.stderr).toContain('The daemon runs the syncs itself');
+    expect(sync.stderr).toContain('The daemon runs the syncs itself: its status page');
     expect(sync.stderr).toContain(`open the read-only published copy ${published()}`);
     expect(sync.stderr).not.toMatch(/IO Error|Conflicting lock/);
 
