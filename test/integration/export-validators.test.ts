@@ -122,24 +122,34 @@ describe('CSV pages', () => {
     expect(await current(warehouse)).toEqual(served);
   });
 
-  it('a 204 (no content) past the last page is an empty page: the export ends complete', async () => {
-    const served = ids(6);
+  it('a 204 (no content) past the last page is an empty page: the export ends complete, deletes inferred', async () => {
+    let served = ids(12);
     const server = await startRawServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://x');
       if (url.pathname.endsWith('/stats')) return json(res, { total: served.length });
       const page = Number(url.searchParams.get('page'));
       const rows = served.slice((page - 1) * 3, page * 3);
       if (rows.length === 0) return void res.writeHead(204).end();
-      res.writeHead(200, { 'content-type': 'text/csv' }).end(HEADER + rows.map(csvRow).join(''));
+      const etag = `"${createHash('sha1').update(served.join()).digest('hex')}"`;
+      res.writeHead(200, { 'content-type': 'text/csv', etag }).end(HEADER + rows.map(csvRow).join(''));
     });
     onTestFinished(() => server.close());
-    const { config, warehouse } = await setup(server.url, { csvPageSize: 3 });
-    const [run] = await syncTargetOnce(warehouse, config, 'csv');
-    expect([run?.status, run?.incompleteReason, run?.counters.recordsLoaded]).toEqual([
+    const { config, warehouse } = await setup(server.url, { csvPageSize: 3, conditionalExports: false });
+    const [first] = await syncTargetOnce(warehouse, config, 'csv');
+    expect([first?.status, first?.incompleteReason, first?.counters.recordsLoaded]).toEqual([
       'succeeded',
       undefined,
-      6,
+      12,
     ]);
+    // Still four full pages, then the 204: one report gone, one new (12 of 13: past the minimum share).
+    served = [...served.filter((id) => id !== 'v-04'), 'v-12'];
+    const [second] = await syncTargetOnce(warehouse, config, 'csv');
+    expect([second?.status, second?.counters.inserted, second?.counters.removed]).toEqual([
+      'succeeded',
+      1,
+      1,
+    ]);
+    expect(await current(warehouse)).toEqual(served);
   });
 });
 

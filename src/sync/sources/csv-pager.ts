@@ -35,7 +35,7 @@ export interface PageAnswer {
   lastModified?: string | undefined;
   /** The `Link: rel="next"` target. */
   next: URL | undefined;
-  /** An error answer past the last page, read as an empty page. */
+  /** An error answer past the last page, or a 204 (no content), read as an empty page. */
   pastEnd?: true | undefined;
 }
 
@@ -213,7 +213,7 @@ export class CsvPager {
     const { rows } = answer;
     if (answer.pastEnd) this.#pastEndAt ??= this.page;
     else if (rows > 0 && this.#pastEndAt !== undefined) {
-      this.#missing ??= `page ${this.#pastEndAt} answered an error, yet page ${this.page} has rows: a page of the export is missing`;
+      this.#missing ??= `page ${this.#pastEndAt} answered an error (or no content), yet page ${this.page} has rows: a page of the export is missing`;
     }
     // A page fuller than the size adopted from a short first page: that page was short, not the server's cap.
     if (this.size < this.#init.pageSize && rows > this.size) {
@@ -296,7 +296,7 @@ export class CsvPager {
     if (answer.pastEnd && decision.action === 'stop-complete' && !(rowsSoFar >= (statsTotal ?? Infinity))) {
       return stop(
         false,
-        `page ${page} answered an error, not an empty page, and /stats does not confirm the end`,
+        `page ${page} answered an error (or no content), not an empty page, and /stats does not confirm the end`,
       );
     }
     if (decision.action === 'stop-incomplete') {

@@ -124,7 +124,7 @@ export interface FetchedPage {
   next: URL | undefined;
   etag?: string | undefined;
   lastModified?: string | undefined;
-  /** An error answer past the last page, read as an empty page ({@link pastEndPage}). */
+  /** An error answer past the last page, or a 204 (no content), read as an empty page ({@link pastEndPage}). */
   pastEnd?: true | undefined;
   /** Close-delimited and shorter than a full page: maybe cut at a row's end (read again, {@link fetchPage}). */
   unconfirmedShort?: true | undefined;
@@ -203,6 +203,13 @@ async function fetchPageOnce(
     url,
     requestOptions(config, ctx, url, { accept: ACCEPT, headers, deadline: 'page' }),
   );
+  if (res.status === 204 && page > 1) {
+    // No content past page 1 answers as a 404 does: past the end, no validator to compare, and the end
+    // confirmed by /stats (csv-pager.ts). Its empty body is not a short page to read again.
+    res.body.destroy();
+    on.downloaded(undefined);
+    return pastEndPage(res.finalUrl);
+  }
   let body: Buffer;
   let wireBytes = 0;
   try {
