@@ -408,7 +408,7 @@ export const SETTINGS = {
     env: 'REPORTS_READER_SPOOL_BYTES',
     schema: int(0, 1_099_511_627_776).default(1024 * 1024 * 1024),
     allowed: 'bytes from 0 to 1099511627776',
-    doc: 'Disk for export bodies (NDJSON, GeoJSON, CSV pages) of the current data state, reused by later requests (bytes; 0 = none kept), in a folder `reports-sync-reader-<pid>-…` of the OS temp folder. A new data state removes them; the folder of a reader that was killed is removed by the next reader that spools.',
+    doc: 'Disk for export bodies (NDJSON, GeoJSON, CSV pages) of the current data state, reused by later requests (bytes; 0 = none kept), in a folder `reports-sync-reader-<host and PID namespace>-<pid>-…` of the OS temp folder. A new data state removes them; the folder of a reader that was killed is removed by the next reader of the same host and PID namespace that spools.',
   },
   readerMaxAgeSeconds: {
     env: 'REPORTS_READER_MAX_AGE_S',

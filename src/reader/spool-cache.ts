@@ -1,8 +1,8 @@
-import { createWriteStream, mkdtempSync, readdirSync, rmSync, unlink } from 'node:fs';
+import { createWriteStream, existsSync, unlink } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
+import { createSpoolFolder, removeSpoolFolder } from './spool-folders.js';
 
 /**
  * A spooled body opened for one response, readable while it is still being written: {@link read} yields
@@ -129,17 +129,14 @@ export class SpoolCache {
   close(): void {
     for (const entry of this.#entries.values()) entry.stale = true;
     this.#entries.clear();
-    if (this.#dir !== undefined) rmSync(this.#dir, { recursive: true, force: true });
-    if (this.#dir !== undefined) OWN_SPOOLS.delete(this.#dir);
+    if (this.#dir !== undefined) removeSpoolFolder(this.#dir);
     this.#dir = undefined;
   }
 
   #create(etag: string, produce: (write: (text: string) => Promise<void>) => Promise<void>): Entry {
-    if (this.#dir === undefined) {
-      removeStaleSpools(tmpdir());
-      this.#dir = mkdtempSync(join(tmpdir(), `${SPOOL_PREFIX}${process.pid}-`));
-      OWN_SPOOLS.add(this.#dir);
-    }
+    // Made again when something removed it meanwhile (a temp folder cleaner): else every export fails.
+    if (this.#dir !== undefined && !existsSync(this.#dir)) this.#dir = undefined;
+    this.#dir ??= createSpoolFolder();
     const path = join(this.#dir, `${++this.#seq}.body`);
     const entry: Entry = {
       etag,
@@ -288,43 +285,4 @@ function pulse(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
-}
-
-/** A reader's spool folder in the OS temp folder: the prefix, then the process id and `-`. */
-const SPOOL_PREFIX = 'reports-sync-reader-';
-/** The spool folders of this process's caches (several readers may run in one process). */
-const OWN_SPOOLS = new Set<string>();
-
-/**
- * Removes the spool folders of readers that are gone (killed: `close` never ran, and each may hold up to
- * `REPORTS_READER_SPOOL_BYTES`): those whose process id is not alive, or is this process's own but not one
- * of its caches' folders (a container restarted gives its process the id the dead one had). Never throws.
- */
-export function removeStaleSpools(tmp: string): void {
-  let names: string[];
-  try {
-    names = readdirSync(tmp);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const pid = Number(/^reports-sync-reader-(\d+)-/.exec(name)?.[1]);
-    if (!Number.isSafeInteger(pid) || OWN_SPOOLS.has(join(tmp, name))) continue;
-    if (pid !== process.pid && isAlive(pid)) continue;
-    try {
-      rmSync(join(tmp, name), { recursive: true, force: true });
-    } catch {
-      // Another user's, or in use: left alone.
-    }
-  }
-}
-
-/** Whether a process with id `pid` exists (signal 0 checks without sending; EPERM: it exists, not ours). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

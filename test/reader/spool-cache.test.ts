@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SpoolCache, type SpooledBody } from '../../src/reader/spool-cache.js';
+import { spoolTag } from '../../src/reader/spool-folders.js';
 
 /** A promise with its resolve, to hold one step of a request while others run. */
 function gate(): { promise: Promise<void>; open: () => void } {
@@ -198,18 +199,24 @@ describe('SpoolCache: a production nobody reads any more', () => {
 });
 
 describe('SpoolCache: folders left by a reader that was killed', () => {
-  it('removes those of dead processes when it first spools, and keeps those of live ones and its own', async () => {
+  it('removes those of dead processes of this host and PID namespace when it first spools, no other', async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'spool-stale-'));
     const before = process.env.TMPDIR;
     process.env.TMPDIR = tmp;
     const first = new SpoolCache(1 << 20);
     const second = new SpoolCache(1 << 20);
     try {
+      const tag = spoolTag();
       // The highest pid Linux hands out is 4,194,304: this one is no process.
-      const dead = join(tmp, 'reports-sync-reader-4194305-abc123');
-      const live = join(tmp, `reports-sync-reader-${process.ppid}-def456`);
+      const dead = join(tmp, `reports-sync-reader-${tag}-4194305-abc123`);
+      const live = join(tmp, `reports-sync-reader-${tag}-${process.ppid}-def456`);
+      // Another container sharing the folder: its ids are not ours to judge.
+      const elsewhere = join(
+        tmp,
+        `reports-sync-reader-${tag === 'ffffffff' ? '00000000' : 'ffffffff'}-4194305-x`,
+      );
       const other = join(tmp, 'unrelated-folder');
-      for (const dir of [dead, live, other]) {
+      for (const dir of [dead, live, elsewhere, other]) {
         mkdirSync(dir);
         writeFileSync(join(dir, '1.body'), 'x');
       }
@@ -220,7 +227,7 @@ describe('SpoolCache: folders left by a reader that was killed', () => {
         async () => undefined,
       );
       expect(await text(body)).toBe('first\n');
-      expect([existsSync(dead), existsSync(live), existsSync(other)]).toEqual([false, true, true]);
+      expect([dead, live, elsewhere, other].map((dir) => existsSync(dir))).toEqual([false, true, true, true]);
       // A second reader in the same process leaves the first one's folder alone.
       const again = await second.open(
         'v1',
@@ -236,6 +243,16 @@ describe('SpoolCache: folders left by a reader that was killed', () => {
         async () => undefined,
       );
       expect(await text(cached)).toBe('first\n');
+      // A temp folder cleaner removed the folders: the next body is spooled in a new one.
+      for (const name of readdirSync(tmp))
+        if (name.startsWith('reports-sync-reader-')) rmSync(join(tmp, name), { recursive: true });
+      const afresh = await first.open(
+        'v2',
+        'a',
+        async (write) => write('afresh\n'),
+        async () => undefined,
+      );
+      expect(await text(afresh)).toBe('afresh\n');
     } finally {
       first.close();
       second.close();
