@@ -128,8 +128,9 @@ export class PgListPages {
         FROM (SELECT 1) AS one
         LEFT JOIN (${publishedStateSql(this.#s)}) st ON true
         LEFT JOIN LATERAL (
-          SELECT at, id, n FROM (
-            SELECT created_at::text AS at, id, row_number() OVER (ORDER BY ${PG_NEWEST_FIRST}) - 1 AS n
+          -- ISO 8601 in UTC whatever the session's DateStyle and TimeZone: the anchor is sent back as a parameter.
+          SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at, id, n FROM (
+            SELECT created_at, id, row_number() OVER (ORDER BY ${PG_NEWEST_FIRST}) - 1 AS n
             FROM ${this.#s}.report_rows WHERE ${where}
             ORDER BY ${PG_NEWEST_FIRST} LIMIT ${limit}) y
           WHERE n % ${every} = ${first}) x ON true
