@@ -30,7 +30,8 @@ const DRIFT_KINDS: readonly DriftKind[] = ['new_value', 'new_field', 'type_chang
  * - `reports_sync_build_info{version,node,duckdb}`: always 1, the versions in its labels;
  * - `reports_sync_last_success_timestamp_seconds{job}`: when the job's last successful run committed (s);
  * - `reports_sync_last_run_success{job}`: 1 when the job's last finished run succeeded, else 0 (for alerts;
- *   a run `aborted` by a shutdown is no outcome of the job and is passed over, as the daemon's own alert does);
+ *   a run `aborted` by a shutdown is no outcome of the job and is passed over; one a killed process left,
+ *   `RUN_INTERRUPTED` (an out-of-memory kill), counts as failed);
  * - `reports_sync_last_run_duration_seconds{job}`: duration of each job's last finished run (s);
  * - `reports_sync_last_run_records{job,kind}`: records read/loaded/rejected/inserted/… by that run;
  * - `reports_sync_runs_total{job,status}`: finished runs in the run log (a counter: the run log only grows);
@@ -79,7 +80,7 @@ export class ReaderMetrics {
     });
     this.#lastSuccessful = new Gauge({
       name: 'reports_sync_last_run_success',
-      help: 'Whether the last finished run of the job succeeded (1) or not (0), aborted runs passed over (sync_runs).',
+      help: 'Whether the last finished run of the job succeeded (1) or not (0), runs aborted by a shutdown passed over (sync_runs).',
       labelNames: ['job'],
       registers,
     });
@@ -169,7 +170,8 @@ export class ReaderMetrics {
               ${Object.entries(RECORD_KINDS)
                 .map(([kind, column]) => `${column}::DOUBLE AS ${kind}`)
                 .join(', ')}
-       FROM sync_runs WHERE finished_at IS NOT NULL AND status <> 'aborted'
+       FROM sync_runs
+       WHERE finished_at IS NOT NULL AND (status <> 'aborted' OR json_extract_string(error, '$.code') = 'RUN_INTERRUPTED')
        QUALIFY row_number() OVER (PARTITION BY job ORDER BY finished_at DESC, run_id DESC) = 1`,
     );
     // Outcomes only: a `running` series would vanish when its run ends, which a counter must not do.

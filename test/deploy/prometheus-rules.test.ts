@@ -120,7 +120,7 @@ describe('the metrics the rules read', { timeout: 120_000 }, () => {
     ).not.toThrow();
   });
 
-  it('passes over a run aborted by a shutdown: the job is not failing, and no running run is counted', async () => {
+  it('passes over a run aborted by a shutdown, not one a killed process left, and counts no running run', async () => {
     // As a SIGTERM past the grace period records it: a later run of the job, `aborted`.
     await query(
       daemon.warehouse,
@@ -132,5 +132,13 @@ describe('the metrics the rules read', { timeout: 120_000 }, () => {
     expect(text).toMatch(/^reports_sync_last_run_success\{job="sync-ndjson"\} 1$/m);
     expect(text).toMatch(/^reports_sync_runs_total\{job="sync-ndjson",status="aborted"\} 1$/m);
     expect(text).not.toMatch(/status="running"/);
+    // A run a killed process left (an out-of-memory kill) is a failure of the job.
+    await query(
+      daemon.warehouse,
+      `UPDATE sync_runs SET error = '{"code":"RUN_INTERRUPTED","message":"the process ended"}'::JSON
+       WHERE run_id = 'aborted-run'`,
+    );
+    const after = await (await fetch(`${daemon.url}/metrics`)).text();
+    expect(after).toMatch(/^reports_sync_last_run_success\{job="sync-ndjson"\} 0$/m);
   });
 });
