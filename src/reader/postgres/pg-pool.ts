@@ -1,10 +1,6 @@
 import pg from 'pg';
 import { SyncError, errorMessage } from '../../util/errors.js';
-import {
-  postgresClientConfig,
-  registerPostgresSecret,
-  SESSION_SETTINGS,
-} from '../../warehouse/postgres/pg-client.js';
+import { postgresClientConfig, registerPostgresSecret } from '../../warehouse/postgres/pg-client.js';
 
 /** Connection settings of the reader's PostgreSQL pools (docs/deployment.md, "Serving from PostgreSQL"). */
 export interface PgPoolOptions {
@@ -19,16 +15,21 @@ export interface PgPoolOptions {
 }
 
 /**
- * Session settings of every reader connection. The page statement is prepared once per connection
- * (pg-list-pages.ts) and its rows are found by seeks on the filter's index whatever the values, so its
- * generic plan is as good as a custom one and saves planning it again at each execution (~0.3 ms of a
- * ~0.5 ms page). JIT compilation is off: a generic plan's row estimates pass `jit_above_cost` and
- * compiling took ~170 ms for a query that runs in under 1 ms (PostgreSQL docs, "JIT Accelerated
- * Operations": JIT pays off for long, CPU-bound analytical queries). Measured at 4M reports, random deep
- * pages, no page cache: 1,650 req/s with custom plans, 2,680 with these (docs/performance.md). A server
- * that refuses a setting (an old version, a pooler) keeps its own: only speed depends on them.
+ * Session settings of every reader connection, in one statement (a client runs its queries in order; a
+ * second one queued at connect is deprecated in pg 8). First what answers depend on, as every connection
+ * of this tool pins it (`SESSION_SETTINGS` of pg-client.ts: floats exact, dates ISO in UTC). Then speed:
+ * the page statement is prepared once per connection (pg-list-pages.ts) and its rows are found by seeks on
+ * the filter's index whatever the values, so its generic plan is as good as a custom one and saves
+ * planning it again at each execution (~0.3 ms of a ~0.5 ms page). JIT compilation is off: a generic
+ * plan's row estimates pass `jit_above_cost` and compiling took ~170 ms for a query that runs in under
+ * 1 ms (PostgreSQL docs, "JIT Accelerated Operations"). Measured at 4M reports, random deep pages, no page
+ * cache: 1,650 req/s with custom plans, 2,680 with these (docs/performance.md). A setting the server does
+ * not have (`jit` before PostgreSQL 11, `plan_cache_mode` before 12) is skipped: only speed depends on it.
  */
-export const READER_SESSION_SETTINGS = 'SET jit = off; SET plan_cache_mode = force_generic_plan';
+export const READER_SESSION_SETTINGS = `SELECT set_config(s.name, v.value, false)
+  FROM (VALUES ('extra_float_digits', '3'), ('datestyle', 'ISO, MDY'), ('timezone', 'UTC'),
+               ('jit', 'off'), ('plan_cache_mode', 'force_generic_plan')) AS v(name, value)
+  JOIN pg_settings s ON lower(s.name) = v.name`;
 
 /** Connection errors of the server or the network: the server is down or going away. */
 const UNREACHABLE = /^(08|57P0[1-3]|53300)/;
@@ -65,10 +66,9 @@ export class PgReaderPool {
     this.#pool.on('error', () => undefined);
     // Queued before any query of the connection's first checkout (a client runs its queries in order).
     this.#pool.on('connect', (client) => {
-      // What answers depend on (pg-client.ts): refused, the connection is closed (its first query fails)
-      // rather than used to serve answers in the server's own formats.
-      client.query(SESSION_SETTINGS).catch(() => void client.end().catch(() => undefined));
-      client.query(READER_SESSION_SETTINGS).catch(() => undefined);
+      // Refused, the connection is closed (its first query fails) rather than used to serve answers in the
+      // server's own formats.
+      client.query(READER_SESSION_SETTINGS).catch(() => void client.end().catch(() => undefined));
     });
   }
 
