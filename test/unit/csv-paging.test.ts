@@ -307,7 +307,8 @@ describe('CsvPager: what stops an export incomplete or makes it read again', () 
     withStats(answer(3));
     expect(withStats(answer(4, { rows: 0, keysDigest: undefined })).outcome).toMatchObject({
       complete: false,
-      reason: 'page 2 answered an error, yet page 3 has rows: a page of the export is missing',
+      reason:
+        'page 2 answered an error (or no content), yet page 3 has rows: a page of the export is missing',
     });
   });
 });
