@@ -18,17 +18,22 @@ const n = (v: unknown) => (v === null || v === undefined ? 0 : Number(v));
 const count = (v: number) => v.toLocaleString('en');
 
 /**
- * The run incident of a job (`run:<job>`): active while its last run that ended failed or succeeded (an
- * aborted run, stopped by a signal or a shutdown, says nothing about the upstream) failed. Opens with
+ * The run incident of a job (`run:<job>`): active while its last run that ended failed or succeeded
+ * failed. A run a dead process left (`RUN_INTERRUPTED`: an out-of-memory kill, a SIGKILL) counts as failed,
+ * as in the `reports_sync_last_run_success` gauge; a run aborted by a signal or a shutdown says nothing
+ * about the upstream and is passed over. Opens with
  * `run.failed` (error code and message), resolves with `run.recovered` (the failures it ends). Undefined
  * when the job has no such run.
  */
 export async function runCondition(c: DuckDBConnection, job: string): Promise<Condition | undefined> {
   const ended = await rows(
     c,
-    `SELECT run_id, status, error->>'code' AS code, error->>'message' AS message,
-            epoch_ms(finished_at)::DOUBLE AS finished
-     FROM sync_runs WHERE job = $job AND status IN ('succeeded', 'failed') AND finished_at IS NOT NULL
+    `SELECT run_id, CASE WHEN status = 'aborted' THEN 'failed' ELSE status END AS status,
+            error->>'code' AS code, error->>'message' AS message, epoch_ms(finished_at)::DOUBLE AS finished
+     FROM sync_runs
+     WHERE job = $job AND finished_at IS NOT NULL
+       AND (status IN ('succeeded', 'failed')
+            OR (status = 'aborted' AND json_extract_string(error, '$.code') = 'RUN_INTERRUPTED'))
      ORDER BY finished_at DESC, run_id DESC LIMIT 1000`,
     { job },
   );

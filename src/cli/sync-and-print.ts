@@ -55,6 +55,9 @@ export async function syncAndPrint(
   const warehouse = await openMigratedWarehouse(config);
   const dispatcher = createHttpAgent(config);
   const alerts = new AlertCenter({ warehouse, config, logger });
+  // A run the last process left unfinished (an out-of-memory kill) is news before this one starts: a job
+  // killed every time would otherwise never be heard of.
+  if (warehouse.interruptedRuns.length > 0) await alerts.afterRuns(warehouse.interruptedRuns);
   let upstream: { close: () => Promise<void> } | undefined;
   const controller = new AbortController();
   let progress: ProgressReporter | undefined;

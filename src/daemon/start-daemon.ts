@@ -6,7 +6,7 @@ import { createHttpAgent } from '../upstream/http-agent.js';
 import { errorMessage, SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import type { Warehouse } from '../warehouse/database.js';
-import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
+import { openMigratedWarehouse, type MigratedWarehouse } from '../warehouse/open-migrated.js';
 import { publishedDirFor } from '../warehouse/publish.js';
 import { AlertCenter } from '../alerts/alert-center.js';
 import { snapshotLag } from '../alerts/snapshot-lag.js';
@@ -76,6 +76,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     );
   }
   const parts = await openParts(options);
+  // A run the last process left unfinished (an out-of-memory kill) is news before any catch-up runs.
+  if (parts.warehouse.interruptedRuns.length > 0)
+    await parts.alerts.afterRuns(parts.warehouse.interruptedRuns);
   const runner = new JobRunner(parts, config, logger);
   const queue = runner.queue;
   let http: HttpServer | undefined;
@@ -122,7 +125,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
 }
 
 /** What the daemon opens before it serves or schedules anything; closed by {@link closeAll}. */
-type DaemonParts = JobRunnerParts;
+type DaemonParts = JobRunnerParts & { warehouse: MigratedWarehouse };
 
 async function openParts(options: DaemonOptions): Promise<DaemonParts> {
   const { config, logger } = options;

@@ -118,7 +118,8 @@ export const ERROR_CODES = {
     retry: 'none',
   },
   RUN_INTERRUPTED: {
-    meaning: 'The process ended before the run finished (found at the next start).',
+    meaning:
+      'The process ended before the run finished (found at the next start, which raises `run.failed` for it: docs/deployment.md, "Alerts").',
     retry: 'none',
   },
   SCHEMA_FROZEN: {

@@ -11,26 +11,36 @@ export function publishedPathFor(warehousePath: string): string {
   return join(dirname(warehousePath), 'published', 'warehouse.duckdb');
 }
 
+/** The warehouse as {@link openMigratedWarehouse} opened it. */
+export interface MigratedWarehouse extends Warehouse {
+  /**
+   * The run ids this open closed as `aborted` (`RUN_INTERRUPTED`): runs a dead process left `running` (an
+   * out-of-memory kill, a SIGKILL). Empty when there were none.
+   */
+  readonly interruptedRuns: readonly string[];
+}
+
 /**
  * Opens the configured warehouse read-write with the configured DuckDB limits and brings its schema to
- * the current migration (building the reader's serving index once when it is new), and closes runs left `running` by a dead process. The caller owns the returned handle (one per process).
+ * the current migration (building the reader's serving index once when it is new), and closes runs left `running` by a dead process (named in `interruptedRuns`). The caller owns the returned handle (one per process).
  *
  * @throws SyncError `WAREHOUSE_LOCKED` or `WAREHOUSE_OPEN`, see {@link openWarehouse};
  *   `WAREHOUSE_WRITE` when migrating or closing stale runs cannot write (disk full, read-only)
  */
-export async function openMigratedWarehouse(config: Config): Promise<Warehouse> {
+export async function openMigratedWarehouse(config: Config): Promise<MigratedWarehouse> {
   const warehouse = await openWarehouse(config.warehouse, {
     memoryLimit: config.duckdbMemoryLimit,
     threads: config.duckdbThreads,
     publishedPath: publishedPathFor(config.warehouse),
   });
+  let interruptedRuns: string[];
   try {
     const connection = await warehouse.connect();
     try {
       await migrate(connection);
       await ensureServingIndex(connection);
       // We hold the file exclusively now, so any run still marked running died with its process.
-      await closeStaleRuns(connection);
+      interruptedRuns = await closeStaleRuns(connection);
     } finally {
       connection.closeSync();
     }
@@ -38,5 +48,5 @@ export async function openMigratedWarehouse(config: Config): Promise<Warehouse> 
     warehouse.close();
     throw warehouseWriteError(err, warehouse.path) ?? err;
   }
-  return warehouse;
+  return Object.assign(warehouse, { interruptedRuns });
 }
