@@ -112,6 +112,9 @@ export class CsvPager {
     this.size = resume ? resumedPageSize(init.pageSize, resume) : init.pageSize;
     this.rowsSoFar = resume?.rowsRead ?? 0;
     if (resume) this.#validator = { etag: resume.etag, lastModified: resume.lastModified };
+    // The interrupted run compared page 2 with page 1 before it committed page 2: a validator it kept
+    // that far was proven the export's. Kept after page 1 only, it is still page 1's own until a page matches.
+    this.#proven = resume !== undefined && resume.page >= 2;
   }
 
   /** The validator a resumed run starts from (recorded before the first page), else undefined. */
@@ -165,7 +168,7 @@ export class CsvPager {
    * would hide reports published onto later pages.
    */
   #unproven(): ValidatorStep {
-    if (this.#proven || this.#perPage || this.#withdrawn || this.#init.resume) return { kind: 'ok' };
+    if (this.#proven || this.#perPage || this.#withdrawn) return { kind: 'ok' };
     if (this.#validator === undefined || !hasValidator(this.#validator)) return { kind: 'ok' };
     this.#withdrawn = true;
     return { kind: 'export', info: { url: safeUrl(this.#init.pageUrl(1)) } };
