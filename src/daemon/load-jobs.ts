@@ -110,8 +110,9 @@ export function resolveJobs(
     if (!cron.validate(job.schedule)) {
       throw jobInvalid(file, `has an invalid cron expression ${JSON.stringify(job.schedule)}`);
     }
-    if (jobs.some((j) => j.name === job.name)) {
-      throw jobInvalid(file, `declares the job name ${job.name} a second time`);
+    const first = jobs.find((j) => j.name === job.name);
+    if (first) {
+      throw jobInvalid(file, `declares the job name ${job.name}, which ${first.file} declares already`);
     }
     const envName = scheduleEnvName(job.name);
     const override = env[envName]?.trim();

@@ -110,11 +110,11 @@ describe('job declarations (jobs/)', () => {
       expect(jobs.map((j) => j.name)).toEqual(['b-first', 'a-plain', 'c-plain']);
     });
 
-    it('refuses a job name declared twice', async () => {
+    it('refuses a job name declared twice, naming both files', async () => {
       write('d-one.js', `{ name: 'same', schedule: '0 * * * *', target: 'ndjson', description: '' }`);
       write('e-two.js', `{ name: 'same', schedule: '0 2 * * *', target: 'ndjson', description: '' }`);
       await expect(loadJobs({ dir: tmp.dir, env: {} })).rejects.toThrow(
-        /e-two\.js declares the job name same a second time/,
+        /e-two\.js declares the job name same, which d-one\.js declares already/,
       );
     });
   });
