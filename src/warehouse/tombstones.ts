@@ -50,8 +50,11 @@ export interface TombstoneResult {
  * 4. its count differs from the `/stats` total by more than `statsTolerance`, counted either way: valid
  *    reports only, or with the ids only quarantined by this run added (an upstream's `/stats` may count
  *    the records it thinks valid and this run quarantined).
- * 5. reports are missing and this run quarantined records without a readable id (a CSV row broken by a
- *    quote, a line that is not JSON): any missing report may be one of them, so none can be proven gone.
+ * 5. reports are missing, this run quarantined records without a readable id (a CSV row broken by a
+ *    quote, a line that is not JSON), and the `/stats` total is above the valid reports read: any missing
+ *    report may be one of those rows, so none can be proven gone. With a total at or below them, the
+ *    upstream counts no report the run could not name: such rows are no reports of it (a capture's
+ *    `"id": null` line), and they do not stop deletes for as long as the upstream serves them.
  * Records quarantined by this run that carry an id count as seen: a report whose new version is invalid
  * is still upstream and is not removed.
  *
@@ -96,7 +99,9 @@ export async function applyTombstones(
     }
   }
   const missing = current === seen ? 0 : await findMissing(c, input.runId);
-  const unread = missing === 0 ? 0 : await quarantinedWithoutId(c, input.runId);
+  // Rows no one can name hide a missing report only if `/stats` counts more reports than the run named.
+  const counted = input.statsTotal > seen;
+  const unread = missing === 0 || !counted ? 0 : await quarantinedWithoutId(c, input.runId);
   if (unread > 0) {
     return none(
       `${unread} records this run quarantined have no readable id, and any of the ${missing} reports missing ` +

@@ -4,8 +4,9 @@ import { csvRow } from '../helpers/paged-csv-server.js';
 import { startRawServer } from '../helpers/raw-server.js';
 import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
 
-// A record quarantined without a readable id (a CSV row broken by a quote, a line that is not JSON) is a
-// report of the export that no one can name: a missing report may be that one, so none is tombstoned.
+// A record quarantined without a readable id (a CSV row broken by a quote, a line that is not JSON) may be
+// a report of the export that no one can name: while `/stats` counts more reports than the run named, a
+// missing report may be that one, so none is tombstoned. Counted by no one, it is no report.
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
@@ -18,20 +19,28 @@ const ids = Array.from({ length: 12 }, (_, i) => `r-${String(i).padStart(2, '0')
 const line = (id: string) =>
   `${JSON.stringify({ id, status: 'SUBMITTED', destination: 'ROAD_CONTROL', createdAt: '2024-01-01T00:00:00Z' })}\n`;
 
-/** The export of `served`, the rows of `broken` unreadable, `/stats` counting `total`. */
-async function upstream(served: string[], broken: Set<string>, total: number) {
+/**
+ * The export of `served`, the rows of `broken` unreadable, `junk` more unreadable rows that are no report
+ * (a capture's `"id": null` line), `/stats` counting `total`.
+ */
+async function upstream(served: string[], broken: Set<string>, total: number, junk = 0) {
   const server = await startRawServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total }));
     if (url.pathname.endsWith('.ndjson')) {
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-      return void res.end(served.map((id) => (broken.has(id) ? 'not json at all\n' : line(id))).join(''));
+      const rows = served.map((id) => (broken.has(id) ? 'not json at all\n' : line(id)));
+      for (let i = 0; i < junk; i++)
+        rows.splice((i * 5) % (rows.length + 1), 0, line('').replace('""', 'null'));
+      return void res.end(rows.join(''));
     }
     const page = Number(url.searchParams.get('page'));
     // An unclosed quote in the category cell: the row cannot be read, its id not for sure.
     const row = (id: string) => (broken.has(id) ? csvRow(id).replace(',POTHOLE,', ',"POTHOLE,') : csvRow(id));
     res.writeHead(200, { 'content-type': 'text/csv', etag: '"v"' });
-    res.end(page === 1 ? HEADER + served.map(row).join('') : HEADER);
+    const rows = served.map(row);
+    for (let i = 0; i < junk; i++) rows.splice((i * 5) % (rows.length + 1), 0, csvRow(''));
+    res.end(page === 1 ? HEADER + rows.join('') : HEADER);
   });
   onTestFinished(() => server.close());
   return server;
@@ -84,6 +93,43 @@ describe('tombstones and records quarantined without an id', () => {
         },
       ),
       { numRuns: 12 },
+    );
+  });
+
+  it('rows that are no report of the upstream (not counted by /stats) do not stop deletes (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('csv' as const, 'ndjson' as const),
+        fc.subarray(ids, { minLength: 1, maxLength: 3 }),
+        fc.integer({ min: 1, max: 3 }),
+        async (source, gone, junk) => {
+          const file = `${tmp.dir}/w-${Math.random().toString(36).slice(2)}.duckdb`;
+          const first = await upstream(ids, new Set(), ids.length, junk);
+          const load = testConfig(first.url, file, { csvPageSize: 100, retries: 0, maxRejectRatio: 1 });
+          const warehouse = await openTestWarehouse(load);
+          onTestFinished(() => warehouse.close());
+          expect((await syncTargetOnce(warehouse, load, source))[0]?.status).toBe('succeeded');
+
+          const served = ids.filter((id) => !gone.includes(id));
+          const next = await upstream(served, new Set(), served.length, junk);
+          const config = testConfig(next.url, file, {
+            csvPageSize: 100,
+            retries: 0,
+            maxRejectRatio: 1,
+            tombstoneMinShare: 0.5,
+          });
+          const [run] = await syncTargetOnce(warehouse, config, source);
+          expect(run?.status, run?.error?.message).toBe('succeeded');
+          expect(run?.counters.recordsRejected).toBe(junk);
+          const removed = await query(
+            warehouse,
+            `SELECT id FROM reports WHERE removed_at IS NOT NULL ORDER BY id`,
+          );
+          expect(removed.map((r) => r.id)).toEqual([...gone].sort());
+          warehouse.close();
+        },
+      ),
+      { numRuns: 8 },
     );
   });
 });
