@@ -113,7 +113,10 @@ export class AlertCenter {
       } finally {
         c.closeSync();
       }
-      await this.#delivery.enqueue(events, new Set(pending.map((p) => `${p.eventId}\u0000${p.endpointKey}`)));
+      await this.#delivery.enqueue(
+        events,
+        new Map(pending.map((p) => [`${p.eventId}\u0000${p.endpointKey}`, p.attempts])),
+      );
       return pending.length;
     } catch (err) {
       this.#logger.error({ err: errorMessage(err) }, 'pending alert deliveries could not be read');

@@ -14,6 +14,8 @@ export interface AttemptRecord {
 export interface PendingDelivery {
   eventId: string;
   endpointKey: string;
+  /** Attempts made so far. */
+  attempts: number;
 }
 
 /**
@@ -59,14 +61,18 @@ export class DeliveryLog {
     return this.#run(async (c) =>
       (
         await c.runAndReadAll(
-          `SELECT event_id, endpoint_key FROM alert_deliveries
+          `SELECT event_id, endpoint_key, attempts FROM alert_deliveries
            WHERE status = 'pending' AND updated_at > now() - to_milliseconds($age::BIGINT)
            ORDER BY updated_at, event_id`,
           { age: maxAgeMs },
         )
       )
         .getRowObjectsJS()
-        .map((r) => ({ eventId: String(r.event_id), endpointKey: String(r.endpoint_key) })),
+        .map((r) => ({
+          eventId: String(r.event_id),
+          endpointKey: String(r.endpoint_key),
+          attempts: Number(r.attempts),
+        })),
     );
   }
 

@@ -53,14 +53,19 @@ export class WebhookDelivery {
 
   /**
    * Records a `pending` delivery per endpoint and queues it. `resumed`: deliveries already recorded (left
-   * pending by an earlier process) are queued again without a new row.
+   * pending by an earlier process), keyed `<event id>\u0000<endpoint key>`, with the attempts they had:
+   * queued again without a new row, their count of attempts going on from there (a restart gives them
+   * their retries again).
    */
-  async enqueue(events: readonly AlertEvent[], resumed: ReadonlySet<string> = new Set()): Promise<void> {
+  async enqueue(
+    events: readonly AlertEvent[],
+    resumed: ReadonlyMap<string, number> = new Map(),
+  ): Promise<void> {
     for (const event of events) {
       for (const endpoint of this.#settings.endpoints) {
-        const id = `${event.eventId}\u0000${endpoint.key}`;
-        if (!resumed.has(id)) await this.#log.pending(event.eventId, endpoint);
-        void this.#queue.add(() => this.#deliver(event, endpoint));
+        const prior = resumed.get(`${event.eventId}\u0000${endpoint.key}`);
+        if (prior === undefined) await this.#log.pending(event.eventId, endpoint);
+        void this.#queue.add(() => this.#deliver(event, endpoint, prior ?? 0));
       }
     }
   }
@@ -80,9 +85,9 @@ export class WebhookDelivery {
     await this.#agent.close().catch(() => undefined);
   }
 
-  async #deliver(event: AlertEvent, endpoint: Endpoint): Promise<void> {
+  async #deliver(event: AlertEvent, endpoint: Endpoint, priorAttempts: number): Promise<void> {
     if (this.#stop.signal.aborted) return;
-    let attempts = 0;
+    let attempts = priorAttempts;
     let statusCode: number | null = null;
     try {
       await pRetry(

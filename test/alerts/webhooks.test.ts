@@ -180,6 +180,22 @@ describe('alert webhooks', { timeout: 120_000 }, () => {
     expect(receiver.delivered()[0]?.json.type).toBe('run.failed');
   });
 
+  it('a delivery resumed at the next start counts on from the attempts it had', async () => {
+    // The first attempt answered 500, the second was cut by the shutdown: pending after two attempts.
+    receiver.setBehaviour((n) => (n === 1 ? { status: 500 } : { status: 200, delayMs: 5_000 }));
+    sim.setFaults(['ndjson:status=404']);
+    const cfg = config({ alertWebhookTimeoutMs: 20_000 });
+    await syncAndAlert(cfg, 1_000);
+    expect(await deliveries()).toMatchObject([{ status: 'pending', attempts: 2 }]);
+
+    receiver.setBehaviour(() => ({ status: 204 }));
+    const next = new AlertCenter({ warehouse: warehouse!, config: cfg, logger: silentLogger() });
+    expect(await next.resumePending()).toBe(1);
+    await waitFor('the pending delivery to be sent', async () => receiver.delivered().length === 1);
+    await next.close(5_000);
+    expect(await deliveries()).toMatchObject([{ status: 'delivered', attempts: 3, status_code: 204 }]);
+  });
+
   it('sends every event to each of several webhooks', async () => {
     const other = await startWebhookReceiver(secret);
     try {
