@@ -5,13 +5,17 @@ import type { RunCounters } from '../warehouse/run-counters.js';
 import type { RunLog } from '../warehouse/runs.js';
 import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
 import { mergeTime } from '../warehouse/merge-time.js';
+import { HELD_BACK } from '../warehouse/tombstones.js';
 import type { Logger } from '../util/logger.js';
 import type { ExportInfo, ExportValidator } from './export-source.js';
 
 /**
  * The validators (ETag, Last-Modified) of the last succeeded, complete run of `source` against the same
- * upstream: what a conditional request of the next full export sends. `undefined` when there is none, or
- * when that run recorded neither validator (never an older run's).
+ * upstream: what a conditional request of the next full export sends. `undefined` when there is none, when
+ * that run recorded neither validator (never an older run's), or when the last such run that read the
+ * export (not answered 304) held its deletes back (`tombstones_note` {@link HELD_BACK}: `/stats` failed,
+ * a count that differs, …): a 304 infers no deletes, so answered so, those reports would stay current for
+ * as long as the export does not change. Read again, the export gets its deletes checked again.
  */
 export async function lastCompleteValidators(
   connection: DuckDBConnection,
@@ -31,6 +35,16 @@ export async function lastCompleteValidators(
   // That run's validators or none: an older run's would be answered 304 for an export this run no longer
   // holds (the upstream went back to it after sending one without validators).
   if (!row || (row.export_etag === null && row.export_last_modified === null)) return undefined;
+  const read = (
+    await connection.runAndReadAll(
+      `SELECT starts_with(coalesce(tombstones_note, ''), $heldBack) AS held_back FROM sync_runs
+       WHERE source = $source AND status = 'succeeded' AND complete AND upstream_url = $url
+         AND NOT coalesce(not_modified, false) AND started_at > ${LAST_RESET_SQL}
+       ORDER BY started_at DESC LIMIT 1`,
+      { source, url: upstreamUrl, heldBack: HELD_BACK },
+    )
+  ).getRowObjectsJS()[0];
+  if (read?.held_back === true) return undefined;
   return {
     etag: row.export_etag === null ? undefined : String(row.export_etag),
     lastModified: row.export_last_modified === null ? undefined : String(row.export_last_modified),

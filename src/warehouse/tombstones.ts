@@ -3,6 +3,12 @@ import { LATEST_SEEN_ALL, LIFTED_SEEN_AT } from './merge-seen.js';
 import { replaceRows } from './row-rewrite.js';
 import { closeCurrentVersions } from './versions.js';
 
+/**
+ * How `sync_runs.tombstones_note` begins when a complete export's deletes were held back by a guard of
+ * {@link applyTombstones} (no `/stats` total, a count that differs, rows no one can name, …).
+ */
+export const HELD_BACK = 'no tombstones:';
+
 /** What {@link applyTombstones} needs to know about the run. */
 export interface TombstoneInput {
   runId: string;
@@ -72,7 +78,7 @@ export async function applyTombstones(
   ).getRowObjectsJS()[0];
   const seen = input.seen;
   const current = Number(counts?.current ?? 0);
-  const none = (note: string): TombstoneResult => ({ removed: 0, note: `no tombstones: ${note}` });
+  const none = (note: string): TombstoneResult => ({ removed: 0, note: `${HELD_BACK} ${note}` });
   if (!input.complete) {
     return none(`the export is incomplete${input.incompleteReason ? ` (${input.incompleteReason})` : ''}`);
   }

@@ -127,6 +127,47 @@ describe('conditional full exports', () => {
     }
   });
 
+  it.each(['ndjson', 'csv'] as const)(
+    'a %s run whose deletes were held back (/stats down) is not the version a 304 confirms: the next run reads the export and infers them',
+    async (target) => {
+      const sim = await startTestSimulator({ generate: { n: 300, seed: 4 } });
+      const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, { csvPageSize: 100, retries: 0 });
+      const warehouse = await openTestWarehouse(config);
+      try {
+        expect((await syncTargetOnce(warehouse, config, target))[0]?.status).toBe('succeeded');
+        sim.advanceDays(1); // a day with unpublished reports
+        sim.setFaults(['stats:status=500']);
+        const [held] = await syncTargetOnce(warehouse, config, target);
+        expect([held?.status, held?.incompleteReason, held?.counters.removed]).toEqual([
+          'succeeded',
+          undefined,
+          0,
+        ]);
+        expect(held?.exportInfo?.etag).toBeDefined();
+
+        sim.setFaults([]);
+        const [next] = await syncTargetOnce(warehouse, config, target);
+        expect(next?.status).toBe('succeeded');
+        expect(next?.notModified).toBeFalsy();
+        expect(next?.counters.removed).toBeGreaterThan(0);
+        const [{ current } = {}] = await query(
+          warehouse,
+          `SELECT count(*)::INTEGER AS current FROM reports WHERE removed_at IS NULL`,
+        );
+        const upstream = (await (await fetch(`${sim.url}/api/v1/public/reports/stats`)).json()) as {
+          total: number;
+        };
+        expect(current).toBe(upstream.total);
+        // Settled now: the run after it is a 304 again.
+        const [after] = await syncTargetOnce(warehouse, config, target);
+        expect(after?.notModified).toBe(true);
+      } finally {
+        warehouse.close();
+        await sim.close();
+      }
+    },
+  );
+
   it('REPORTS_CONDITIONAL_EXPORTS=false downloads the export every time', async () => {
     const sim = await startTestSimulator({ generate: { n: 50, seed: 4 } });
     const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, { conditionalExports: false });
