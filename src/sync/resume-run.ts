@@ -153,8 +153,9 @@ async function whyNotResume(
 }
 
 /**
- * Moves the interrupted run's staging, checkpoints and rejects to the new run, and records the resume,
- * its counters and the export's validator in the new run's log row, in one transaction.
+ * Moves the interrupted run's staging, checkpoints, rejects and counters to the new run (the interrupted
+ * run's row keeps none), and records the resume and the export's validator in the new run's log row, in
+ * one transaction.
  */
 async function adopt(
   c: DuckDBConnection,
@@ -168,6 +169,14 @@ async function adopt(
         old: from.fromRunId,
       });
     }
+    // The interrupted run's counters go with its pages: its row keeps no records (nor rejects) of its own,
+    // so sums over the run log count each record once.
+    await c.run(
+      `UPDATE sync_runs SET records_read = 0, records_loaded = 0, records_rejected = 0, duplicates = 0,
+         bytes_read = 0, bytes_wire = 0, pages = 0
+       WHERE run_id = $old`,
+      { old: from.fromRunId },
+    );
     await log.progress(from.counters);
     await log.note({
       resumedFromRun: from.fromRunId,
