@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DuckDBResultReader } from '@duckdb/node-api';
+import { duckdbApi } from '../warehouse/duckdb-api.js';
 
 /**
  * A `JSON` column's value kept as its text, so that {@link stringifyRows} writes it as stored: parsed, an
@@ -28,8 +29,8 @@ export function stringifyRows(value: unknown): string {
  * The rows of a query result as JSON values for `sql --format json`: a `JSON` column as the JSON value it
  * holds (not its text: a {@link RawJson}, written by {@link stringifyRows}), `TIMESTAMP WITH TIME ZONE` as ISO 8601 with its offset (`2024-01-02T03:04:05.123456Z`,
  * microseconds kept), `TIMESTAMP` as ISO 8601 without one, integers as numbers while they are exact
- * (beyond 2^53 as decimal strings), other values as DuckDB's JSON conversion gives them (dates, lists,
- * structs, decimals as text).
+ * (beyond 2^53 as decimal strings), `INTERVAL` as DuckDB's text ({@link intervalText}), other values as
+ * DuckDB's JSON conversion gives them (dates, lists, structs, decimals as text).
  */
 export function jsonRows(result: DuckDBResultReader): Record<string, unknown>[] {
   const names = result.columnNames();
@@ -48,6 +49,8 @@ export function jsonRows(result: DuckDBResultReader): Record<string, unknown>[] 
       case 'HUGEINT':
       case 'UHUGEINT':
         return exactNumber;
+      case 'INTERVAL':
+        return intervalText;
       default:
         return (v: unknown) => v;
     }
@@ -74,6 +77,18 @@ export function rowObject(
     });
   });
   return out;
+}
+
+/**
+ * An `INTERVAL` as DuckDB writes it (`9 days 08:04:00`, `1 year 2 months -3 days`): `getRowsJson` gives its
+ * parts (`{months, days, micros}`), which no reader of a table or a CSV takes for a duration.
+ */
+export function intervalText(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const { months, days, micros } = value as { months?: unknown; days?: unknown; micros?: unknown };
+  if (typeof months !== 'number' || typeof days !== 'number') return value;
+  if (typeof micros !== 'string' && typeof micros !== 'number') return value;
+  return String(new duckdbApi.DuckDBIntervalValue(months, days, BigInt(micros)));
 }
 
 function rawJson(value: unknown): unknown {

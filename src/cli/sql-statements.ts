@@ -1,7 +1,7 @@
 import type { DuckDBConnection, DuckDBTypeId } from '@duckdb/node-api';
 import { duckdbApi } from '../warehouse/duckdb-api.js';
 import { SyncError } from '../util/errors.js';
-import { jsonRows, rowObject } from './json-rows.js';
+import { intervalText, jsonRows, rowObject } from './json-rows.js';
 
 const { DuckDBTypeId: TypeId } = duckdbApi;
 
@@ -66,7 +66,13 @@ export async function runStatements(
     const types = reader.columnTypes();
     const numeric = new Set(names.filter((_, c) => NUMERIC.has(types[c]!.typeId)));
     results.push({
-      rows: options.json ? jsonRows(reader) : reader.getRowsJson().map((row) => rowObject(names, row)),
+      rows: options.json
+        ? jsonRows(reader)
+        : reader
+            .getRowsJson()
+            .map((row) =>
+              rowObject(names, row, (v, c) => (types[c]!.typeId === TypeId.INTERVAL ? intervalText(v) : v)),
+            ),
       numeric,
       columns: names,
     });

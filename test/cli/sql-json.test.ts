@@ -82,6 +82,16 @@ describe('reports-sync sql --format json over the analyst views', () => {
     }
   });
 
+  it('prints an INTERVAL as DuckDB writes it, in every format (not its months/days/micros parts)', async () => {
+    const sql = `SELECT INTERVAL '9 days 08:04:00' AS d, INTERVAL '1 year 2 months' - INTERVAL '90 minutes' AS e`;
+    const table = await runCli(['sql', '--warehouse', path, sql]);
+    expect(table.stdout).toMatch(/9 days 08:04:00 +1 year 2 months -01:30:00/);
+    const csv = await runCli(['sql', '--warehouse', path, sql, '--format', 'csv']);
+    expect(csv.stdout).toBe('d,e\n9 days 08:04:00,1 year 2 months -01:30:00\n');
+    const json = await runCli(['sql', '--warehouse', path, sql, '--format', 'json']);
+    expect(JSON.parse(json.stdout)).toEqual([{ d: '9 days 08:04:00', e: '1 year 2 months -01:30:00' }]);
+  });
+
   it('shows only business columns in current_reports and the versions in report_history', async () => {
     const r = await runCli(['sql', 'SELECT * FROM current_reports LIMIT 1', '--format', 'json'], {
       REPORTS_WAREHOUSE: path,
