@@ -86,7 +86,9 @@ export async function syncTarget(options: SyncTargetOptions): Promise<RunSummary
           clock: options.clock,
           upstreamTotal: finisher.upstreamTotal,
           onCommit: options.onCommit,
-          ...chainHooks(drift, finisher),
+          // The contract is checked before the finisher's work; fields are found gone after its tombstones.
+          beforeMerge: chainHooks(drift, finisher).beforeMerge,
+          afterMerge: chainHooks(finisher, drift).afterMerge,
         }).finally(() => side.closeSync());
         summary.drift = drift.events();
       }

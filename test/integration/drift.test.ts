@@ -49,6 +49,18 @@ async function upstream() {
   };
 }
 
+/** An NDJSON upstream serving `reports` (as `serve` sets them) with a `/stats` total that counts them. */
+async function countedUpstream(reports: Wire[]) {
+  let lines = reports;
+  const server = await startRawServer((req, res) => {
+    if (req.url?.endsWith('/stats')) return void res.end(JSON.stringify({ total: lines.length }));
+    res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+    res.end(lines.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  });
+  onTestFinished(() => server.close());
+  return { url: server.url, serve: (next: Wire[]) => void (lines = next) };
+}
+
 /** `reports` with report `i` replaced by `change(copy of it)`. */
 function edited(reports: Wire[], i: number, change: (r: Wire) => Wire): Wire[] {
   return reports.map((r, j) => (j === i ? change({ ...r }) : r));
@@ -114,6 +126,29 @@ describe('schema drift', () => {
       for (const kind of ['new_value', 'new_field', 'type_changed', 'field_gone']) {
         expect(text).toContain(`reports_sync_drift_events_total{kind="${kind}"} 1`);
       }
+    } finally {
+      await warehouse.close();
+    }
+  });
+
+  it('a field gone the day a report carrying it is unpublished is gone (the tombstones come first)', async () => {
+    const { reports } = await upstream();
+    const withWard = reports.map((r, i) => (i < 3 ? { ...r, ward: `W${i}` } : r));
+    const up = await countedUpstream(withWard);
+    const config = testConfig(up.url, `${tmp.dir}/w.duckdb`);
+    const warehouse = await openTestWarehouse(config);
+    try {
+      expect((await syncTargetOnce(warehouse, config, 'ndjson'))[0]?.status).toBe('succeeded');
+      // `ward` renamed `zz_ward_name`, and report 0 (which carried `ward`) unpublished, the same day.
+      up.serve(
+        withWard.slice(1).map(({ ward, ...r }) => (ward === undefined ? r : { ...r, zz_ward_name: ward })),
+      );
+      const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+      expect([run?.status, run?.counters.removed]).toEqual(['succeeded', 1]);
+      expect(await query(warehouse, EVENTS, { run: run!.runId })).toEqual([
+        { kind: 'field_gone', field: 'ward', value: null, count: 3 },
+        { kind: 'new_field', field: 'zz_ward_name', value: 'string', count: 2 },
+      ]);
     } finally {
       await warehouse.close();
     }
