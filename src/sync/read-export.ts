@@ -132,7 +132,10 @@ async function stageItems(
     if (item.kind === 'checkpoint') {
       // Whole pages per commit, at least a batch of records each: a commit per page of 5,000 rows cost
       // ~110 ms of WAL write and sync (measured); resume loses at most one batch of pages.
-      if (writer.pending >= config.batchSize) await flush(run, state.lastMark ?? {});
+      if (writer.pending >= config.batchSize) {
+        await flush(run, state.lastMark ?? {});
+        await failpoint('after-page-batch', () => writer.drain());
+      }
       run.progress();
     } else if (item.kind === 'block') {
       writer.addBlock(item.block);

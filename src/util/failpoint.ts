@@ -1,6 +1,7 @@
 /** The named points where a test can stop a sync to kill it (see {@link failpoint}). */
 export type FailpointName =
   | 'after-batch'
+  | 'after-page-batch'
   | 'before-merge'
   | 'merge-slice'
   | 'in-merge'
@@ -17,7 +18,8 @@ export type FailpointName =
  * event loop kept alive), so a test can SIGKILL it there and check that the warehouse file holds only
  * committed work; `<name>@<ms>` waits that long instead and goes on (a test sends a signal meanwhile);
  * `<name>:fail` throws there instead (a failure at that point: the transaction around it rolls back).
- * Points: `after-batch` (a staging batch and its checkpoint committed), `before-merge` (every batch
+ * Points: `after-batch` (a staging batch and its checkpoint committed), `after-page-batch` (the same for a
+ * paged export: whole pages and the checkpoint naming the next one committed), `before-merge` (every batch
  * committed, the merge not begun), `merge-slice` (the first of several slices of the merge done, inside its
  * transaction), `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is
  * committed, nothing after it has run yet), `sort-slice` (a slice of the rows a moved serving split left

@@ -2,9 +2,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import type { ServerResponse } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnCli } from '../helpers/cli-process.js';
-import { waitFor } from '../helpers/daemon.js';
 import { csvRow } from '../helpers/paged-csv-server.js';
 import { startRawServer } from '../helpers/raw-server.js';
 import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
@@ -157,13 +155,10 @@ describe('CSV pages', () => {
 
   it('a run resumed after page 1 that meets the end past it does not keep page 1’s own tag', async () => {
     let served = ids(3);
-    let holdPage2 = true;
-    let page2Asked = false;
     const server = await startRawServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://x');
       if (url.pathname.endsWith('/stats')) return json(res, { total: served.length });
       const page = Number(url.searchParams.get('page'));
-      if (page === 2 && holdPage2) return void (page2Asked = true); // never answered: the run is killed
       const rows = served.slice((page - 1) * 3, page * 3);
       if (rows.length === 0 && page > 1) return void res.writeHead(404).end('Not Found');
       const body = Buffer.from(HEADER + rows.map(csvRow).join(''));
@@ -172,17 +167,16 @@ describe('CSV pages', () => {
       res.writeHead(200, { 'content-type': 'text/csv', etag }).end(body);
     });
     onTestFinished(() => server.close());
-    // Killed while it waits for page 2, page 1 committed: page 1's tag is all the run has recorded.
+    // Killed once page 1 and its checkpoint are committed: page 1's tag is all the run has recorded.
     const killed = spawnCli(['sync', '--source', 'csv', '--page-size', '3'], {
       REPORTS_BASE_URL: server.url,
       REPORTS_WAREHOUSE: join(tmp.dir, 'w.duckdb'),
       REPORTS_BATCH_SIZE: '3',
+      REPORTS_FAILPOINT: 'after-page-batch',
     });
-    await waitFor('page 2 to be asked for', () => page2Asked);
-    await sleep(1_500); // page 1's batch commits in the background meanwhile (milliseconds for 3 rows)
+    await killed.waitFor(/failpoint after-page-batch reached/);
     killed.child.kill('SIGKILL');
     await killed.exited;
-    holdPage2 = false;
     const { config, warehouse } = await setup(server.url, { csvPageSize: 3, batchSize: 3 });
     const [resumed] = await syncTargetOnce(warehouse, config, 'csv');
     expect(resumed?.status).toBe('succeeded');
