@@ -9,6 +9,7 @@ import { transitions, type AlertDraft, type AlertEvent, type Condition } from '.
 import { eventsById, noticesTold, openIncidents, recordEvents } from './alert-store.js';
 import { DeliveryLog } from './delivery-log.js';
 import { driftNotice, qualityNotice, reconciliationCondition, runCondition } from './run-rules.js';
+import { UnrecordedRuns } from './unrecorded-runs.js';
 import { WebhookDelivery } from './webhook-delivery.js';
 import { endpointsOf } from './webhook-payload.js';
 
@@ -38,6 +39,9 @@ export class AlertCenter {
   readonly #logger: Logger;
   readonly #delivery: WebhookDelivery;
   readonly #log: DeliveryLog;
+  readonly #unrecorded = new UnrecordedRuns();
+  /** Whether the last evaluation could read and write the warehouse. */
+  #evaluated = false;
   #chain: Promise<unknown> = Promise.resolve();
 
   constructor(options: AlertCenterOptions) {
@@ -63,12 +67,15 @@ export class AlertCenter {
    * incident of each run's job (and of `jobs`: a job that ended without a run row), the drift and
    * data-quality notices of each run, and the reconciliation incident. Returns the events raised.
    */
-  afterRuns(runIds: readonly string[], jobs: readonly string[] = []): Promise<AlertEvent[]> {
-    return this.evaluate(async (c) => {
+  async afterRuns(runIds: readonly string[], jobs: readonly string[] = []): Promise<AlertEvent[]> {
+    const lastRunFailed = new Map<string, boolean | undefined>();
+    const events = await this.evaluate(async (c) => {
       const runs = await jobsOfRuns(c, runIds);
       const conditions: Condition[] = [];
       for (const job of new Set([...jobs, ...runs.map((r) => r.job)])) {
         const run = await runCondition(c, job);
+        // Only a run the log now holds ends a failure told from memory (`jobs` may have none).
+        if (runs.some((r) => r.job === job)) lastRunFailed.set(job, run?.active);
         if (run) conditions.push(run);
       }
       const { config } = this.#options;
@@ -86,6 +93,24 @@ export class AlertCenter {
       }
       return { conditions, notices };
     });
+    if (!this.#evaluated) return events;
+    const told: AlertEvent[] = [];
+    for (const [job, failed] of lastRunFailed) {
+      const ended = this.#unrecorded.settled(job, failed, this.#now());
+      if (ended) told.push(ended);
+    }
+    await this.#tell(told);
+    return [...events, ...told];
+  }
+
+  /**
+   * A job run that ended in `err` without a run log row (syncTarget threw: the warehouse could not take
+   * even the failure, a full disk): the rules cannot see it, so `run.failed` is told from memory, logged
+   * and sent without a record, once per job until its outcome can be recorded again (unrecorded-runs.ts).
+   */
+  async unrecordedFailure(job: string, err: unknown): Promise<void> {
+    const event = this.#unrecorded.failed(job, err, this.#now());
+    if (event) await this.#tell([event]);
   }
 
   /**
@@ -134,7 +159,7 @@ export class AlertCenter {
   async #evaluate(
     rules: (c: DuckDBConnection) => Promise<{ conditions: Condition[]; notices?: AlertDraft[] }>,
   ): Promise<AlertEvent[]> {
-    const at = new Date((this.#options.clock ?? Date.now)());
+    const at = this.#now();
     let events: AlertEvent[] = [];
     try {
       const c = await this.#options.warehouse.connect();
@@ -152,9 +177,17 @@ export class AlertCenter {
         c.closeSync();
       }
     } catch (err) {
+      this.#evaluated = false;
       this.#logger.error({ err: errorMessage(err) }, 'alert rules could not be evaluated');
       return [];
     }
+    this.#evaluated = true;
+    await this.#tell(events);
+    return events;
+  }
+
+  /** Logs each event and queues its delivery (a delivery the warehouse cannot record is sent all the same). */
+  async #tell(events: readonly AlertEvent[]): Promise<void> {
     for (const e of events) {
       // `outcome`: a one-shot command's summary has told the run's failure; its terminal shows it once.
       const entry = {
@@ -173,7 +206,10 @@ export class AlertCenter {
         this.#logger.error({ err: errorMessage(err) }, 'alert deliveries could not be recorded');
       });
     }
-    return events;
+  }
+
+  #now(): Date {
+    return new Date((this.#options.clock ?? Date.now)());
   }
 }
 

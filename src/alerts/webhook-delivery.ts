@@ -6,7 +6,7 @@ import { errorMessage } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { redactSecrets } from '../util/redact.js';
 import type { AlertEvent } from './alert-event.js';
-import type { DeliveryLog } from './delivery-log.js';
+import type { AttemptRecord, DeliveryLog } from './delivery-log.js';
 import { deliveryRequest, type Endpoint } from './webhook-payload.js';
 
 /** Settings of {@link WebhookDelivery} (from the config: `REPORTS_ALERT_WEBHOOK_*`). */
@@ -64,7 +64,15 @@ export class WebhookDelivery {
     for (const event of events) {
       for (const endpoint of this.#settings.endpoints) {
         const prior = resumed.get(`${event.eventId}\u0000${endpoint.key}`);
-        if (prior === undefined) await this.#log.pending(event.eventId, endpoint);
+        if (prior === undefined) {
+          // Sent all the same when the warehouse cannot record it (a full disk): the news matters more.
+          await this.#log.pending(event.eventId, endpoint).catch((err: unknown) => {
+            this.#logger.error(
+              { eventId: event.eventId, endpoint: endpoint.label, err: errorMessage(err) },
+              'alert delivery could not be recorded in the warehouse; sending it all the same',
+            );
+          });
+        }
         void this.#queue.add(() => this.#deliver(event, endpoint, prior ?? 0));
       }
     }
@@ -85,10 +93,16 @@ export class WebhookDelivery {
     await this.#agent.close().catch(() => undefined);
   }
 
+  /**
+   * Sends one event to one endpoint with its retries, then records the outcome. Never rejects (it runs
+   * detached in the queue): a record the warehouse cannot write (a full disk) is logged, and the delivery
+   * is told as it went, not as the record's failure.
+   */
   async #deliver(event: AlertEvent, endpoint: Endpoint, priorAttempts: number): Promise<void> {
     if (this.#stop.signal.aborted) return;
     let attempts = priorAttempts;
     let statusCode: number | null = null;
+    let outcome: AttemptRecord;
     try {
       await pRetry(
         async () => {
@@ -104,7 +118,7 @@ export class WebhookDelivery {
           factor: 2,
           signal: this.#stop.signal,
           onFailedAttempt: async ({ error }) => {
-            await this.#log.attempt(event.eventId, endpoint, {
+            await this.#record(event, endpoint, {
               status: 'pending',
               attempts,
               statusCode,
@@ -113,19 +127,27 @@ export class WebhookDelivery {
           },
         },
       );
-      await this.#log.attempt(event.eventId, endpoint, {
-        status: 'delivered',
-        attempts,
-        statusCode,
-        error: null,
-      });
+      outcome = { status: 'delivered', attempts, statusCode, error: null };
     } catch (err) {
       if (this.#stop.signal.aborted) return; // left pending for the next start
       const error = redactSecrets(errorMessage(err));
-      await this.#log.attempt(event.eventId, endpoint, { status: 'failed', attempts, statusCode, error });
+      outcome = { status: 'failed', attempts, statusCode, error };
       this.#logger.warn(
         { eventId: event.eventId, type: event.type, endpoint: endpoint.label, attempts, error },
         'alert webhook delivery failed',
+      );
+    }
+    await this.#record(event, endpoint, outcome);
+  }
+
+  /** Records an attempt in `alert_deliveries`; a failure to write it is logged, never thrown. */
+  async #record(event: AlertEvent, endpoint: Endpoint, r: AttemptRecord): Promise<void> {
+    try {
+      await this.#log.attempt(event.eventId, endpoint, r);
+    } catch (err) {
+      this.#logger.error(
+        { eventId: event.eventId, endpoint: endpoint.label, status: r.status, err: errorMessage(err) },
+        'alert delivery could not be recorded in the warehouse',
       );
     }
   }

@@ -96,6 +96,8 @@ export class JobRunner {
       if (ok && !signal.aborted) await this.#postgres.afterRuns(changed);
     } catch (err) {
       log.error({ err: err instanceof SyncError ? err.toJSON() : errorMessage(err) }, 'job failed');
+      // syncTarget records every failure it can; one it throws is in no run log row (a full disk).
+      await alerts.unrecordedFailure(job.name, err);
     } finally {
       this.committing = undefined;
       progress.done();

@@ -6,6 +6,7 @@ import type { Logger } from '../util/logger.js';
 import { emptyCounters } from '../warehouse/run-counters.js';
 import { recordStatsSnapshots } from '../warehouse/snapshots.js';
 import { withTransaction } from '../warehouse/transaction.js';
+import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import { totalsFacts, warnOnDiff } from './export-finisher.js';
 import { logFailure, openRunLog, pointOfNoReturn, runFailure } from './run-life.js';
 import type { RunSummary } from './run-sync.js';
@@ -30,6 +31,8 @@ export interface RunStatsSnapshotOptions {
  *
  * The same life cycle as an export run (run-life.ts): never throws for a failed fetch (the run is recorded
  * `failed` with the error, or `aborted` when its signal stopped it, like runSync).
+ *
+ * @throws SyncError `WAREHOUSE_WRITE` (or the run's error) when not even the failure can be recorded
  */
 export async function runStatsSnapshot(options: RunStatsSnapshotOptions): Promise<RunSummary> {
   const { connection: c, config } = options;
@@ -57,7 +60,13 @@ export async function runStatsSnapshot(options: RunStatsSnapshotOptions): Promis
     return { ...summary(), status: 'succeeded' };
   } catch (err) {
     const failure = runFailure(err, { ...options, warehousePath: run.warehousePath });
-    await log.fail(failure.status, failure.error.toJSON());
+    try {
+      await log.fail(failure.status, failure.error.toJSON());
+    } catch (recordErr) {
+      // As an export run's (fail-run.ts): the run stays `running` until the next start closes it.
+      logger.error({ err: failure.error.toJSON() }, 'run failed and could not be recorded');
+      throw warehouseWriteError(recordErr, run.warehousePath) ?? failure.error;
+    }
     logFailure(logger, failure, counters);
     return { ...summary(), ...failure };
   }
