@@ -19,8 +19,8 @@ export interface ObservedState {
  * `max(ttlMs, 250)` ms, so `/healthz` answers from memory without a pool connection. With the TTL a busy
  * list answers from memory too; the price is bounded staleness: for up to `ttlMs` after a run commits, list
  * answers keep the previous state's tag and (cached) pages. A page computed in that window from the new data
- * under the old tag only costs a client one more full answer later (see routes/list.ts). Exports and stats
- * read fresh validators in their transaction. Concurrent refreshes share one query.
+ * is labelled by validators read again ({@link fresh}; routes/list.ts), never by the old tag. Exports and
+ * stats read fresh validators in their transaction. Concurrent refreshes share one query.
  */
 export class CurrentValidators {
   readonly #pool: ConnectionPool;
@@ -54,6 +54,12 @@ export class CurrentValidators {
       this.#pending = undefined;
     });
     return this.#pending;
+  }
+
+  /** The run state read now, past the TTL (shared with a read under way). Throws as {@link get}. */
+  fresh(): Promise<RunState> {
+    this.#readAt = Number.NEGATIVE_INFINITY;
+    return this.runs();
   }
 
   /** What the last reads saw; never touches the warehouse. */

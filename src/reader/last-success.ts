@@ -23,6 +23,11 @@ export interface RunState {
    * status page's figures are kept by, so a failed run shows at once.
    */
   logKey: string;
+  /**
+   * The serving index's version in the same snapshot (`reader_serving.version`, null when none): a list
+   * page's rows carry the version they were read at, so a page is labelled with validators of its own state.
+   */
+  servingVersion: bigint | null;
 }
 
 /**
@@ -37,11 +42,18 @@ export async function readRunState(connection: DuckDBConnection): Promise<RunSta
        arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id))
          FILTER (WHERE ${SUCCEEDED} AND inserted + updated + removed + revived + refined > 0),
        arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id)) FILTER (WHERE ${SUCCEEDED}),
-       concat_ws('/', count(*), count(finished_at), max(finished_at), count(*) FILTER (WHERE status = 'running'))
+       concat_ws('/', count(*), count(finished_at), max(finished_at), count(*) FILTER (WHERE status = 'running')),
+       (SELECT max(version) FROM reader_serving WHERE bucket_us IS NOT NULL)
      FROM sync_runs`,
   );
   const row = reader.getRowsJS()[0] ?? [];
-  return { changed: runOf(row[0]), latest: runOf(row[1]), logKey: String(row[2] ?? '') };
+  const version = row[3];
+  return {
+    changed: runOf(row[0]),
+    latest: runOf(row[1]),
+    logKey: String(row[2] ?? ''),
+    servingVersion: typeof version === 'bigint' ? version : null,
+  };
 }
 
 const SUCCEEDED = `status = 'succeeded' AND finished_at IS NOT NULL`;

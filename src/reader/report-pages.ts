@@ -43,7 +43,8 @@ export interface PageQuery {
 }
 
 /**
- * Rows (`REPORT_COLUMNS_SQL`) of list page `page` (1-based) of `pageSize` reports, newest first. Runs
+ * Rows (`REPORT_COLUMNS_SQL`) of list page `page` (1-based) of `pageSize` reports, newest first, and the
+ * serving index's version they were read at (null without an index: see {@link servingVersion}). Runs
  * without a transaction: the row query reads the serving index's version in the same statement (a page
  * past the end reads only the version) and, when the counts used were of another version (a run
  * committed meanwhile), the counts are read again. Rows that disagree with the counts (there should be
@@ -56,7 +57,7 @@ export async function listPageRows(
   q: PageQuery,
   page: number,
   pageSize: number,
-): Promise<DuckDBValue[][]> {
+): Promise<{ rows: DuckDBValue[][]; version: bigint | null }> {
   const offset = (page - 1) * pageSize;
   const conditions = reportConditions(q.filter);
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -71,7 +72,7 @@ export async function listPageRows(
         runPrepared(connection, 'SELECT version FROM reader_serving', {}),
       );
       const seen = current[0]?.[0] as bigint | undefined;
-      if (seen === version) return [];
+      if (seen === version) return { rows: [], version };
       q.index.noteVersion(seen ?? version);
       continue;
     }
@@ -87,16 +88,19 @@ export async function listPageRows(
     );
     const seen = rows[0]?.[REPORT_COLUMN_COUNT] as bigint | undefined;
     const expected = Math.min(pageSize, totalOf(counts) - offset);
-    if (seen === version && rows.length === expected) return rows;
+    if (seen === version && rows.length === expected) return { rows, version };
     // Counts of another version than the rows (a run committed): read them again.
     q.index.noteVersion(seen ?? (await servingVersion(connection)) ?? version);
   }
   const sql = `SELECT ${REPORT_COLUMNS_SQL} FROM report_rows WHERE ${conditions.sql}
     ORDER BY ${NEWEST_FIRST_SQL} LIMIT $limit OFFSET $offset`;
   const params = { ...conditions.params, limit: BigInt(pageSize), offset: BigInt(offset) };
-  return (
+  // Rare (no serving index, or counts that kept disagreeing): the version read beside, not with, the rows.
+  const version = await servingVersion(connection);
+  const rows = (
     await withQueryTimeout(connection, q.timeoutMs, q.what, () => connection.runAndReadAll(sql, params))
   ).getRows();
+  return { rows, version };
 }
 
 /** The serving index's version the connection's snapshot sees, or null when it was never built. */

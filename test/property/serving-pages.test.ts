@@ -182,7 +182,7 @@ describe('paging with the serving index', () => {
                   const total = (await offsetRows(c, filter, 'newest', 0, undefined)).length;
                   for (let page = 1; (page - 1) * check.pageSize <= total; page++) {
                     const offset = (page - 1) * check.pageSize;
-                    const got = (await listPageRows(c, q, page, check.pageSize)).map(show);
+                    const got = (await listPageRows(c, q, page, check.pageSize)).rows.map(show);
                     expect(got, `list ${JSON.stringify(filter)} page ${page}`).toEqual(
                       await offsetRows(c, filter, 'newest', offset, check.pageSize),
                     );

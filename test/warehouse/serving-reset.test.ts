@@ -22,7 +22,7 @@ async function expectPagesExact(c: DuckDBConnection, index: PageIndex): Promise<
   for (const filter of [{}, { status: 'RESOLVED' }, { destination: 'ROAD_CONTROL', status: 'SUBMITTED' }]) {
     for (const page of [1, 3, 9]) {
       const q = { index, filter, timeoutMs: 10_000, what: 'test' };
-      const got = (await listPageRows(c, q, page, 25)).map(show);
+      const got = (await listPageRows(c, q, page, 25)).rows.map(show);
       expect(got, `${JSON.stringify(filter)} page ${page}`).toEqual(
         await offsetRows(c, filter, 'newest', (page - 1) * 25, 25),
       );
@@ -62,9 +62,9 @@ describe('the serving index across a reset', () => {
         const { emptied } = await resetData(c);
         expect(emptied.map((t) => t.table)).toEqual(expect.arrayContaining(SERVING));
         expect((await tableRows(c, SERVING)).every((t) => t.rows === 0)).toBe(true);
-        expect(await listPageRows(c, { index, filter: {}, timeoutMs: 10_000, what: 'test' }, 1, 25)).toEqual(
-          [],
-        );
+        expect(
+          (await listPageRows(c, { index, filter: {}, timeoutMs: 10_000, what: 'test' }, 1, 25)).rows,
+        ).toEqual([]);
       });
       sim.advanceDays(1);
       await sync();
