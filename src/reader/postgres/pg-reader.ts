@@ -71,7 +71,7 @@ export async function buildPostgresReader(options: PostgresReaderOptions): Promi
   const metrics = new ReaderMetrics(options.registry);
   const published = new Gauge({
     name: 'reports_sync_postgres_served_publish_timestamp_seconds',
-    help: 'Unix time (s) of the publish this PostgreSQL reader serves (publish_state.published_at).',
+    help: 'Unix time (s) of the publish that brought the data state this PostgreSQL reader serves (publish_state.published_at; a publish bringing no run leaves it).',
     registers: [metrics.registry],
   });
   const app = await createReaderApp({

@@ -181,13 +181,20 @@ async function countsDiffer(ends: PublishEnds): Promise<string | undefined> {
   return undefined;
 }
 
+/**
+ * Records what this publish applied. `published_at` (the PostgreSQL reader's `Last-Modified`, its `ETag`
+ * being `last_run_id`) moves only with `last_run_id`: a publish that brings no run leaves both as they
+ * were, so the two validators move together and a client polling with `If-Modified-Since` gets a 304.
+ */
 async function writeState(pg: ClientBase, source: SourceState, mode: string, file: string) {
   await pg.query(
     `INSERT INTO publish_state (singleton, watermark, runs_started_max, last_run_id, mode, published_at, warehouse)
      VALUES (true, $1, $2, $3, $4, now(), $5)
      ON CONFLICT (singleton) DO UPDATE SET watermark = EXCLUDED.watermark,
        runs_started_max = EXCLUDED.runs_started_max, last_run_id = EXCLUDED.last_run_id, mode = EXCLUDED.mode,
-       published_at = EXCLUDED.published_at, warehouse = EXCLUDED.warehouse`,
+       published_at = CASE WHEN publish_state.last_run_id IS NOT DISTINCT FROM EXCLUDED.last_run_id
+         THEN publish_state.published_at ELSE EXCLUDED.published_at END,
+       warehouse = EXCLUDED.warehouse`,
     [source.watermark, source.runsStartedMax, source.lastRunId, mode, file],
   );
 }
