@@ -24,6 +24,7 @@ export async function readPostgresLag(
   c: DuckDBConnection,
   record: PublishRecord | undefined,
   nowMs: number,
+  neverPublishedSinceMs?: number,
 ): Promise<PostgresLag> {
   const lastRunId = record?.lastRunId ?? null;
   const [row] = (
@@ -36,7 +37,12 @@ export async function readPostgresLag(
       { last: lastRunId ?? '' },
     )
   ).getRowObjectsJS();
-  const first = row?.first === null || row?.first === undefined ? null : new Date(Number(row.first));
+  let first = row?.first === null || row?.first === undefined ? null : new Date(Number(row.first));
+  // Never published: PostgreSQL was just configured. Its lag counts from then (the daemon's start), as a
+  // job that never succeeded counts its freshness, not from changes made before it was a target.
+  if (first !== null && record === undefined && neverPublishedSinceMs !== undefined) {
+    first = new Date(Math.max(first.getTime(), neverPublishedSinceMs));
+  }
   const date = (iso: string | null | undefined) => (iso ? new Date(iso) : null);
   return {
     lagMs: first === null ? 0 : Math.max(0, nowMs - first.getTime()),
@@ -53,14 +59,16 @@ export async function readPostgresLag(
 export function postgresLag(
   warehousePath: string,
   connect: () => Promise<DuckDBConnection>,
-  release: (c: DuckDBConnection) => void = (c) => c.closeSync(),
+  options: { release?: (c: DuckDBConnection) => void; neverPublishedSinceMs?: number } = {},
 ): PublishTargetLag {
+  const release = options.release ?? ((c: DuckDBConnection) => c.closeSync());
   return {
     target: 'postgres',
     async lag(nowMs: number): Promise<PostgresLag> {
       const c = await connect();
       try {
-        return await readPostgresLag(c, readPublishRecord(warehousePath), nowMs);
+        const record = readPublishRecord(warehousePath);
+        return await readPostgresLag(c, record, nowMs, options.neverPublishedSinceMs);
       } finally {
         release(c);
       }

@@ -140,7 +140,13 @@ async function openParts(options: DaemonOptions): Promise<DaemonParts> {
     timezone: config.timezone,
     publishTargets: [
       snapshotLag(publishedDir, () => warehouse.connect()),
-      ...(config.postgresUrl === undefined ? [] : [postgresLag(warehouse.path, () => warehouse.connect())]),
+      ...(config.postgresUrl === undefined
+        ? []
+        : [
+            postgresLag(warehouse.path, () => warehouse.connect(), {
+              neverPublishedSinceMs: (options.clock ?? Date.now)(),
+            }),
+          ]),
     ],
     publishLagMs: config.alertPublishLagMs,
     logger,
