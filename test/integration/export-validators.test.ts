@@ -44,22 +44,30 @@ async function setup(url: string, overrides: Parameters<typeof testConfig>[2] = 
 const current = async (warehouse: Awaited<ReturnType<typeof setup>>['warehouse']) =>
   (await query(warehouse, `SELECT id FROM reports WHERE removed_at IS NULL ORDER BY id`)).map((r) => r.id);
 
+/**
+ * CSV pages of 3 rows of `served()`, each tagged with the hash of its own body (as servers hashing their
+ * answer make it), honest 304s, a 404 past the last page, and a `/stats` total that counts them.
+ */
+async function perPageTagServer(served: () => string[]) {
+  const server = await startRawServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname.endsWith('/stats')) return json(res, { total: served().length });
+    const page = Number(url.searchParams.get('page'));
+    const rows = served().slice((page - 1) * 3, page * 3);
+    if (rows.length === 0 && page > 1) return void res.writeHead(404).end('Not Found');
+    const body = Buffer.from(HEADER + rows.map(csvRow).join(''));
+    const etag = `"${createHash('sha1').update(body).digest('hex')}"`;
+    if (req.headers['if-none-match'] === etag) return void res.writeHead(304, { etag }).end();
+    res.writeHead(200, { 'content-type': 'text/csv', etag }).end(body);
+  });
+  onTestFinished(() => server.close());
+  return server;
+}
+
 describe('CSV pages', () => {
   it('a per-page ETag on one full page, 404 past it: the next run reads a report published onto page 2', async () => {
     let served = ids(3);
-    const server = await startRawServer((req, res) => {
-      const url = new URL(req.url ?? '/', 'http://x');
-      if (url.pathname.endsWith('/stats')) return json(res, { total: served.length });
-      const page = Number(url.searchParams.get('page'));
-      const rows = served.slice((page - 1) * 3, page * 3);
-      if (rows.length === 0 && page > 1) return void res.writeHead(404).end('Not Found');
-      const body = Buffer.from(HEADER + rows.map(csvRow).join(''));
-      // The tag of the page's own body, as servers hashing their answer make it; honest 304s.
-      const etag = `"${createHash('sha1').update(body).digest('hex')}"`;
-      if (req.headers['if-none-match'] === etag) return void res.writeHead(304, { etag }).end();
-      res.writeHead(200, { 'content-type': 'text/csv', etag }).end(body);
-    });
-    onTestFinished(() => server.close());
+    const server = await perPageTagServer(() => served);
     const { config, warehouse } = await setup(server.url, { csvPageSize: 3 });
     await syncTargetOnce(warehouse, config, 'csv');
     served = [...served, 'v-03'];
@@ -155,18 +163,7 @@ describe('CSV pages', () => {
 
   it('a run resumed after page 1 that meets the end past it does not keep page 1’s own tag', async () => {
     let served = ids(3);
-    const server = await startRawServer((req, res) => {
-      const url = new URL(req.url ?? '/', 'http://x');
-      if (url.pathname.endsWith('/stats')) return json(res, { total: served.length });
-      const page = Number(url.searchParams.get('page'));
-      const rows = served.slice((page - 1) * 3, page * 3);
-      if (rows.length === 0 && page > 1) return void res.writeHead(404).end('Not Found');
-      const body = Buffer.from(HEADER + rows.map(csvRow).join(''));
-      const etag = `"${createHash('sha1').update(body).digest('hex')}"`;
-      if (req.headers['if-none-match'] === etag) return void res.writeHead(304, { etag }).end();
-      res.writeHead(200, { 'content-type': 'text/csv', etag }).end(body);
-    });
-    onTestFinished(() => server.close());
+    const server = await perPageTagServer(() => served);
     // Killed once page 1 and its checkpoint are committed: page 1's tag is all the run has recorded.
     const killed = spawnCli(['sync', '--source', 'csv', '--page-size', '3'], {
       REPORTS_BASE_URL: server.url,
