@@ -103,6 +103,11 @@ export class AlertCenter {
     return [...events, ...told];
   }
 
+  /** Jobs whose last run failed without a run log row, told from memory and not ended yet. */
+  get unrecordedJobs(): ReadonlySet<string> {
+    return this.#unrecorded.jobs;
+  }
+
   /**
    * A job run that ended in `err` without a run log row (syncTarget threw: the warehouse could not take
    * even the failure, a full disk): the rules cannot see it, so `run.failed` is told from memory, logged

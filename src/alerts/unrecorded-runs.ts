@@ -55,8 +55,8 @@ export class UnrecordedRuns {
     };
   }
 
-  /** Whether `job` has a failure told from memory that has not ended. */
-  has(job: string): boolean {
-    return this.#open.has(job);
+  /** The jobs with a failure told from memory that has not ended. */
+  get jobs(): ReadonlySet<string> {
+    return this.#open;
   }
 }

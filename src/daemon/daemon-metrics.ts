@@ -14,6 +14,8 @@ export interface DaemonInfo {
   freshnessObjectives?(): ReadonlyMap<string, number>;
   /** The lag of each publish target at the watchdog's last check. */
   publishLags?(): ReadonlyMap<string, PublishLag>;
+  /** Jobs whose last run failed without a run log row (a full disk: alerts/unrecorded-runs.ts). */
+  unrecordedFailures?(): ReadonlySet<string>;
 }
 
 /**
@@ -27,7 +29,10 @@ export interface DaemonInfo {
  *   committed (s; 0 when it holds every change), at the watchdog's last check;
  * - `reports_sync_publish_lag_runs{target}`: finished runs the target does not hold yet (PostgreSQL);
  * - `reports_sync_publish_last_attempt_failed{target}`: 1 when the target's last publish attempt failed
- *   (PostgreSQL down or refusing; the error is in the log and in `reports-sync status`), else 0.
+ *   (PostgreSQL down or refusing; the error is in the log and in `reports-sync status`), else 0;
+ * - `reports_sync_job_failure_unrecorded{job}`: 1 when the job's last run failed and the warehouse could not
+ *   record it (a full disk: the run log, and `reports_sync_last_run_success` with it, still shows the run
+ *   before), else 0; the rule "run failing" reads both.
  * Together with the run-log metrics of `/metrics` they tell an operator what the daemon does now.
  */
 export function registerDaemonMetrics(registry: Registry, info: DaemonInfo): void {
@@ -40,6 +45,16 @@ export function registerDaemonMetrics(registry: Registry, info: DaemonInfo): voi
     collect() {
       const running = info.running()?.job.name;
       for (const job of info.jobs) this.set({ job: job.name }, job.name === running ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'reports_sync_job_failure_unrecorded',
+    help: 'Whether the job last failed without the warehouse recording it (1: a full disk?) or not (0).',
+    labelNames: ['job'],
+    registers,
+    collect() {
+      const failed = info.unrecordedFailures?.() ?? new Set<string>();
+      for (const job of info.jobs) this.set({ job: job.name }, failed.has(job.name) ? 1 : 0);
     },
   });
   new Gauge({

@@ -97,6 +97,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         pending: () => queue.pending,
         freshnessObjectives: () => parts.watchdog.objectives,
         publishLags: () => parts.watchdog.lags,
+        unrecordedFailures: () => parts.alerts.unrecordedJobs,
       },
     });
     tasks = scheduleJobs(options.jobs, queue, config.timezone, logger);

@@ -1,6 +1,9 @@
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { Registry } from 'prom-client';
 import { AlertCenter } from '../../src/alerts/alert-center.js';
+import { registerDaemonMetrics } from '../../src/daemon/daemon-metrics.js';
+import type { Job } from '../../src/daemon/load-jobs.js';
 import { SyncError } from '../../src/util/errors.js';
 import { silentLogger } from '../../src/util/logger.js';
 import { openWarehouse } from '../../src/warehouse/database.js';
@@ -60,13 +63,27 @@ describe('a failure the warehouse cannot record', { timeout: 120_000 }, () => {
     const warehouse = await openTestWarehouse(config);
     onTestFinished(() => warehouse.close());
     const alerts = new AlertCenter({ warehouse, config, logger: silentLogger() });
+    // What the daemon's /metrics says of it: the run log cannot, so a gauge of its own (rule RunFailing).
+    const registry = new Registry();
+    registerDaemonMetrics(registry, {
+      jobs: [{ name: 'sync-ndjson' } as Job],
+      timezone: 'UTC',
+      running: () => undefined,
+      pending: () => [],
+      unrecordedFailures: () => alerts.unrecordedJobs,
+    });
+    const gauge = async () =>
+      /^reports_sync_job_failure_unrecorded\{job="sync-ndjson"\} (\d)$/m.exec(await registry.metrics())?.[1];
+    expect(await gauge()).toBe('0');
     await alerts.unrecordedFailure('sync-ndjson', diskFull);
+    expect(await gauge()).toBe('1');
     const runs = await syncTargetOnce(warehouse, config, 'ndjson');
     expect(runs[0]?.status).toBe('succeeded');
     await alerts.afterRuns(
       runs.map((r) => r.runId),
       ['sync-ndjson'],
     );
+    expect(await gauge()).toBe('0');
     await waitFor('both deliveries', () => receiver.delivered().length === 2);
     await alerts.close(5_000);
     expect(receiver.delivered().map((r) => [r.json.type, r.json.data?.state])).toEqual([
