@@ -34,7 +34,7 @@ export interface CsvPageOptions {
   /** Bounds on a record's unknown fields (extra columns); default {@link DEFAULT_EXTRA_LIMITS}. */
   extraLimits?: ExtraLimits | undefined;
   /**
-   * The transport checks where the body ends (`bodyEndChecked` of upstream/open-stream.ts): a last row
+   * The transport checks where the body ends (`bodyEndChecked` of upstream/http-answers.ts): a last row
    * with an open quote or too few cells is then quarantined like any other. Default false: the body may
    * have been cut there, which is `BODY_TRUNCATED`.
    */

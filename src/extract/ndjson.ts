@@ -15,7 +15,7 @@ export interface NdjsonOptions {
    */
   lineOffset?: number | undefined;
   /**
-   * The transport checks where the body ends (`bodyEndChecked` of upstream/open-stream.ts: a length
+   * The transport checks where the body ends (`bodyEndChecked` of upstream/http-answers.ts: a length
    * or chunked framing): a last line without a final `\n` is then the export's last line,
    * decoded like any other (a malformed one quarantined). Default false: the body may have been cut there,
    * so that line travels flagged `unterminated`.

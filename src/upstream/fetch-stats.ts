@@ -5,7 +5,8 @@ import { jsonDepth, repeatedJsonKey } from '../schema/json-text.js';
 import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { charsetOf, toUtf8 } from './charset.js';
-import { header, networkError, openStream } from './open-stream.js';
+import { header, networkError } from './http-answers.js';
+import { openStream } from './open-stream.js';
 import { withRetry } from './with-retry.js';
 
 /** The aggregate counters as the upstream answered them. */

@@ -1,11 +1,17 @@
 import type { Readable } from 'node:stream';
 import { request, type Dispatcher } from 'undici';
-import type { Config } from '../config/config.js';
 import { SyncError } from '../util/errors.js';
 import { ACCEPT_ENCODING, decodeBody } from './content-encoding.js';
-import { parseRetryAfter } from './retry-after.js';
 import { safeUrl } from '../util/safe-url.js';
-import { doubledPrefixHint, tlsMistake } from './url-mistakes.js';
+import { startDeadline, watchSpeed, type MinSpeed, type RequestDeadline } from './body-limits.js';
+import {
+  header,
+  headerList,
+  networkError,
+  readExcerpt,
+  redirectTarget,
+  statusError,
+} from './http-answers.js';
 
 /** A 200 response whose body has not been read yet. */
 export interface OpenResponse {
@@ -22,29 +28,6 @@ export interface OpenResponse {
   redirects: number;
   /** The final answer's status: 200, 203 or 204 (no content: `body` is empty). */
   status: number;
-}
-
-/** An overall time limit for one request, headers and body together. */
-export interface RequestDeadline {
-  ms: number;
-  /** The setting that sets it, named in the error (e.g. `REPORTS_PAGE_DEADLINE_MS`). */
-  setting: string;
-}
-
-/**
- * The slowest body accepted (curl's `--speed-limit`/`--speed-time`): fewer than `bytesPerSecond` on average
- * over any `windowMs` of the body fails it. Time in which our side does not read (the body's buffer is full)
- * does not count: a slow consumer is no slow server.
- */
-export interface MinSpeed {
-  bytesPerSecond: number;
-  windowMs: number;
-}
-
-/** The {@link MinSpeed} of a config (`REPORTS_MIN_SPEED_BYTES`, `REPORTS_MIN_SPEED_WINDOW_MS`); undefined when off (0). */
-export function minSpeedOf(config: Pick<Config, 'minSpeedBytes' | 'minSpeedWindowMs'>): MinSpeed | undefined {
-  if (config.minSpeedBytes <= 0) return undefined;
-  return { bytesPerSecond: config.minSpeedBytes, windowMs: config.minSpeedWindowMs };
 }
 
 /** Options of {@link openStream}. */
@@ -73,8 +56,6 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
  * content, RFC 9110 §15.3.5: an empty body, as some servers answer a page past the end or an empty list).
  */
 const OK_STATUS = new Set([200, 203, 204]);
-
-const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
 
 /**
  * GETs `url` and follows redirects by hand (so the key can be dropped on a cross-origin hop and a
@@ -109,77 +90,6 @@ export async function openStream(url: string | URL, options: OpenStreamOptions):
     deadline?.clear();
     throw err;
   }
-}
-
-// Samples of the received byte count per window: the average is judged over a window sliding by a fifth.
-const SPEED_SAMPLES = 5;
-
-/**
- * Destroys `res.body` with `BODY_TOO_SLOW` (retryable, as a stall is) once fewer than
- * `min.bytesPerSecond` arrived on average over the last `min.windowMs`. The body's bytes are sampled
- * every fifth of the window; a sample taken while the body's buffer is full (our side is not reading)
- * starts the window again.
- */
-function watchSpeed(res: OpenResponse, min: MinSpeed): void {
-  const step = Math.max(20, Math.floor(min.windowMs / SPEED_SAMPLES));
-  const samples = [res.wireBytes()];
-  const timer = setInterval(() => {
-    const body = res.body;
-    samples.push(res.wireBytes());
-    if (body.readableLength >= body.readableHighWaterMark) samples.splice(0, samples.length - 1);
-    if (samples.length <= SPEED_SAMPLES) return;
-    samples.shift();
-    const bytes = samples[samples.length - 1]! - samples[0]!;
-    const ms = step * SPEED_SAMPLES;
-    if (bytes * 1000 >= min.bytesPerSecond * ms) return;
-    clearInterval(timer);
-    body.destroy(
-      new SyncError(
-        'BODY_TOO_SLOW',
-        `${res.url} sent ${bytes} bytes in ${ms} ms, below the minimum of ${min.bytesPerSecond} bytes/s ` +
-          '(REPORTS_MIN_SPEED_BYTES over REPORTS_MIN_SPEED_WINDOW_MS): the body trickles; it is fetched again',
-        {
-          context: { url: res.url, bytes, windowMs: ms, minBytesPerSecond: min.bytesPerSecond },
-          retryable: true,
-        },
-      ),
-    );
-  }, step);
-  timer.unref();
-  res.body.once('close', () => clearInterval(timer));
-}
-
-/**
- * An AbortSignal that aborts with `DEADLINE_EXCEEDED` once `deadline.ms` have passed (or with the outer
- * signal's reason when that aborts first). Not retried: a body that cannot arrive within the deadline would
- * take the deadline again on every retry.
- */
-function startDeadline(
-  deadline: RequestDeadline,
-  url: URL,
-  outer: AbortSignal | undefined,
-): { signal: AbortSignal; clear: () => void } {
-  const controller = new AbortController();
-  const timer = setTimeout(() => {
-    controller.abort(
-      new SyncError(
-        'DEADLINE_EXCEEDED',
-        `${safeUrl(url)} did not answer in full within ${deadline.ms} ms (${deadline.setting}): the server ` +
-          'sends too slowly; raise the setting if the export is really that slow to serve',
-        { context: { url: safeUrl(url), deadlineMs: deadline.ms, setting: deadline.setting } },
-      ),
-    );
-  }, deadline.ms);
-  const onOuter = () => controller.abort(outer?.reason);
-  outer?.addEventListener('abort', onOuter, { once: true });
-  if (outer?.aborted) onOuter();
-  return {
-    signal: controller.signal,
-    clear: () => {
-      clearTimeout(timer);
-      outer?.removeEventListener('abort', onOuter);
-    },
-  };
 }
 
 async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenResponse> {
@@ -256,125 +166,4 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
       status: res.statusCode,
     };
   }
-}
-
-/**
- * All values of a list-valued response header as one (RFC 9110 §5.3: repeated field lines of a list
- * combine with commas, so `Content-Encoding: gzip` sent twice means `gzip, gzip`), or undefined.
- */
-export function headerList(
-  headers: Record<string, string | string[] | undefined>,
-  name: string,
-): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v.join(', ') : v;
-}
-
-/** First value of a response header. */
-export function header(
-  headers: Record<string, string | string[] | undefined>,
-  name: string,
-): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/** `text` with every occurrence of `secret` replaced by `[redacted]` (unchanged when there is no secret). */
-export function redactSecret(text: string, secret: string | undefined): string {
-  return secret ? text.split(secret).join('[redacted]') : text;
-}
-
-async function readExcerpt(body: Readable, secret?: string): Promise<string> {
-  try {
-    const chunks: Buffer[] = [];
-    for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(Buffer.from(chunk));
-    // Redact before cutting, so no prefix of the key survives at the cut.
-    const text = redactSecret(Buffer.concat(chunks).toString('utf8'), secret);
-    return text.slice(0, 200).replace(/\s+/g, ' ').trim();
-  } catch {
-    return '';
-  }
-}
-
-/**
- * Wraps an undici/network error as a retryable `HTTP_NETWORK` SyncError that names the URL (without
- * secrets) and the cause code (`UND_ERR_BODY_TIMEOUT`, `ECONNRESET`, …); a TLS failure (url-mistakes.ts:
- * `https://` to a plain-HTTP port, a refused certificate) is not retryable and says what to change.
- * Aborts pass through unchanged.
- */
-export function networkError(err: unknown, url: URL | string): unknown {
-  if (err instanceof SyncError) return err;
-  const zlibCode = (err as { code?: string }).code;
-  if (typeof zlibCode === 'string' && zlibCode.startsWith('Z_')) {
-    // A compressed body that does not decode: cut short (Z_BUF_ERROR) or corrupt; fetched again.
-    return new SyncError(
-      'CONTENT_ENCODING_INVALID',
-      `The compressed body of ${safeUrl(url)} does not decode (${zlibCode}: ${(err as Error).message})`,
-      { context: { url: safeUrl(url), cause: zlibCode }, retryable: true, cause: err },
-    );
-  }
-  if (err instanceof Error && (err.name === 'AbortError' || (err as { code?: string }).code === 'ABORT_ERR'))
-    return err;
-  const code = (err as { code?: string }).code ?? 'UNKNOWN';
-  const message = err instanceof Error ? err.message : String(err);
-  const tls = tlsMistake(code, message, new URL(String(url)));
-  if (tls !== undefined) {
-    // Not retried: a server that does not speak TLS, or a certificate refused, stays so.
-    return new SyncError('HTTP_NETWORK', `${code} while reading ${safeUrl(url)}: ${tls}`, {
-      context: { url: safeUrl(url), cause: code },
-      cause: err,
-    });
-  }
-  return new SyncError('HTTP_NETWORK', `${code} while reading ${safeUrl(url)}: ${message}`, {
-    context: { url: safeUrl(url), cause: code },
-    retryable: true,
-    cause: err,
-  });
-}
-
-/**
- * The `HTTP_STATUS` error of a non-200 answer, retryable for {@link RETRYABLE_STATUS}; a 404 whose path
- * repeats itself says the base URL may hold the API's prefix (url-mistakes.ts).
- */
-function statusError(
-  status: number,
-  headers: Dispatcher.ResponseData['headers'],
-  url: URL,
-  excerpt: string,
-): SyncError {
-  const retryAfterMs = parseRetryAfter(headers['retry-after']);
-  const hint = status === 404 ? doubledPrefixHint(url) : undefined;
-  const text = `HTTP ${status} from ${safeUrl(url)}${hint ? ` (${hint})` : ''}${excerpt ? `: ${excerpt}` : ''}`;
-  return new SyncError('HTTP_STATUS', text, {
-    context: { url: safeUrl(url), status, retryAfterMs, excerpt },
-    retryable: RETRYABLE_STATUS.has(status),
-  });
-}
-
-/**
- * Where a redirect leads: `location` resolved against the URL that answered (RFC 9110 §10.2.2).
- *
- * @throws SyncError `REDIRECT_INVALID` when it is no URL
- */
-function redirectTarget(location: string, from: URL, status: number): URL {
-  try {
-    return new URL(location, from);
-  } catch {
-    throw new SyncError(
-      'REDIRECT_INVALID',
-      `${status} from ${safeUrl(from)} points at ${JSON.stringify(location.slice(0, 200))}, which is not a URL`,
-      { context: { url: safeUrl(from), status } },
-    );
-  }
-}
-
-/**
- * True when the transport checks where the body ends, so a cut connection is an error and never a short
- * body: a `Content-Length` or chunked framing (undici fails a body that ends early: `UND_ERR_SOCKET`).
- * Otherwise the body is close-delimited (RFC 9112 §6.3): its end cannot be told from a dropped connection.
- * A content coding does not check it: a gzip body may hold several members (RFC 1952 §2.2), and a cut
- * between two of them decodes cleanly.
- */
-export function bodyEndChecked(headers: Record<string, string | string[] | undefined>): boolean {
-  return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined;
 }

@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { requireBaseUrl, type Config } from '../config/config.js';
-import { minSpeedOf, type OpenStreamOptions, type RequestDeadline } from './open-stream.js';
+import { minSpeedOf, type RequestDeadline } from './body-limits.js';
+import type { OpenStreamOptions } from './open-stream.js';
 
 /** What a request adds to the configuration's options: its `Accept`, other headers, its deadline. */
 export interface RequestShape {

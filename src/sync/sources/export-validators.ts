@@ -1,4 +1,4 @@
-import { header } from '../../upstream/open-stream.js';
+import { header } from '../../upstream/http-answers.js';
 import type { ExportValidator } from '../export-source.js';
 
 /**

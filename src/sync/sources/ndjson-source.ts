@@ -1,13 +1,8 @@
 import { pageValidator } from './export-validators.js';
 import { startSourceDecoders } from './source-decoders.js';
 import { requestOptions } from '../../upstream/request-options.js';
-import {
-  bodyEndChecked,
-  header,
-  networkError,
-  openStream,
-  type OpenResponse,
-} from '../../upstream/open-stream.js';
+import { bodyEndChecked, header, networkError } from '../../upstream/http-answers.js';
+import { openStream, type OpenResponse } from '../../upstream/open-stream.js';
 import { apiUrl } from '../../config/config.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
 import { charsetOf, utf8Chunks } from '../../upstream/charset.js';

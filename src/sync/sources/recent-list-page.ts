@@ -1,7 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import { arrayElementTexts } from '../../schema/json-text.js';
 import { charsetOf, toUtf8 } from '../../upstream/charset.js';
-import { header, networkError, openStream } from '../../upstream/open-stream.js';
+import { header, networkError } from '../../upstream/http-answers.js';
+import { openStream } from '../../upstream/open-stream.js';
 import { requestOptions } from '../../upstream/request-options.js';
 import { SyncError } from '../../util/errors.js';
 import type { ReadContext } from '../export-source.js';

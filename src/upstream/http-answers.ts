@@ -1,0 +1,131 @@
+import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { SyncError } from '../util/errors.js';
+import { parseRetryAfter } from './retry-after.js';
+import { safeUrl } from '../util/safe-url.js';
+import { doubledPrefixHint, tlsMistake } from './url-mistakes.js';
+
+// Response headers, and the errors an answer or a failed request becomes (open-stream.ts).
+
+const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
+
+/**
+ * All values of a list-valued response header as one (RFC 9110 §5.3: repeated field lines of a list
+ * combine with commas, so `Content-Encoding: gzip` sent twice means `gzip, gzip`), or undefined.
+ */
+export function headerList(
+  headers: Record<string, string | string[] | undefined>,
+  name: string,
+): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+/** First value of a response header. */
+export function header(
+  headers: Record<string, string | string[] | undefined>,
+  name: string,
+): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** `text` with every occurrence of `secret` replaced by `[redacted]` (unchanged when there is no secret). */
+export function redactSecret(text: string, secret: string | undefined): string {
+  return secret ? text.split(secret).join('[redacted]') : text;
+}
+
+export async function readExcerpt(body: Readable, secret?: string): Promise<string> {
+  try {
+    const chunks: Buffer[] = [];
+    for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(Buffer.from(chunk));
+    // Redact before cutting, so no prefix of the key survives at the cut.
+    const text = redactSecret(Buffer.concat(chunks).toString('utf8'), secret);
+    return text.slice(0, 200).replace(/\s+/g, ' ').trim();
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Wraps an undici/network error as a retryable `HTTP_NETWORK` SyncError that names the URL (without
+ * secrets) and the cause code (`UND_ERR_BODY_TIMEOUT`, `ECONNRESET`, …); a TLS failure (url-mistakes.ts:
+ * `https://` to a plain-HTTP port, a refused certificate) is not retryable and says what to change.
+ * Aborts pass through unchanged.
+ */
+export function networkError(err: unknown, url: URL | string): unknown {
+  if (err instanceof SyncError) return err;
+  const zlibCode = (err as { code?: string }).code;
+  if (typeof zlibCode === 'string' && zlibCode.startsWith('Z_')) {
+    // A compressed body that does not decode: cut short (Z_BUF_ERROR) or corrupt; fetched again.
+    return new SyncError(
+      'CONTENT_ENCODING_INVALID',
+      `The compressed body of ${safeUrl(url)} does not decode (${zlibCode}: ${(err as Error).message})`,
+      { context: { url: safeUrl(url), cause: zlibCode }, retryable: true, cause: err },
+    );
+  }
+  if (err instanceof Error && (err.name === 'AbortError' || (err as { code?: string }).code === 'ABORT_ERR'))
+    return err;
+  const code = (err as { code?: string }).code ?? 'UNKNOWN';
+  const message = err instanceof Error ? err.message : String(err);
+  const tls = tlsMistake(code, message, new URL(String(url)));
+  if (tls !== undefined) {
+    // Not retried: a server that does not speak TLS, or a certificate refused, stays so.
+    return new SyncError('HTTP_NETWORK', `${code} while reading ${safeUrl(url)}: ${tls}`, {
+      context: { url: safeUrl(url), cause: code },
+      cause: err,
+    });
+  }
+  return new SyncError('HTTP_NETWORK', `${code} while reading ${safeUrl(url)}: ${message}`, {
+    context: { url: safeUrl(url), cause: code },
+    retryable: true,
+    cause: err,
+  });
+}
+
+/**
+ * The `HTTP_STATUS` error of a non-200 answer, retryable for {@link RETRYABLE_STATUS}; a 404 whose path
+ * repeats itself says the base URL may hold the API's prefix (url-mistakes.ts).
+ */
+export function statusError(
+  status: number,
+  headers: Dispatcher.ResponseData['headers'],
+  url: URL,
+  excerpt: string,
+): SyncError {
+  const retryAfterMs = parseRetryAfter(headers['retry-after']);
+  const hint = status === 404 ? doubledPrefixHint(url) : undefined;
+  const text = `HTTP ${status} from ${safeUrl(url)}${hint ? ` (${hint})` : ''}${excerpt ? `: ${excerpt}` : ''}`;
+  return new SyncError('HTTP_STATUS', text, {
+    context: { url: safeUrl(url), status, retryAfterMs, excerpt },
+    retryable: RETRYABLE_STATUS.has(status),
+  });
+}
+
+/**
+ * Where a redirect leads: `location` resolved against the URL that answered (RFC 9110 §10.2.2).
+ *
+ * @throws SyncError `REDIRECT_INVALID` when it is no URL
+ */
+export function redirectTarget(location: string, from: URL, status: number): URL {
+  try {
+    return new URL(location, from);
+  } catch {
+    throw new SyncError(
+      'REDIRECT_INVALID',
+      `${status} from ${safeUrl(from)} points at ${JSON.stringify(location.slice(0, 200))}, which is not a URL`,
+      { context: { url: safeUrl(from), status } },
+    );
+  }
+}
+
+/**
+ * True when the transport checks where the body ends, so a cut connection is an error and never a short
+ * body: a `Content-Length` or chunked framing (undici fails a body that ends early: `UND_ERR_SOCKET`).
+ * Otherwise the body is close-delimited (RFC 9112 §6.3): its end cannot be told from a dropped connection.
+ * A content coding does not check it: a gzip body may hold several members (RFC 1952 §2.2), and a cut
+ * between two of them decodes cleanly.
+ */
+export function bodyEndChecked(headers: Record<string, string | string[] | undefined>): boolean {
+  return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined;
+}
