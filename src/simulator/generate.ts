@@ -1,6 +1,7 @@
 import type { Report } from '../schema/wire-format.js';
 import { DAY_MS } from './advance.js';
-import { Dataset, type DatasetSource, type SourceEntry } from './dataset.js';
+import { Dataset } from './dataset.js';
+import type { DatasetSource, SourceEntry } from './dataset-snapshot.js';
 import { seededRandom, unitHash, type Rng } from './seeded-random.js';
 
 /** The simulated "now" of every generated dataset: its reports were created before this instant. */

@@ -1,5 +1,5 @@
 import type { Report } from '../schema/wire-format.js';
-import type { DatasetEntry } from './dataset.js';
+import type { DatasetEntry } from './dataset-snapshot.js';
 import { GIANT_DEFAULT_BYTES, type FaultOf } from './faults.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PUBLIC_PREFIX } from '../schema/public-query.js';
 import type { DeliveryFaults } from './body-sink.js';
-import type { DatasetSnapshot } from './dataset.js';
+import type { DatasetSnapshot } from './dataset-snapshot.js';
 import type { FaultOf } from './faults.js';
 import type { RecordFaults } from './record-faults.js';
 import { validatorsOf, type Validators } from './respond.js';

@@ -1,6 +1,6 @@
 import { canonicalJson } from '../schema/wire-format.js';
 import { BodySink, hasDeliveryFaults } from './body-sink.js';
-import type { DatasetEntry } from './dataset.js';
+import type { DatasetEntry } from './dataset-snapshot.js';
 import { cachePath, serveCached, teeToCache } from './export-cache.js';
 import { hasRecordFaults, withRecordFaults, type BodyRecord } from './record-faults.js';
 import { ifNoneMatchHits, sendNotModified } from './respond.js';

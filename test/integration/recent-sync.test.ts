@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
-import type { DatasetSnapshot } from '../../src/simulator/dataset.js';
+import type { DatasetSnapshot } from '../../src/simulator/dataset-snapshot.js';
 import { startRawServer } from '../helpers/raw-server.js';
 import { startTestSimulator, type TestSimulator } from '../helpers/simulator.js';
 import { recentSource } from '../../src/sync/sources/recent-source.js';
