@@ -99,7 +99,7 @@ export const SETTINGS = {
     env: 'REPORTS_CSV_MAX_PAGES',
     schema: int(1, 10_000_000).default(100_000),
     allowed: 'an integer from 1 to 10000000',
-    doc: 'A CSV export with more pages than this fails (runaway paging guard).',
+    doc: 'A CSV export with more pages than this fails, a paged NDJSON export stops incomplete (runaway paging guard).',
   },
   listPath: {
     env: 'REPORTS_LIST_PATH',

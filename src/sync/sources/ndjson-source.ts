@@ -10,52 +10,90 @@ import { countBytes } from '../count-bytes.js';
 import type { ExportSource, ReadContext } from '../export-source.js';
 import { safeUrl } from '../../util/safe-url.js';
 import { isNotModified } from '../conditional.js';
+import type { BlockDecoders } from '../../normalize/decoders.js';
+import type { SourceItem } from '../export-source.js';
+import { NdjsonPages } from './ndjson-pages.js';
+
+const ACCEPT = 'application/x-ndjson, application/json;q=0.9, */*;q=0.1';
 
 /**
  * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the upstream does not show
  * the path, docs/upstream-contract.md): one streamed GET, one report per line. A conditional GET answered 304 yields
- * only `not-modified`.
+ * only `not-modified`. An export that answers in pages linked by `Link: rel="next"` is read page after page
+ * (ndjson-pages.ts); it completes with its tombstones blocked when its pages cannot be proven one version.
  */
 export const ndjsonSource: ExportSource = {
   name: 'ndjson',
   fullExport: true,
   async *read(ctx: ReadContext) {
     const url = apiUrl(ctx.config, ctx.config.ndjsonPath).toString();
-    const res = await openExport(ctx, url);
+    let res = await openExport(ctx, url);
     if (res === 'not-modified') {
       yield { kind: 'not-modified', url: safeUrl(url) };
       return { complete: true };
     }
-    yield {
-      kind: 'export',
-      info: { url: res.url, ...pageValidator(res.headers) },
-    };
-    let read = 0; // body bytes since the last `bytes` item
-    let wire = 0;
-    const body = utf8Body(res, (n) => (read += n));
+    const pages = NdjsonPages.isPaged(res) ? new NdjsonPages(res, ctx.config.csvMaxPages) : undefined;
+    yield { kind: 'export', info: { url: res.url, ...pageValidator(res.headers) } };
     const decoders = await startSourceDecoders(ctx, 'ndjson');
     try {
-      for await (const block of decodeNdjson(body, {
-        maxRecordBytes: ctx.config.maxRecordBytes,
-        rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
-        url: res.url,
-        endChecked: bodyEndChecked(res.headers),
-        decoders,
-      })) {
-        yield { kind: 'bytes', read };
-        read = 0;
-        yield { kind: 'block', block };
+      for (;;) {
+        yield* readBody(ctx, res, decoders, pages);
+        const next = pages?.next(res);
+        if (next === undefined || 'end' in next) break;
+        if ('loop' in next) return { complete: false, reason: next.loop };
+        res = await openPage(ctx, next.url);
+        pages!.checkPage(res);
       }
-    } catch (err) {
-      throw networkError(err, res.url);
     } finally {
-      wire = res.wireBytes();
-      res.body.destroy();
       await decoders.close();
     }
-    yield { kind: 'bytes', read, wire };
+    if (pages?.consistency === undefined) return { complete: true };
+    // No validator is recorded: a 304 to page 1 would say nothing of the pages after it.
+    yield { kind: 'export', info: { url: safeUrl(url) } };
+    return { complete: true, tombstonesBlocked: pages.consistency };
   },
 };
+
+/** Decodes one body of the export (the whole export, or one of its pages) into blocks, with its byte counts. */
+async function* readBody(
+  ctx: ReadContext,
+  res: OpenResponse,
+  decoders: BlockDecoders,
+  pages: NdjsonPages | undefined,
+): AsyncGenerator<SourceItem> {
+  let read = 0; // body bytes since the last `bytes` item
+  let wire = 0;
+  const utf8 = utf8Body(res, (n) => (read += n));
+  const body = pages ? pages.countLines(utf8) : utf8;
+  try {
+    for await (const block of decodeNdjson(body, {
+      maxRecordBytes: ctx.config.maxRecordBytes,
+      rejectRawMaxBytes: ctx.config.rejectRawMaxBytes,
+      url: res.url,
+      endChecked: bodyEndChecked(res.headers),
+      lineOffset: pages?.lineOffset,
+      decoders,
+    })) {
+      yield { kind: 'bytes', read };
+      read = 0;
+      yield { kind: 'block', block: pages ? pages.locate(block) : block };
+    }
+  } catch (err) {
+    throw networkError(err, res.url);
+  } finally {
+    wire = res.wireBytes();
+    res.body.destroy();
+  }
+  yield { kind: 'bytes', read, wire };
+}
+
+/** GETs a page after the first of a paged export (never conditional: the run's validators are page 1's). */
+async function openPage(ctx: ReadContext, url: URL): Promise<OpenResponse> {
+  return openStream(
+    url,
+    requestOptions(ctx.config, ctx, url.toString(), { accept: ACCEPT, deadline: 'export' }),
+  );
+}
 
 /** GETs the export (conditionally when the run has validators); `not-modified` for a 304 to that. */
 async function openExport(ctx: ReadContext, url: string): Promise<OpenResponse | 'not-modified'> {
@@ -63,7 +101,7 @@ async function openExport(ctx: ReadContext, url: string): Promise<OpenResponse |
     return await openStream(
       url,
       requestOptions(ctx.config, ctx, url, {
-        accept: 'application/x-ndjson, application/json;q=0.9, */*;q=0.1',
+        accept: ACCEPT,
         headers: ctx.conditional,
         deadline: 'export',
       }),
