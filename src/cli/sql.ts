@@ -114,7 +114,13 @@ function render(
       return stringify(rows, {
         header: true,
         columns, // the header also for an empty result
-        cast: { object: (v) => JSON.stringify(v) },
+        // PostgreSQL's CSV rule, as the exports: an empty cell is NULL, `""` the empty text; booleans as
+        // `true`/`false` (csv-stringify's default writes `1` and an empty cell, which reads as NULL).
+        cast: {
+          object: (v) => JSON.stringify(v),
+          boolean: (v) => (v ? 'true' : 'false'),
+          string: (v) => (v === '' ? { value: '', quoted_empty: true } : v),
+        },
       });
     case 'table':
       return formatTable(rows);

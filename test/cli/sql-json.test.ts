@@ -82,6 +82,28 @@ describe('reports-sync sql --format json over the analyst views', () => {
     }
   });
 
+  it('writes CSV as the exports do: booleans as true/false, NULL an empty cell, the empty text ""', async () => {
+    const sql = `SELECT true AS t, false AS f, NULL::BOOLEAN AS nb, '' AS e, NULL::VARCHAR AS nv, 'a,b' AS q`;
+    const csv = await runCli(['sql', '--warehouse', path, sql, '--format', 'csv']);
+    expect(csv.stdout).toBe('t,f,nb,e,nv,q\ntrue,false,,"",,"a,b"\n');
+  });
+
+  it.each(['Asia/Tokyo', 'America/Los_Angeles'])(
+    'works in UTC on a machine in %s: dates, truncation and printed times agree with the API',
+    async (zone) => {
+      const sql = `SELECT TIMESTAMPTZ '2024-03-01 23:30:00+00' AS at,
+        (TIMESTAMPTZ '2024-03-01 23:30:00+00')::DATE AS day,
+        date_trunc('day', TIMESTAMPTZ '2024-03-01 23:30:00+00') AS midnight`;
+      const env = { TZ: zone };
+      const json = await runCli(['sql', '--warehouse', path, sql, '--format', 'json'], env);
+      expect(JSON.parse(json.stdout)).toEqual([
+        { at: '2024-03-01T23:30:00Z', day: '2024-03-01', midnight: '2024-03-01T00:00:00Z' },
+      ]);
+      const table = await runCli(['sql', '--warehouse', path, sql], env);
+      expect(table.stdout).toMatch(/2024-03-01 23:30:00\+00 +2024-03-01 +2024-03-01 00:00:00\+00/);
+    },
+  );
+
   it('prints an INTERVAL as DuckDB writes it, in every format (not its months/days/micros parts)', async () => {
     const sql = `SELECT INTERVAL '9 days 08:04:00' AS d, INTERVAL '1 year 2 months' - INTERVAL '90 minutes' AS e`;
     const table = await runCli(['sql', '--warehouse', path, sql]);
