@@ -8,6 +8,8 @@ import { describeHolder, lockAdvice, lockHolder } from './lock-holder.js';
 
 // Every connection of the process reads text through the binding's decoder: fix it before any is opened.
 keepLeadingFeff();
+// The binding writes a TIMESTAMPTZ's text at the machine's offset; times are UTC throughout (see inUtc).
+duckdbApi.DuckDBTimestampTZValue.timezoneOffsetInMinutes = 0;
 
 /** Options of {@link openWarehouse}. */
 export interface WarehouseOptions {
@@ -75,6 +77,7 @@ export async function openWarehouse(path: string, options: WarehouseOptions = {}
     throw openError(err, absolute, options.publishedPath);
   }
   if (!options.readOnly && path !== ':memory:') removeStaleSpill(tempDirectoryFor(absolute));
+  await inUtc(instance);
   let closed = false;
   return {
     path: absolute,
@@ -86,6 +89,21 @@ export async function openWarehouse(path: string, options: WarehouseOptions = {}
       instance.closeSync();
     },
   };
+}
+
+/**
+ * Sets the instance's time zone to UTC for every connection. DuckDB takes the machine's zone by default, so
+ * a `::date`, a `date_trunc` or a printed `TIMESTAMPTZ` in `reports-sync sql` depended on where it ran
+ * (times are UTC throughout: the run log, the reader, PostgreSQL's sessions). It cannot be passed to
+ * `DuckDBInstance.create` (the ICU setting is not known then), hence a `SET GLOBAL` once open.
+ */
+async function inUtc(instance: DuckDBInstance): Promise<void> {
+  const connection = await instance.connect();
+  try {
+    await connection.run(`SET GLOBAL TimeZone = 'UTC'`);
+  } finally {
+    connection.closeSync();
+  }
 }
 
 /** DuckDB's spill folder of a warehouse file: `<file>.tmp` beside it. */
