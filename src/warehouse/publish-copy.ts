@@ -42,6 +42,33 @@ export async function writeFullCopy(connection: DuckDBConnection, live: string, 
       `CREATE OR REPLACE VIEW ${qualified(copy, 'report_versions')} AS ${reportVersionsSql({ hashes: false })}`,
     );
   }
+  await redefineViews(connection, live, copy);
+}
+
+/**
+ * Defines every other view of the copy again, in creation order, from its own SQL: a view keeps the column
+ * list it was bound with, so `reports` (`SELECT r.* …` over `report_rows`) still listed the dropped hash
+ * columns in `information_schema.columns` and `duckdb_columns()`, which BI tools build their column lists
+ * from, though querying them failed. Run with the copy as the default database, where its SQL binds.
+ */
+async function redefineViews(connection: DuckDBConnection, live: string, copy: string): Promise<void> {
+  const views = (
+    await connection.runAndReadAll(
+      `SELECT view_name, sql FROM duckdb_views()
+       WHERE database_name = $db AND schema_name = 'main' AND NOT internal AND view_name <> 'report_versions'
+       ORDER BY view_oid`,
+      { db: copy },
+    )
+  ).getRowObjectsJS();
+  if (views.length === 0) return;
+  await connection.run(`USE ${ident(copy)}`);
+  try {
+    for (const view of views) {
+      await connection.run(String(view.sql).replace(/^CREATE VIEW /i, 'CREATE OR REPLACE VIEW '));
+    }
+  } finally {
+    await connection.run(`USE ${ident(live)}`);
+  }
 }
 
 /**
