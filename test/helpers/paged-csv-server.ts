@@ -23,6 +23,8 @@ export interface PagedCsvOptions {
   beforePage?: (page: number) => void;
   /** The status answered for a page past the last one (instead of a header-only page). */
   pastEndStatus?: number;
+  /** Every page links on, past the last row too (with `links`): the end is an empty page or `pastEndStatus`. */
+  linksPastEnd?: boolean;
   /** The last page's `Link: rel="next"` leads back to this page (with `links`): a server whose links loop. */
   linkBackTo?: number;
   /** Bodies end by closing the connection: no `Content-Length`, not chunked. */
@@ -100,7 +102,7 @@ export async function startPagedCsvServer(
     const dataPage = options.emptyPages?.shift ? page - empties.filter((p) => p < page).length : page;
     const rows = empties.includes(page) ? [] : state.ids.slice((dataPage - 1) * size, dataPage * size);
     const headers: Record<string, string> = { 'content-type': 'text/csv; charset=utf-8', ...validators };
-    if (options.links && dataPage * size < state.ids.length) {
+    if (options.links && (options.linksPastEnd || dataPage * size < state.ids.length)) {
       headers.link = `<${url.pathname}?pageSize=${asked}&page=${page + 1}>; rel="next"`;
     } else if (options.links && options.linkBackTo !== undefined) {
       headers.link = `<${url.pathname}?pageSize=${asked}&page=${options.linkBackTo}>; rel="next"`;

@@ -309,6 +309,35 @@ describe('paged CSV export: servers that end, loop or frame pages their own way'
     expect(await current()).toEqual(start);
   });
 
+  it.each([404, 200])(
+    'a server that links on from its last page (then %s): complete once /stats confirms it, deletes inferred',
+    async (pastEnd) => {
+      const ids = Array.from({ length: 30 }, (_, i) => `L-${String(i).padStart(3, '0')}`);
+      const server = await startPagedCsvServer(ids, {
+        links: true,
+        linksPastEnd: true,
+        ...(pastEnd === 404 ? { pastEndStatus: 404 } : {}),
+      });
+      onTestFinished(() => server.close());
+      const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { csvPageSize: 10 });
+      const warehouse = await openTestWarehouse(config);
+      onTestFinished(() => warehouse.close());
+      const [first] = await syncTargetOnce(warehouse, config, 'csv');
+      expect(first?.status, first?.error?.message).toBe('succeeded');
+      expect(first?.incompleteReason).toBeUndefined();
+      expect(first?.counters.recordsLoaded).toBe(30);
+      server.ids = ids.filter((id) => id !== 'L-004' && id !== 'L-027');
+      const [second] = await syncTargetOnce(warehouse, config, 'csv');
+      expect(second?.status, second?.error?.message).toBe('succeeded');
+      expect(second?.incompleteReason).toBeUndefined();
+      const removed = await query(
+        warehouse,
+        `SELECT id FROM reports WHERE removed_at IS NOT NULL ORDER BY id`,
+      );
+      expect(removed.map((r) => r.id)).toEqual(['L-004', 'L-027']);
+    },
+  );
+
   it('a Link that leads back to an earlier page stops the read incomplete instead of paging forever', async () => {
     const start = ids(25);
     const { server, config, warehouse, lastRun, current } = await setup(

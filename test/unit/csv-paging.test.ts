@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decidePaging, MAX_GAP_PAGES } from '../../src/sync/sources/csv-paging.js';
 import { CsvPager, type PageAnswer } from '../../src/sync/sources/csv-pager.js';
+import { SyncError } from '../../src/util/errors.js';
 
 // The paging rule over generated servers: a dataset of `total` rows served `served` rows per page (a cap
 // when below `asked`), optionally with `Link rel=next`, with header-only pages slipped in between, and a
@@ -192,6 +193,116 @@ describe('CSV paging (csv-pager.ts, csv-paging.ts)', () => {
         statsKnown: true,
       }),
     ).toMatchObject({ rowsSoFar: 120, requests: 3 });
+  });
+});
+
+describe('CSV paging past the end of a server that links on from every page', () => {
+  /**
+   * Reads `total` rows served `size` a page, every page linking on; past the last row the server answers
+   * `past`: header-only pages still linking on, or an error (404) to the page its last link promised.
+   */
+  function readLinkedOn(
+    total: number,
+    size: number,
+    past: 'empty' | 'error',
+    statsTotal: number | undefined,
+  ) {
+    const pager = new CsvPager({
+      pageSize: size,
+      maxPages: 10_000,
+      pageParam: 'page',
+      pageUrl,
+      statsTotalAvailable: statsTotal !== undefined,
+    });
+    const pages = Math.ceil(total / size);
+    for (let requests = 1; requests < pages + 20; requests++) {
+      const page = pager.page;
+      const rows = Math.max(0, Math.min(size, total - (page - 1) * size));
+      let answer: PageAnswer = {
+        url: pager.url.toString(),
+        rows,
+        keysDigest: rows > 0 ? `keys of page ${page}` : undefined,
+        etag: '"v1"',
+        next: new URL(`http://upstream.test/next/${page + 1}`),
+      };
+      if (page > pages && past === 'error') {
+        const err = new SyncError('HTTP_STATUS', 'HTTP 404', { context: { status: 404 } });
+        expect(pager.onFetchError(err, false, false)).toBe('past-end');
+        answer = { url: answer.url, rows: 0, keysDigest: undefined, next: undefined, pastEnd: true };
+      }
+      pager.checkValidator(answer);
+      pager.countRows(answer);
+      let step = pager.decide(answer);
+      if (step === 'stats-total') {
+        pager.statsTotal = statsTotal;
+        step = pager.decide(answer);
+      }
+      if (step === 'stats-total') throw new Error('asked twice');
+      if (step.outcome) return { outcome: step.outcome, rowsSoFar: pager.rowsSoFar };
+    }
+    throw new Error('no end');
+  }
+
+  it('ends complete once /stats confirms every row was read, and never while it says rows are missing (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 60 }),
+        fc.integer({ min: 1, max: 12 }),
+        fc.constantFrom('empty' as const, 'error' as const),
+        fc.option(fc.integer({ min: -3, max: 3 }), { nil: undefined }),
+        (total, size, past, drift) => {
+          const statsTotal = drift === undefined ? undefined : Math.max(0, total + drift);
+          const { outcome, rowsSoFar } = readLinkedOn(total, size, past, statsTotal);
+          expect(rowsSoFar).toBe(total);
+          // Complete exactly when /stats counts no more rows than were read.
+          expect(outcome.complete).toBe(statsTotal !== undefined && statsTotal <= total);
+        },
+      ),
+      { numRuns: 1500 },
+    );
+  });
+});
+
+describe('CSV paging by Link whose links run out before /stats is reached', () => {
+  it('a page asked by number that repeats an earlier page is no new page: stopped incomplete, not staged', () => {
+    // Pages by cursor links; asked by number past its last link, the server answers its first page.
+    const pager = new CsvPager({
+      pageSize: 10,
+      maxPages: 100,
+      pageParam: 'page',
+      pageUrl,
+      statsTotalAvailable: true,
+    });
+    const pages = 3;
+    for (let i = 0; i < 10; i++) {
+      const page = pager.page;
+      const served = page <= pages ? page : 1;
+      const answer: PageAnswer = {
+        url: pager.url.toString(),
+        rows: served === pages ? 4 : 10,
+        keysDigest: `keys of page ${served}`,
+        etag: '"v1"',
+        next: page < pages ? new URL(`http://upstream.test/?cursor=c${page}`) : undefined,
+      };
+      pager.checkValidator(answer);
+      pager.countRows(answer);
+      let step = pager.decide(answer);
+      if (step === 'stats-total') {
+        pager.statsTotal = 30; // counts more reports than the export holds
+        step = pager.decide(answer);
+      }
+      if (step === 'stats-total') throw new Error('asked twice');
+      if (step.outcome) {
+        expect(step.block).toBe(false);
+        expect(step.outcome).toMatchObject({
+          complete: false,
+          reason: expect.stringContaining('repeats the keys of page 1'),
+        });
+        expect(pager.rowsSoFar).toBe(24);
+        return;
+      }
+    }
+    throw new Error('no end');
   });
 });
 

@@ -69,7 +69,7 @@ export interface PageStep {
  *
  * The rules (docs/sources.md, docs/guarantees.md "Deletes and completeness"): the next page is the `Link:
  * rel="next"` target when there is one, else page P+1; where a short page ends the export is
- * {@link decidePaging}'s; a page repeating the previous page's keys, a `Link` back to a page read, rows
+ * {@link decidePaging}'s; a page repeating the keys of a page read, a `Link` back to a page read, rows
  * after a page answered with an error, and an error answer /stats does not confirm as the end stop the run
  * incomplete; every page must carry page 1's validator, else the export changed (`EXPORT_CHANGED`) unless
  * page 1 kept its own (a server validating each page: the run completes without tombstones).
@@ -93,11 +93,11 @@ export class CsvPager {
   /** Page 1's validator was withdrawn from the run's export info (not proven the export's). */
   #withdrawn = false;
   #consistency: string | undefined;
-  #previousKeys: string | undefined;
+  /** Digest of the keys of each page staged so far → its page number (a page repeating one is no new page). */
+  readonly #pageKeys = new Map<string, number>();
   #linkSeen = false;
   #pastEndAt: number | undefined;
   #missing: string | undefined;
-  #viaLink: boolean;
   #gap = 0;
   #statsAsked = false;
   readonly #visited = new Set<string>();
@@ -107,8 +107,6 @@ export class CsvPager {
     this.#init = init;
     this.page = resume ? resume.page + 1 : 1;
     this.url = resume?.nextUrl ? new URL(resume.nextUrl) : init.pageUrl(this.page);
-    // The page being read was asked for by a `Link` (it must exist), as a resumed run's next URL may be.
-    this.#viaLink = this.url.toString() !== init.pageUrl(this.page).toString();
     this.size = resume ? resumedPageSize(init.pageSize, resume) : init.pageSize;
     this.rowsSoFar = resume?.rowsRead ?? 0;
     if (resume) this.#validator = { etag: resume.etag, lastModified: resume.lastModified };
@@ -123,7 +121,7 @@ export class CsvPager {
   }
 
   /**
-   * How a failed fetch of the current page reads: `past-end` (an error answer to a page asked for by number
+   * How a failed fetch of the current page reads: `past-end` (an error answer to a page asked for by number or link
    * past page 1: an empty page), `not-modified` (page 1 answered 304 to the conditional request: the whole
    * export is the one last read), or `fail`.
    */
@@ -132,7 +130,7 @@ export class CsvPager {
     conditional: boolean,
     notModified: boolean,
   ): 'past-end' | 'not-modified' | 'fail' {
-    if (this.page > 1 && !this.#viaLink && isPastEndAnswer(err)) return 'past-end';
+    if (this.page > 1 && isPastEndAnswer(err)) return 'past-end';
     return this.page === 1 && conditional && notModified ? 'not-modified' : 'fail';
   }
 
@@ -269,10 +267,14 @@ export class CsvPager {
         { context: { url: answer.url, maxPages, pageSize } },
       );
     }
-    if (rows > 0 && answer.keysDigest === this.#previousKeys) {
+    const repeated = answer.keysDigest === undefined ? undefined : this.#pageKeys.get(answer.keysDigest);
+    if (rows > 0 && repeated !== undefined) {
       const reason =
-        `page ${page} repeats the keys of page ${page - 1}: the server ignores the ` +
-        `\`${pageParam}\` parameter (REPORTS_CSV_PAGE_PARAM?); stopped, the export is incomplete`;
+        repeated === page - 1
+          ? `page ${page} repeats the keys of page ${page - 1}: the server ignores the ` +
+            `\`${pageParam}\` parameter (REPORTS_CSV_PAGE_PARAM?); stopped, the export is incomplete`
+          : `page ${page} repeats the keys of page ${repeated} (asked as ${answer.url}): the server answers ` +
+            'a page it does not have with an earlier one; stopped, the export is incomplete';
       return {
         block: false,
         outcome: { complete: false, reason },
@@ -315,7 +317,6 @@ export class CsvPager {
         logs.push(warn({ page, rows, pageSize: this.size, rowsSoFar, statsTotal }, decision.reason));
       this.size = decision.size;
       this.#gap = decision.gap;
-      this.#viaLink = decision.via === 'link';
     }
     if (next !== undefined && this.#visited.has(next.toString())) {
       const loop = stop(
@@ -335,7 +336,8 @@ export class CsvPager {
       const outcome = end?.outcome ?? { complete: true, tombstonesBlocked: this.#consistency };
       return { block, checkpoint, outcome, logs: [...logs, ...(end?.logs ?? [])] };
     }
-    this.#previousKeys = block ? answer.keysDigest : this.#previousKeys;
+    if (block && answer.keysDigest !== undefined && !this.#pageKeys.has(answer.keysDigest))
+      this.#pageKeys.set(answer.keysDigest, page);
     this.url = next;
     this.page++;
     return { start: next, block, checkpoint, logs };

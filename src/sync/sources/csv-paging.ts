@@ -4,7 +4,8 @@
  *
  * The rule (docs/guarantees.md, "Deletes and completeness"): a page shorter than the page size is the end
  * only when nothing says otherwise. What says otherwise:
- * - a `Link: rel="next"` on the page (followed, even from an empty page);
+ * - a `Link: rel="next"` on the page (followed, even from an empty page, unless {@link MAX_GAP_PAGES} empty
+ *   pages in a row still link on after the `/stats` total was reached: a server linking on past its end);
  * - an upstream `/stats` total the rows read so far have not reached (the next page by number is read);
  * - the first page (with rows) already shorter than asked while the total is unknown or not reached: the
  *   server caps `pageSize`, so its served size is adopted as the page size and reading goes on.
@@ -54,7 +55,9 @@ export type PagingDecision =
  * {@link decidePaging} is asked: no `Link` next, and the page is short (or the server's links ran out).
  */
 export function mayBeEnd(facts: Pick<PageFacts, 'rows' | 'size' | 'linkNext' | 'linkSeen'>): boolean {
-  return !facts.linkNext && (facts.rows < facts.size || facts.linkSeen);
+  // An empty page that links on may be past the end too: some servers link on from every page.
+  if (facts.linkNext) return facts.rows === 0;
+  return facts.rows < facts.size || facts.linkSeen;
 }
 
 /** Decides what follows the page `facts` describes (see the module comment for the rule). Pure. */
@@ -68,10 +71,16 @@ export function decidePaging(facts: PageFacts): PagingDecision {
   const gap = rows < size ? facts.gap + 1 : 0;
   if (linkNext) {
     if (rows === 0 && gap > MAX_GAP_PAGES) {
-      return {
-        action: 'stop-incomplete',
-        reason: `${gap} empty pages in a row that still link on (${numbers})`,
-      };
+      // A server that links on from every page, past its last row: the end once /stats confirms it.
+      return totalReached
+        ? {
+            action: 'stop-complete',
+            reason: `end of the export: empty pages that still link on (${numbers})`,
+          }
+        : {
+            action: 'stop-incomplete',
+            reason: `${gap} empty pages in a row that still link on (${numbers})`,
+          };
     }
     return { action: 'continue', via: 'link', size, gap };
   }
@@ -134,9 +143,9 @@ export function checkCloseDelimited(
 }
 
 /**
- * Statuses some servers answer for a page number past the last page instead of an empty page. Such an
- * answer to a page asked for by number (not by a `Link`, which promised the page) is read as an empty page;
- * it ends the export complete only when the `/stats` total confirms every row was read.
+ * Statuses some servers answer for a page past the last page instead of an empty page, asked for by number
+ * or by a `Link` (a server that links on from its last page). Such an answer is read as an empty page; it
+ * ends the export complete only when the `/stats` total confirms every row was read.
  */
 const PAST_END_STATUS = new Set([400, 404, 410, 416]);
 
