@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
-import { startPagedCsvServer, type PagedCsvOptions } from '../helpers/paged-csv-server.js';
+import { csvRow, startPagedCsvServer, type PagedCsvOptions } from '../helpers/paged-csv-server.js';
+import { startRawServer } from '../helpers/raw-server.js';
 import {
   capturingLogger,
   openTestWarehouse,
@@ -337,6 +338,32 @@ describe('paged CSV export: servers that end, loop or frame pages their own way'
       expect(removed.map((r) => r.id)).toEqual(['L-004', 'L-027']);
     },
   );
+
+  it('an export that redirects every page to one static file is read whole, complete when /stats confirms it', async () => {
+    let ids = Array.from({ length: 30 }, (_, i) => `S-${String(i).padStart(3, '0')}`);
+    const header = 'id,status,destination,category,description,lat,lng,address,createdAt,updatedAt\r\n';
+    const server = await startRawServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: ids.length }));
+      if (url.pathname === '/files/reports.csv') {
+        res.writeHead(200, { 'content-type': 'text/csv', etag: `"file-${ids.length}"` });
+        return void res.end(header + ids.map(csvRow).join(''));
+      }
+      res.writeHead(302, { location: '/files/reports.csv' }).end();
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { csvPageSize: 10 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [first] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(first?.status, first?.error?.message).toBe('succeeded');
+    expect(first?.incompleteReason).toBeUndefined();
+    expect(first?.counters).toMatchObject({ recordsRead: 30, recordsLoaded: 30 });
+    ids = ids.filter((id) => id !== 'S-007');
+    const [second] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(second?.incompleteReason).toBeUndefined();
+    expect(second?.counters).toMatchObject({ recordsRead: 29, removed: 1 });
+  });
 
   it('a Link that leads back to an earlier page stops the read incomplete instead of paging forever', async () => {
     const start = ids(25);

@@ -336,6 +336,33 @@ describe('CsvPager: what stops an export incomplete or makes it read again', () 
     });
   });
 
+  it('page 2 repeating a page 1 longer than pageSize (a static file): the whole export when /stats confirms it', () => {
+    for (const [statsTotal, complete] of [
+      [25, true],
+      [24, true],
+      [30, false],
+      [undefined, false],
+    ] as const) {
+      const pager = new CsvPager({ ...init, statsTotalAvailable: statsTotal !== undefined });
+      const whole = answer(1, { rows: 25, keysDigest: 'all' });
+      feed(pager, whole);
+      const again = { ...whole, url: pageUrl(2).toString() };
+      pager.checkValidator(again);
+      pager.countRows(again);
+      let step = pager.decide(again);
+      if (step === 'stats-total') {
+        pager.statsTotal = statsTotal;
+        step = pager.decide(again);
+      }
+      if (step === 'stats-total') throw new Error('asked twice');
+      expect(step.block).toBe(false);
+      expect(step.outcome?.complete).toBe(complete);
+      if (!complete)
+        expect(step.outcome).toMatchObject({ reason: expect.stringContaining('ignores pageSize') });
+      expect(pager.rowsSoFar).toBe(25);
+    }
+  });
+
   it('a Link back to a page already read stops incomplete, keeping the page', () => {
     const pager = new CsvPager(init);
     feed(pager, answer(1, { next: pageUrl(2) }));

@@ -254,7 +254,7 @@ export class CsvPager {
   }
 
   /** The stops that come before the paging rule: too many pages, a repeated page. */
-  #guards(answer: PageAnswer): PageStep | undefined {
+  #guards(answer: PageAnswer): PageStep | 'stats-total' | undefined {
     const { page } = this;
     const { rows } = answer;
     const { maxPages, pageSize, pageParam } = this.#init;
@@ -269,6 +269,7 @@ export class CsvPager {
     }
     const repeated = answer.keysDigest === undefined ? undefined : this.#pageKeys.get(answer.keysDigest);
     if (rows > 0 && repeated !== undefined) {
+      if (page === 2 && this.rowsSoFar > pageSize) return this.#wholeInOnePage(answer);
       const reason =
         repeated === page - 1
           ? `page ${page} repeats the keys of page ${page - 1}: the server ignores the ` +
@@ -282,6 +283,38 @@ export class CsvPager {
       };
     }
     return undefined;
+  }
+
+  /**
+   * Page 2 repeats a page 1 that held more rows than `pageSize` asked: the server ignores both `pageSize` and
+   * the page (a static file behind the export's redirect, say), so page 1 may be the whole export. It is,
+   * when the `/stats` total confirms it (asked first); else the read stops incomplete, saying so.
+   */
+  #wholeInOnePage(answer: PageAnswer): PageStep | 'stats-total' {
+    if (this.#init.statsTotalAvailable && !this.#statsAsked && this.statsTotal === undefined) {
+      this.#statsAsked = true;
+      return 'stats-total';
+    }
+    const { rowsSoFar, statsTotal } = this;
+    const numbers = `page 1 held ${rowsSoFar} rows where pageSize ${this.#init.pageSize} was asked, and page 2 repeats it`;
+    if (statsTotal !== undefined && rowsSoFar >= statsTotal) {
+      return {
+        block: false,
+        outcome: { complete: true, tombstonesBlocked: this.#consistency },
+        logs: [
+          {
+            level: 'info',
+            fields: { url: answer.url, rowsSoFar, statsTotal },
+            message: `${numbers}: the server serves the whole export in one answer, as /stats confirms`,
+          },
+        ],
+      };
+    }
+    return stop(
+      false,
+      `${numbers}: the server ignores pageSize and \`${this.#init.pageParam}\`, and /stats ` +
+        `(${statsTotal ?? 'unknown'}) does not confirm page 1 was the whole export`,
+    );
   }
 
   /** The paging rule (decidePaging) applied to the page, and the move to the next one. */
