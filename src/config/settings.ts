@@ -93,7 +93,13 @@ export const SETTINGS = {
       .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
       .default('page'),
     allowed: 'a query parameter name',
-    doc: 'Name of the 1-based page parameter of the CSV export.',
+    doc: 'Name of the page parameter of the CSV export.',
+  },
+  csvFirstPage: {
+    env: 'REPORTS_CSV_FIRST_PAGE',
+    schema: int(0, 1).default(1),
+    allowed: '0 or 1',
+    doc: 'Number of the first page of the CSV export: 1, or 0 for a server that counts pages from 0.',
   },
   csvMaxPages: {
     env: 'REPORTS_CSV_MAX_PAGES',

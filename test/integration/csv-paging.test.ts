@@ -365,6 +365,40 @@ describe('paged CSV export: servers that end, loop or frame pages their own way'
     expect(second?.counters).toMatchObject({ recordsRead: 29, removed: 1 });
   });
 
+  it('a server numbering its pages from 0: every row with REPORTS_CSV_FIRST_PAGE=0, and without it a reason naming the setting', async () => {
+    const ids = Array.from({ length: 25 }, (_, i) => `Z-${String(i).padStart(3, '0')}`);
+    const header = 'id,status,destination,category,description,lat,lng,address,createdAt,updatedAt\r\n';
+    const server = await startRawServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: ids.length }));
+      const page = Number(url.searchParams.get('page'));
+      const size = Number(url.searchParams.get('pageSize'));
+      res.writeHead(200, { 'content-type': 'text/csv', etag: '"v1"' });
+      res.end(
+        header +
+          ids
+            .slice(page * size, (page + 1) * size)
+            .map(csvRow)
+            .join(''),
+      );
+    });
+    onTestFinished(() => server.close());
+    const zero = testConfig(server.url, join(tmp.dir, 'zero.duckdb'), { csvPageSize: 10, csvFirstPage: 0 });
+    const warehouse = await openTestWarehouse(zero);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, zero, 'csv');
+    expect(run?.incompleteReason).toBeUndefined();
+    expect(run?.counters).toMatchObject({ recordsRead: 25, recordsLoaded: 25 });
+    expect(server.requests.map((r) => new URL(r.url, 'http://x').searchParams.get('page'))).toContain('0');
+
+    const one = testConfig(server.url, join(tmp.dir, 'one.duckdb'), { csvPageSize: 10 });
+    const other = await openTestWarehouse(one);
+    onTestFinished(() => other.close());
+    const [missed] = await syncTargetOnce(other, one, 'csv');
+    expect(missed?.counters.recordsRead).toBe(15);
+    expect(missed?.incompleteReason).toMatch(/REPORTS_CSV_FIRST_PAGE=0/);
+  });
+
   it('a Link that leads back to an earlier page stops the read incomplete instead of paging forever', async () => {
     const start = ids(25);
     const { server, config, warehouse, lastRun, current } = await setup(

@@ -261,7 +261,8 @@ async function fetchPageOnce(
 export function csvPageUrl(config: Config, page: number): URL {
   const url = apiUrl(config, config.csvPath);
   url.searchParams.set('pageSize', String(config.csvPageSize));
-  url.searchParams.set(config.csvPageParam, String(page));
+  // Pages are numbered from 1 here; a server counting from 0 is asked `page - 1` (REPORTS_CSV_FIRST_PAGE).
+  url.searchParams.set(config.csvPageParam, String(page - 1 + config.csvFirstPage));
   return url;
 }
 

@@ -99,7 +99,11 @@ export function decidePaging(facts: PageFacts): PagingDecision {
   if (gap > MAX_GAP_PAGES) {
     return {
       action: 'stop-incomplete',
-      reason: `${gap} short pages in a row and /stats says ${statsTotal - rowsSoFar} rows are still missing (${numbers})`,
+      reason:
+        `${gap} short pages in a row and /stats says ${statsTotal - rowsSoFar} rows are still missing (${numbers})` +
+        (statsTotal - rowsSoFar <= size
+          ? ': about one page; if the server numbers its pages from 0, set REPORTS_CSV_FIRST_PAGE=0'
+          : ''),
     };
   }
   return {
