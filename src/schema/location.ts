@@ -27,7 +27,9 @@ export function readLocation(obj: Record<string, unknown>): LocationRead {
     return {
       issue: {
         path: 'location',
-        message: 'expected an object {lat, lng} or null',
+        message:
+          'expected an object {lat, lng}, a GeoJSON Point or null (as text in a CSV cell: its JSON, ' +
+          '"(lat, lng)" or "POINT (lng lat)")',
         code: RECORD_ISSUE_CODES.invalidType,
       },
     };
@@ -38,6 +40,33 @@ export function readLocation(obj: Record<string, unknown>): LocationRead {
     return keyedOnce(obj, pickCoordinates({ lat: c[1], lng: c[0] }, null, obj, leftoverOf(l, POINT_KEYS)));
   }
   return keyedOnce(obj, pickCoordinates(l, l, obj, leftoverOf(l, ALIASES)));
+}
+
+// `(40.7128, -74.006)`: a Socrata export's location column (NYC 311's among them), latitude first.
+const PAIR = /^\(\s*([-+]?\d+(?:\.\d+)?)\s*,\s*([-+]?\d+(?:\.\d+)?)\s*\)$/;
+// `POINT (-74.006 40.7128)`: well-known text, longitude first.
+const WKT_POINT = /^POINT\s*\(\s*([-+]?\d+(?:\.\d+)?)\s+([-+]?\d+(?:\.\d+)?)\s*\)$/i;
+
+/**
+ * A `location` given as text (a CSV cell cannot hold an object) read as the object it writes: JSON of an
+ * object (`{"lat":…,"lng":…}`, a GeoJSON `Point`), a Socrata pair `(lat, lng)`, or WKT `POINT (lng lat)`.
+ * Any other text comes back as it is, for {@link readLocation} to refuse with its issue.
+ */
+export function locationOfText(text: string): unknown {
+  const t = text.trim();
+  if (t.startsWith('{')) {
+    try {
+      const parsed: unknown = JSON.parse(t);
+      return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed : text;
+    } catch {
+      return text;
+    }
+  }
+  const pair = PAIR.exec(t);
+  if (pair) return { lat: Number(pair[1]), lng: Number(pair[2]) };
+  const point = WKT_POINT.exec(t);
+  if (point) return { lat: Number(point[2]), lng: Number(point[1]) };
+  return text;
 }
 
 /**

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { fastCore, type CoreReport } from './fast-core.js';
 import { RECORD_ISSUE_CODES, type RecordIssue } from './record-issue.js';
 import { REPORT_RULES as RULES } from './report-rules.js';
-import { leftoverOfText, readLocation, withLeftover } from './location.js';
+import { leftoverOfText, locationOfText, readLocation, withLeftover } from './location.js';
 import { normalizeTimestamp, timestampIssue } from './timestamp.js';
 import {
   checkExtra,
@@ -178,8 +178,9 @@ export type CsvRow = Record<string, string | null | undefined>;
 
 /**
  * Validates one CSV row ({@link CsvRow}). Coerces `lat`/`lng` from text (an empty one is `null`; the columns
- * `latitude`, `lon`, `longitude` are read as their aliases, as in NDJSON, and a second value for a coordinate
- * or a `location` cell that is not empty is an issue, see readLocation); a `null`
+ * `latitude`, `lon`, `longitude` are read as their aliases, as in NDJSON; a `location` cell is read from its
+ * text, JSON, `(lat, lng)` or `POINT (lng lat)`, and a second value for a coordinate is an issue, see
+ * readLocation); a `null`
  * cell is `null`, a quoted empty cell the empty string (but an empty `updatedAt` is `null` either way: no
  * timestamp is empty text); extra columns that are not `null` go to `extra` as
  * strings (within `limits`). Never throws. Common rows take the hot path ({@link fastCore}), the rest the
@@ -192,7 +193,7 @@ export function validateCsvReport(
   const row = csvTimestampCells(cells);
   const loc = readLocation(csvLocationCells(row));
   if ('issue' in loc) return { ok: false, issues: [loc.issue] };
-  const extra = csvExtra(row);
+  const extra = withLeftover(csvExtra(row), loc.leftover);
   const fast = fastCore(
     row.id,
     row.status,
@@ -217,7 +218,8 @@ export function validateCsvReportWithZod(
   const row = csvTimestampCells(cells);
   const loc = readLocation(csvLocationCells(row));
   if ('issue' in loc) return { ok: false, issues: [loc.issue] };
-  return finish(core.safeParse({ ...row, lat: loc.lat, lng: loc.lng }), csvExtra(row), limits);
+  const extra = withLeftover(csvExtra(row), loc.leftover);
+  return finish(core.safeParse({ ...row, lat: loc.lat, lng: loc.lng }), extra, limits);
 }
 
 /**
@@ -231,11 +233,16 @@ function csvTimestampCells(row: CsvRow): CsvRow {
 // CSV alias columns: an empty cell (quoted or not) is no value, as a CSV cannot leave a column out.
 const CSV_ALIASES = ['latitude', 'longitude', 'lon', 'location'];
 
-/** `row` with empty alias cells read as absent (for readLocation). */
-function csvLocationCells(row: CsvRow): CsvRow {
-  if (!CSV_ALIASES.some((k) => row[k] === '')) return row;
-  const out = { ...row };
+/**
+ * `row` with empty alias cells read as absent and a `location` cell read as the object its text writes
+ * (locationOfText: JSON, `(lat, lng)`, `POINT (lng lat)`), for readLocation.
+ */
+function csvLocationCells(row: CsvRow): Record<string, unknown> {
+  const text = typeof row.location === 'string' && row.location !== '' ? row.location : undefined;
+  if (text === undefined && !CSV_ALIASES.some((k) => row[k] === '')) return row;
+  const out: Record<string, unknown> = { ...row };
   for (const k of CSV_ALIASES) if (out[k] === '') out[k] = undefined;
+  if (text !== undefined) out.location = locationOfText(text);
   return out;
 }
 

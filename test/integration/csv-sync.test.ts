@@ -4,6 +4,7 @@ import { loadDataset } from '../../src/simulator/load-dataset.js';
 import { startSimulator } from '../../src/simulator/server.js';
 import { sampleDatasetPath } from '../../src/util/package-root.js';
 import { openWarehouse } from '../../src/warehouse/database.js';
+import { startRawServer } from '../helpers/raw-server.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import {
   capturingLogger,
@@ -201,6 +202,57 @@ describe('CSV sync', () => {
       warehouse.close();
     }
   });
+
+  it.each([
+    ['a Socrata pair', (lat: number, lng: number) => `"(${lat}, ${lng})"`],
+    ['WKT', (lat: number, lng: number) => `POINT (${lng} ${lat})`],
+    ['GeoJSON', (lat: number, lng: number) => `"{""type"":""Point"",""coordinates"":[${lng},${lat}]}"`],
+  ])(
+    'reads a location column written as %s beside lat and lng: the same reports as without it',
+    async (_, cell) => {
+      const rows = Array.from({ length: 12 }, (_, i) => ({
+        id: `G-${i}`,
+        lat: 52 + i / 100,
+        lng: 13 - i / 100,
+      }));
+      const csv = (withLocation: boolean) =>
+        `id,status,destination,createdAt,lat,lng${withLocation ? ',location' : ''}\r\n` +
+        rows
+          .map(
+            (r) =>
+              `${r.id},SUBMITTED,ROAD_CONTROL,2024-01-01T00:00:00Z,${r.lat},${r.lng}` +
+              `${withLocation ? `,${cell(r.lat, r.lng)}` : ''}\r\n`,
+          )
+          .join('');
+      const hashes: unknown[] = [];
+      for (const withLocation of [true, false]) {
+        const server = await startRawServer((req, res) => {
+          const url = new URL(req.url ?? '/', 'http://x');
+          if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: rows.length }));
+          res.writeHead(200, { 'content-type': 'text/csv' });
+          res.end(
+            url.searchParams.get('page') === '1' ? csv(withLocation) : csv(withLocation).split('\r\n')[0],
+          );
+        });
+        const config = testConfig(server.url, join(tmp.dir, `w-${withLocation}.duckdb`), {
+          csvPageSize: 100,
+        });
+        const warehouse = await openTestWarehouse(config);
+        try {
+          const [run] = await syncTargetOnce(warehouse, config, 'csv');
+          expect(run?.status, run?.error?.message).toBe('succeeded');
+          expect(run?.counters).toMatchObject({ recordsLoaded: 12, recordsRejected: 0 });
+          hashes.push(
+            await query(warehouse, `SELECT id, lat, lng, extra, content_hash FROM reports ORDER BY id`),
+          );
+        } finally {
+          warehouse.close();
+          await server.close();
+        }
+      }
+      expect(hashes[0]).toEqual(hashes[1]);
+    },
+  );
 
   it('tolerates a BOM, a row ended by LF alone and blank lines without losing a row', async () => {
     const sim = await startTestSimulator({

@@ -190,11 +190,29 @@ describe('validateCsvReport', () => {
     ]);
     for (const twice of [
       { ...row, lat: '40.7', lng: '-73.9', latitude: '41' },
-      { ...row, lat: '40.7', lng: '-73.9', location: '(40.7, -73.9)' },
+      { ...row, lat: '40.7', lng: '-73.9', location: '(41, -73.9)' },
+      { ...row, lat: '40.7', lng: '-73.9', location: 'POINT (-73.9 41)' },
+      { ...row, location: 'corner of 5th and Main' },
     ]) {
       const r = validateCsvReport(twice);
       expect(r.ok, JSON.stringify(twice)).toBe(false);
       if (!r.ok) expect(r.issues[0]?.path).toBe('location');
+    }
+    // A location cell as text: a Socrata pair, WKT, JSON of {lat, lng} or of a GeoJSON Point, alone or
+    // beside the same lat/lng; keys of the object it does not read are kept in extra.
+    for (const [cells, extra] of [
+      [{ location: '(40.7, -73.9)' }, null],
+      [{ lat: '40.7', lng: '-73.9', location: '(40.7, -73.9)' }, null],
+      [{ location: 'POINT (-73.9 40.7)' }, null],
+      [{ location: '{"type":"Point","coordinates":[-73.9,40.7]}', lat: '40.7' }, null],
+      [{ location: '{"lat":40.7,"lng":-73.9,"accuracy":5}' }, { 'location.accuracy': 5 }],
+    ] as const) {
+      const r = validateCsvReport({ ...row, ...cells });
+      expect(r.ok && [r.report.lat, r.report.lng, r.report.extra], JSON.stringify(cells)).toEqual([
+        40.7,
+        -73.9,
+        extra,
+      ]);
     }
     expect(validateCsvReport({ ...row, lat: '1', lng: '2', location: null }).ok).toBe(true);
     // An empty alias cell (quoted or not) is no value: a CSV cannot leave a column out.
