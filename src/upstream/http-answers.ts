@@ -129,3 +129,18 @@ export function redirectTarget(location: string, from: URL, status: number): URL
 export function bodyEndChecked(headers: Record<string, string | string[] | undefined>): boolean {
   return headers['content-length'] !== undefined || headers['transfer-encoding'] !== undefined;
 }
+
+/**
+ * A 400 or 422 to a request that asked `pageSize`: the server's maximum is not shown (docs/upstream-contract.md),
+ * so the error says which setting asked it. Other errors pass through unchanged.
+ */
+export function refusedPageSize(err: unknown, setting: string, pageSize: number): unknown {
+  if (!(err instanceof SyncError) || err.code !== 'HTTP_STATUS') return err;
+  const status = Number(err.context.status);
+  if (status !== 400 && status !== 422) return err;
+  return new SyncError(
+    'HTTP_STATUS',
+    `${err.message} (the request asked pageSize=${pageSize}: if the server allows fewer rows per page, lower ${setting})`,
+    { context: { ...err.context, setting }, cause: err },
+  );
+}

@@ -4,6 +4,7 @@ import { csvPageUrl, PagesAhead, pastEndPage, type FetchedPage } from './csv-pag
 import { probeFirstPage } from './csv-resume.js';
 import { isNotModified } from '../conditional.js';
 import { safeUrl } from '../../util/safe-url.js';
+import { refusedPageSize } from '../../upstream/http-answers.js';
 import type {
   SourceItem,
   ReadOutcome,
@@ -111,7 +112,7 @@ async function takePage(
     const read = pager.onFetchError(err, ctx.conditional !== undefined, isNotModified(err));
     if (read === 'past-end') return pastEndPage(pager.url);
     if (read === 'not-modified') return read;
-    throw err;
+    throw refusedPageSize(err, 'REPORTS_CSV_PAGE_SIZE', ctx.config.csvPageSize);
   }
 }
 

@@ -1,8 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import { arrayElementTexts } from '../../schema/json-text.js';
 import { charsetOf, toUtf8 } from '../../upstream/charset.js';
-import { header, networkError } from '../../upstream/http-answers.js';
-import { openStream } from '../../upstream/open-stream.js';
+import { header, networkError, refusedPageSize } from '../../upstream/http-answers.js';
+import { openStream, type OpenResponse } from '../../upstream/open-stream.js';
 import { requestOptions } from '../../upstream/request-options.js';
 import { SyncError } from '../../util/errors.js';
 import type { ReadContext } from '../export-source.js';
@@ -32,10 +32,7 @@ export interface ListPage {
  *   cut body) or not an array), `UNSUPPORTED_CHARSET`, `INVALID_CHARSET_DATA`, or what `openStream` throws
  */
 export async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
-  const res = await openStream(
-    url,
-    requestOptions(ctx.config, ctx, url, { accept: 'application/json', deadline: 'page' }),
-  );
+  const res = await openPage(ctx, url);
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -90,4 +87,16 @@ export async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
     safeUrl: res.url,
     ...pageValidator(res.headers),
   };
+}
+
+/** Opens the list page; a refused `pageSize` names the setting that asked it. */
+async function openPage(ctx: ReadContext, url: URL): Promise<OpenResponse> {
+  try {
+    return await openStream(
+      url,
+      requestOptions(ctx.config, ctx, url, { accept: 'application/json', deadline: 'page' }),
+    );
+  } catch (err) {
+    throw refusedPageSize(err, 'REPORTS_RECENT_PAGE_SIZE', ctx.config.recentPageSize);
+  }
 }
