@@ -109,8 +109,13 @@ export class RunLog {
 
   /** Marks a run a dead process left `running` as `aborted` (`RUN_INTERRUPTED`; stale-runs.ts). */
   static async markInterrupted(connection: DuckDBConnection, runId: string): Promise<void> {
+    // Ended at its last sign of life (its start, a committed batch or page, a quarantined record), not when
+    // the next process found it: a run killed at 02:00 and closed at the next night's start lasted minutes.
     await connection.run(
-      `UPDATE sync_runs SET status = 'aborted', finished_at = now(),
+      `UPDATE sync_runs SET status = 'aborted',
+         finished_at = greatest(started_at,
+           (SELECT max(committed_at) FROM sync_checkpoints c WHERE c.run_id = $run),
+           (SELECT max(rejected_at) FROM rejected_records q WHERE q.run_id = $run)),
          error = '{"code":"RUN_INTERRUPTED","message":"the process ended before the run finished"}'::JSON
        WHERE run_id = $run`,
       { run: runId },

@@ -109,6 +109,17 @@ async function inspect(path: string) {
   }
 }
 
+/** When the last batch of the run a kill left `running` was committed (its checkpoints' latest). */
+async function lastCheckpointAt(path: string): Promise<string> {
+  const w = await openWarehouse(path, { readOnly: true });
+  try {
+    const [row] = await q(w, `SELECT max(committed_at)::VARCHAR AS at FROM sync_checkpoints`);
+    return String(row?.at);
+  } finally {
+    w.close();
+  }
+}
+
 /** Runs the sync again to the end and returns the warehouse's fingerprint and run log. */
 async function rerun(w: World) {
   const again = await runCli(['sync'], w.env);
@@ -173,10 +184,26 @@ describe('SIGKILL of a sync (case 1)', () => {
     expect(killed.staged).toBeLessThanOrEqual(killed.checkpointed);
     expect(killed.fingerprint).toEqual(w.before);
     expect(killed.runs.map((r) => r.status)).toEqual(['succeeded', 'running']);
+    const lastSign = await lastCheckpointAt(w.path);
 
+    await new Promise((resolve) => setTimeout(resolve, 1200));
     const next = await rerun(w);
     expect(next.fingerprint).toEqual(w.after);
     expect(next.runs.map((r) => r.status)).toEqual(['succeeded', 'aborted', 'succeeded']);
+    // The killed run ended at its last committed batch, not when the next run found it.
+    const reader = await openWarehouse(w.path, { readOnly: true });
+    try {
+      const [aborted] = await q(
+        reader,
+        `SELECT finished_at::VARCHAR AS finished,
+           (SELECT max(started_at) FROM sync_runs)::VARCHAR AS next_started
+         FROM sync_runs WHERE status = 'aborted'`,
+      );
+      expect(aborted?.finished).toBe(lastSign);
+      expect(String(aborted?.finished) < String(aborted?.next_started)).toBe(true);
+    } finally {
+      reader.close();
+    }
   });
 
   it('during the merge transaction: nothing of the merge is in the file', async () => {
