@@ -41,6 +41,22 @@ export function decodeBody(wire: Readable, contentEncoding: string | undefined, 
   return { body, wireBytes: () => bytes, encodings };
 }
 
+/**
+ * The codings to undo for an answer: its `Content-Encoding`, or `gzip` for a body sent without one as a gzip
+ * file (`Content-Type: application/gzip`, RFC 6713; `application/x-gzip`), as a static `reports.ndjson.gz`
+ * or `reports.csv.gz` behind the export's URL is served: the export is what the file holds.
+ */
+export function codingsOf(
+  contentEncoding: string | undefined,
+  contentType: string | undefined,
+): string | undefined {
+  const coded = (contentEncoding ?? '')
+    .split(',')
+    .some((e) => !['', 'identity'].includes(e.trim().toLowerCase()));
+  if (coded || !/^application\/(?:x-)?gzip\s*(?:;|$)/i.test(contentType ?? '')) return contentEncoding;
+  return 'gzip';
+}
+
 function decoderFor(encoding: string, url: string): Transform {
   switch (encoding) {
     case 'gzip':

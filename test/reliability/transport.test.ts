@@ -106,6 +106,30 @@ describe('compressed responses', () => {
     },
   );
 
+  it.each(['ndjson', 'csv'] as const)(
+    'a %s export served as a gzip file (Content-Type application/gzip, no Content-Encoding) is read from inside it',
+    async (target) => {
+      const server = await startRawServer((req, res) => {
+        const url = new URL(req.url ?? '/', 'http://x');
+        if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: ids.length }));
+        const page = Number(url.searchParams.get('page') ?? '1');
+        const text =
+          target === 'ndjson'
+            ? ids.map(ndjsonLine).join('')
+            : HEADER + (page === 1 ? ids.map(csvRow).join('') : '');
+        res.writeHead(200, { 'content-type': 'application/gzip' });
+        res.end(gzipSync(Buffer.from(text)));
+      });
+      onTestFinished(() => server.close());
+      const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { retries: 0 });
+      const warehouse = await openTestWarehouse(config);
+      onTestFinished(() => warehouse.close());
+      const [run] = await syncTargetOnce(warehouse, config, target);
+      expect(run?.status, run?.error?.message).toBe('succeeded');
+      expect(run?.counters).toMatchObject({ recordsRead: 25, recordsLoaded: 25, recordsRejected: 0 });
+    },
+  );
+
   it('a corrupt gzip body fails with CONTENT_ENCODING_INVALID, not BODY_TRUNCATED', async () => {
     const server = await startRawServer((_req, res) => {
       const wire = gzipSync(Buffer.from(ids.map(ndjsonLine).join('')));
