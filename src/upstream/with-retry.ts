@@ -37,9 +37,11 @@ export async function withRetry<T>(
     randomize: true,
     maxRetryTime: policy.retryMaxTimeMs,
     signal,
-    shouldRetry: ({ error }) => isSyncError(error) && error.retryable,
+    // A request its caller dropped (a page fetched ahead that is no longer wanted) is no failure to retry
+    // or to warn about.
+    shouldRetry: ({ error }) => !signal?.aborted && isSyncError(error) && error.retryable,
     onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
-      if (!(isSyncError(error) && error.retryable) || retriesLeft === 0) return;
+      if (signal?.aborted || !(isSyncError(error) && error.retryable) || retriesLeft === 0) return;
       const hint = error.context.retryAfterMs as number | undefined;
       const left = policy.retryMaxTimeMs - (Date.now() - started);
       // The server asks for a longer wait than the budget allows: stop now rather than knock again
