@@ -118,7 +118,7 @@ export async function syncAndPrint(
             logger: logger.child({}, { level: 'silent' }),
             signal: controller.signal,
           })
-            .then((stats) => reporter.setTotal(statsTotal(stats.body)))
+            .then((stats) => reporter.setTotal(statsTotal(stats.body, config.statsTotalPath)))
             .catch(() => undefined)
         : undefined;
     let summaries;

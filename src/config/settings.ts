@@ -79,6 +79,15 @@ export const SETTINGS = {
     allowed: 'a path starting with /',
     doc: 'Path of the aggregate counters.',
   },
+  statsTotalPath: {
+    env: 'REPORTS_STATS_TOTAL_PATH',
+    schema: z
+      .string()
+      .regex(/^[^.\s]+(?:\.[^.\s]+)*$/)
+      .default('total'),
+    allowed: 'a dotted path of keys, e.g. total or data.count',
+    doc: 'Where the total of published reports is in the `/stats` body (its counters are not shown): a dotted path of keys.',
+  },
   csvPageSize: {
     env: 'REPORTS_CSV_PAGE_SIZE',
     flag: '--page-size', // of `sync`

@@ -44,12 +44,19 @@ function pathOf(parent: string, key: string): string {
 const BARE_KEY = /^[^.[\]"]+$/;
 
 /**
- * The `total` counter of a stats body (docs/sources.md: `total`, `byStatus`, …), when it is a count: a
- * non-negative integer. Anything else (`45.5`, `-1`, text) is no total: compared with the warehouse's count,
+ * The total of published reports in a stats body, at `path` (`REPORTS_STATS_TOTAL_PATH`, default `total`; the
+ * seed names no counter: docs/sources.md), when it is a count: a non-negative integer, or its digits as
+ * text (`"6405"`). Anything else (`45.5`, `-1`, other text) is no total: compared with the warehouse's count,
  * it would be rounded in print and misread as complete or short, and tombstones hang on that comparison.
+ *
+ * @param path dotted keys into nested objects (`data.total`)
  */
-export function statsTotal(body: unknown): number | undefined {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const total = (body as Record<string, unknown>).total;
+export function statsTotal(body: unknown, path = 'total'): number | undefined {
+  let value: unknown = body;
+  for (const key of path.split('.')) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+    value = Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : undefined;
+  }
+  const total = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
   return typeof total === 'number' && Number.isSafeInteger(total) && total >= 0 ? total : undefined;
 }

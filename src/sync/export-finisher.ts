@@ -42,8 +42,7 @@ export function exportFinisher(
       const logger = options.logger.child({ source: options.source.name });
       try {
         upstream = (await fetchStats({ ...options, logger })).body;
-        if (statsTotal(upstream) === undefined)
-          statsProblem = 'the /stats body has no `total` that is a count (a non-negative integer)';
+        statsProblem = noTotalProblem(upstream, options.config.statsTotalPath);
       } catch (err) {
         if (!isSyncError(err)) throw err;
         statsProblem = `/stats failed: ${errorMessage(err)}`;
@@ -55,7 +54,7 @@ export function exportFinisher(
   return {
     upstreamTotal: async () => {
       await fetchOnce();
-      return statsTotal(upstream);
+      return statsTotal(upstream, options.config.statsTotalPath);
     },
     beforeMerge: async () => {
       await fetchOnce();
@@ -70,7 +69,7 @@ export function exportFinisher(
         complete: ctx.complete && options.source.fullExport,
         incompleteReason: options.source.fullExport ? ctx.incompleteReason : 'not a full export',
         inconsistentReason: ctx.tombstonesBlocked,
-        statsTotal: statsTotal(upstream),
+        statsTotal: statsTotal(upstream, config.statsTotalPath),
         statsProblem,
         minShare: config.tombstoneMinShare,
         statsTolerance: config.statsDiffWarn,
@@ -80,6 +79,7 @@ export function exportFinisher(
         runId: ctx.runId,
         takenAt: ctx.now,
         upstream,
+        totalPath: config.statsTotalPath,
       });
       warnOnDiff(totals, config.statsDiffWarn, logger);
       return {
@@ -111,4 +111,13 @@ export function warnOnDiff(totals: SnapshotTotals, limit: number, logger: Logger
       'upstream /stats total and the warehouse differ (REPORTS_STATS_DIFF_WARN)',
     );
   }
+}
+
+/** Why a `/stats` body gives no total (none that is a count at `path`), or undefined when it gives one. */
+function noTotalProblem(body: unknown, path: string): string | undefined {
+  if (statsTotal(body, path) !== undefined) return undefined;
+  return (
+    `the /stats body has no \`${path}\` that is a count (a non-negative integer): set ` +
+    'REPORTS_STATS_TOTAL_PATH to where its total of published reports is'
+  );
 }

@@ -51,7 +51,12 @@ export async function runStatsSnapshot(options: RunStatsSnapshotOptions): Promis
     pointOfNoReturn(options, run.runId, 0);
     const now = new Date();
     const totals = await withTransaction(c, async () => {
-      const totals = await recordStatsSnapshots(c, { runId: run.runId, takenAt: now, upstream: stats.body });
+      const totals = await recordStatsSnapshots(c, {
+        runId: run.runId,
+        takenAt: now,
+        upstream: stats.body,
+        totalPath: config.statsTotalPath,
+      });
       await log.succeed(counters, { ...totalsFacts(totals), complete: true, attempts: 1 });
       return totals;
     });

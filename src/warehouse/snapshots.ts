@@ -24,14 +24,15 @@ export interface SnapshotTotals {
  */
 export async function recordStatsSnapshots(
   connection: DuckDBConnection,
-  snapshot: { runId: string; takenAt: Date; upstream?: unknown },
+  snapshot: { runId: string; takenAt: Date; upstream?: unknown; totalPath?: string | undefined },
 ): Promise<SnapshotTotals> {
   const own = await ownCounters(connection);
   if (snapshot.upstream !== undefined) {
     await saveSnapshot(connection, snapshot.runId, snapshot.takenAt, 'upstream', snapshot.upstream);
   }
   await saveSnapshot(connection, snapshot.runId, snapshot.takenAt, 'warehouse', own);
-  const upstream = snapshot.upstream === undefined ? undefined : statsTotal(snapshot.upstream);
+  const upstream =
+    snapshot.upstream === undefined ? undefined : statsTotal(snapshot.upstream, snapshot.totalPath);
   return { upstream, warehouse: own.total, diff: upstream === undefined ? undefined : upstream - own.total };
 }
 

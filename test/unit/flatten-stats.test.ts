@@ -25,10 +25,19 @@ describe('flattenStats', () => {
     expect(flattenStats('42')).toEqual([]);
   });
 
-  it('reads `total` only when it is a number on an object', () => {
+  it('reads the total at its path only when it is a count (an integer, or its digits as text)', () => {
     expect(statsTotal({ total: 3 })).toBe(3);
-    expect(statsTotal({ total: '3' })).toBeUndefined();
+    expect(statsTotal({ total: '6405' })).toBe(6405);
+    for (const total of ['3.5', '-1', ' 3', '', 3.5, -1, true, null, 1e300]) {
+      expect(statsTotal({ total }), JSON.stringify(total)).toBeUndefined();
+    }
     expect(statsTotal([3])).toBeUndefined();
     expect(statsTotal(null)).toBeUndefined();
+    expect(statsTotal({ data: { count: 12 } }, 'data.count')).toBe(12);
+    expect(statsTotal({ data: [{ count: 12 }] }, 'data.count')).toBeUndefined();
+    expect(statsTotal({ count: 12 })).toBeUndefined();
+    expect(statsTotal({ count: 12 }, 'count')).toBe(12);
+    // Inherited keys are no counters.
+    expect(statsTotal({}, 'constructor')).toBeUndefined();
   });
 });
