@@ -68,7 +68,7 @@ export const ERROR_CODES = {
   JOB_INVALID: { meaning: 'A daemon job definition is invalid.', retry: 'none' },
   LIST_INVALID: {
     meaning:
-      'A list page of the recent source is not a JSON array of reports, is over 256 MiB or is not UTF-8.',
+      'A list page of the recent source is neither a JSON array of reports nor an object holding one, is over 256 MiB or is not UTF-8.',
     retry: 'request',
   },
   POSTGRES_PUBLISH_FAILED: {

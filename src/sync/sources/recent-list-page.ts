@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { arrayElementTexts } from '../../schema/json-text.js';
+import { arrayElementTexts, scanJsonObject } from '../../schema/json-text.js';
 import { charsetOf, toUtf8 } from '../../upstream/charset.js';
 import { header, networkError, refusedPageSize } from '../../upstream/http-answers.js';
 import { openStream, type OpenResponse } from '../../upstream/open-stream.js';
@@ -74,15 +74,9 @@ export async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
       cause: err,
     });
   }
-  if (!Array.isArray(body)) {
-    throw new SyncError('LIST_INVALID', `The list page ${res.url} is not a JSON array of reports`, {
-      context: { url: res.url, excerpt: text.slice(0, 200) },
-    });
-  }
+  const items = listItems(body, text, res.url);
   return {
-    values: body as unknown[],
-    // Each element as sent: unknown fields keep their numbers' text, repeated keys are seen.
-    texts: arrayElementTexts(text) ?? [],
+    ...items,
     bytes: size,
     safeUrl: res.url,
     ...pageValidator(res.headers),
@@ -99,4 +93,33 @@ async function openPage(ctx: ReadContext, url: URL): Promise<OpenResponse> {
   } catch (err) {
     throw refusedPageSize(err, 'REPORTS_RECENT_PAGE_SIZE', ctx.config.recentPageSize);
   }
+}
+
+/**
+ * The reports of a list page: the body when it is an array, or the one array of an object wrapping it
+ * (`{"data": […], "meta": {…}}`, `{"items": […], "total": 42}`: the response fields are not shown), each
+ * element with its text as sent (unknown fields keep their numbers' text, repeated keys are seen).
+ *
+ * @throws SyncError `LIST_INVALID` for anything else (naming the keys of an object)
+ */
+function listItems(body: unknown, text: string, url: string): Pick<ListPage, 'values' | 'texts'> {
+  if (Array.isArray(body)) return { values: body, texts: arrayElementTexts(text) ?? [] };
+  if (typeof body === 'object' && body !== null) {
+    const trimmed = text.trim();
+    const arrays = scanJsonObject(trimmed).fields.filter((f) => trimmed[f.start] === '[');
+    const only = arrays.length === 1 ? arrays[0]! : undefined;
+    if (only) {
+      const values = (body as Record<string, unknown>)[only.key] as unknown[];
+      return { values, texts: arrayElementTexts(trimmed.slice(only.start, only.end)) ?? [] };
+    }
+    const keys = Object.keys(body).slice(0, 10).join(', ');
+    throw new SyncError(
+      'LIST_INVALID',
+      `The list page ${url} is an object (keys: ${keys}) without exactly one array of reports in it`,
+      { context: { url, excerpt: text.slice(0, 200) } },
+    );
+  }
+  throw new SyncError('LIST_INVALID', `The list page ${url} is not a JSON array of reports`, {
+    context: { url, excerpt: text.slice(0, 200) },
+  });
 }

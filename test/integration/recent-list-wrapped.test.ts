@@ -1,0 +1,77 @@
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { startRawServer } from '../helpers/raw-server.js';
+import { openTestWarehouse, query, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
+
+// "Response body fields of every endpoint: not shown": a list page may wrap its reports in an object.
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => {
+  tmp = tempDir();
+});
+afterEach(() => tmp.cleanup());
+
+const report = (i: number) => ({
+  id: `W-${String(i).padStart(2, '0')}`,
+  status: 'SUBMITTED',
+  destination: 'ROAD_CONTROL',
+  createdAt: new Date(Date.UTC(2024, 0, 1, 0, i)).toISOString(),
+  n: 1.0,
+});
+
+/** An upstream whose list pages are `wrap(reports of the page, page)`. */
+async function upstream(count: () => number, wrap: (items: unknown[], page: number) => unknown) {
+  const server = await startRawServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const rows = Array.from({ length: count() }, (_, i) => report(i));
+    if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: rows.length }));
+    if (url.pathname.endsWith('.ndjson')) {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      return void res.end(rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
+    }
+    const size = Number(url.searchParams.get('pageSize'));
+    const page = Number(url.searchParams.get('page'));
+    const newest = rows.reverse().slice((page - 1) * size, page * size);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    // Numbers as sent: `1.0` stays `1.0` in `extra`.
+    res.end(JSON.stringify(wrap(newest, page)).replaceAll('"n":1', '"n":1.0'));
+  });
+  onTestFinished(() => server.close());
+  return server;
+}
+
+describe('recent against a list wrapped in an object', () => {
+  it.each([
+    ['{data, meta}', (items: unknown[], page: number) => ({ meta: { page }, data: items })],
+    ['{items, total}', (items: unknown[]) => ({ items, total: 13 })],
+  ])('%s: the one array is the page', async (_, wrap) => {
+    let n = 10;
+    const server = await upstream(() => n, wrap);
+    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`, { recentPageSize: 2 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    await syncTargetOnce(warehouse, config, 'ndjson');
+    n = 13;
+    const [run] = await syncTargetOnce(warehouse, config, 'recent');
+    expect(run?.status, run?.error?.message).toBe('succeeded');
+    expect(run?.counters.inserted).toBe(3);
+    const rows = await query(
+      warehouse,
+      `SELECT id, extra::VARCHAR AS extra FROM reports WHERE id >= 'W-10' ORDER BY id`,
+    );
+    expect(rows).toEqual(['W-10', 'W-11', 'W-12'].map((id) => ({ id, extra: '{"n":1.0}' })));
+  });
+
+  it('an object with no single array of reports fails with LIST_INVALID naming its keys', async () => {
+    const server = await upstream(
+      () => 3,
+      (items) => ({ open: items, closed: [] }),
+    );
+    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'recent');
+    expect(run?.status).toBe('failed');
+    expect(run?.error?.code).toBe('LIST_INVALID');
+    expect(run?.error?.message).toContain('keys: open, closed');
+  });
+});
