@@ -3,7 +3,7 @@ import { safeUrl } from '../../util/safe-url.js';
 import type { ExportValidator, ReadContext, ReadOutcome } from '../export-source.js';
 import { decidePaging, isPastEndAnswer, mayBeEnd } from './csv-paging.js';
 import { resumedPageSize } from './csv-resume.js';
-import { compareValidators, describeValidator, hasValidator } from './export-validators.js';
+import { PageValidators, type PageAnswer, type ValidatorStep } from './csv-page-validators.js';
 
 /** What the pager needs to know of the configuration: the paging settings, and how a page is named. */
 export interface CsvPagerInit {
@@ -23,25 +23,7 @@ export interface CsvPagerInit {
   validatorUnstable?: boolean | undefined;
 }
 
-/** What one fetched page told the pager. */
-export interface PageAnswer {
-  /** The URL that answered, without secrets. */
-  url: string;
-  /** Data rows (quarantined ones included). */
-  rows: number;
-  /** Digest of the page's keys (to notice a server that ignores the page parameter). */
-  keysDigest: string | undefined;
-  etag?: string | undefined;
-  lastModified?: string | undefined;
-  /** The `Link: rel="next"` target. */
-  next: URL | undefined;
-  /** An error answer past the last page, or a 204 (no content), read as an empty page. */
-  pastEnd?: true | undefined;
-}
-
-/** What the validator of a page means: nothing to do, a validator to record, or page 1 to be asked again. */
-export type ValidatorStep =
-  { kind: 'ok' } | { kind: 'export'; info: ExportValidator & { url: string } } | { kind: 'probe' };
+export type { PageAnswer, ValidatorStep } from './csv-page-validators.js';
 
 /** A log line the read loop writes. */
 export interface PagerLog {
@@ -86,13 +68,7 @@ export class CsvPager {
   /** The `/stats` total, once asked. */
   statsTotal: number | undefined;
   readonly #init: CsvPagerInit;
-  #validator: ExportValidator | undefined;
-  #perPage = false;
-  /** A page after page 1 carried page 1's validator: it is the export's. */
-  #proven = false;
-  /** Page 1's validator was withdrawn from the run's export info (not proven the export's). */
-  #withdrawn = false;
-  #consistency: string | undefined;
+  readonly #validators: PageValidators;
   /** Digest of the keys of each page staged so far → its page number (a page repeating one is no new page). */
   readonly #pageKeys = new Map<string, number>();
   #linkSeen = false;
@@ -109,15 +85,12 @@ export class CsvPager {
     this.url = resume?.nextUrl ? new URL(resume.nextUrl) : init.pageUrl(this.page);
     this.size = resume ? resumedPageSize(init.pageSize, resume) : init.pageSize;
     this.rowsSoFar = resume?.rowsRead ?? 0;
-    if (resume) this.#validator = { etag: resume.etag, lastModified: resume.lastModified };
-    // The interrupted run compared page 2 with page 1 before it committed page 2: a validator it kept
-    // that far was proven the export's. Kept after page 1 only, it is still page 1's own until a page matches.
-    this.#proven = resume !== undefined && resume.page >= 2;
+    this.#validators = new PageValidators(init.pageUrl(1), init.validatorUnstable === true, resume);
   }
 
   /** The validator a resumed run starts from (recorded before the first page), else undefined. */
   get resumedValidator(): ExportValidator | undefined {
-    return this.#init.resume ? this.#validator : undefined;
+    return this.#init.resume ? this.#validators.first : undefined;
   }
 
   /**
@@ -137,76 +110,12 @@ export class CsvPager {
   /** Checks the page's validator against page 1's: {@link ValidatorStep}. */
   checkValidator(answer: PageAnswer): ValidatorStep {
     this.#visited.add(this.url.toString());
-    const seen = validatorOf(answer);
-    // An error answer stands for an empty page: it has no validator to compare.
-    if (answer.pastEnd) return this.#unproven();
-    if (this.#validator === undefined) {
-      this.#validator = seen;
-      return { kind: 'export', info: { url: answer.url, ...seen } };
-    }
-    const same = compareValidators(this.#validator, seen);
-    if (same === 'unknown') {
-      this.#consistency ??=
-        `page ${this.page} carries no validator of the kind page 1 had (${describeValidator(this.#validator)}, now ` +
-        `${describeValidator(seen)}): the pages cannot be proven to be of one version`;
-      return this.#unproven();
-    }
-    if (same === 'changed') {
-      // Changed, or a server that validates each page apart: then page 1 still has the validator it had.
-      return this.#perPage ? this.afterProbe(answer, this.#validator) : { kind: 'probe' };
-    }
-    this.#proven = true; // a page after page 1 (page 1 itself is never compared)
-    return { kind: 'ok' };
+    return this.#validators.check(answer, this.page);
   }
 
-  /**
-   * A page after page 1 that cannot be compared with it (an error answer past the end, a page without a
-   * validator of page 1's kind) while none has matched it yet: page 1's validator may be its own, so it is
-   * not recorded as the export's. Recorded, the next run would send it, and a 304 to an unchanged page 1
-   * would hide reports published onto later pages.
-   */
-  #unproven(): ValidatorStep {
-    if (this.#proven || this.#perPage || this.#withdrawn) return { kind: 'ok' };
-    if (this.#validator === undefined || !hasValidator(this.#validator)) return { kind: 'ok' };
-    this.#withdrawn = true;
-    return { kind: 'export', info: { url: safeUrl(this.#init.pageUrl(1)) } };
-  }
-
-  /**
-   * After a `probe`: page 1's validator now. Unchanged: the server validates each page (no export version is
-   * recorded, so no later run sends it: a 304 to page 1 would hide rows added on later pages).
-   *
-   * @throws SyncError `EXPORT_CHANGED` (the runner reads the export again from page 1) when page 1 changed,
-   *   unless an earlier attempt already found it changed (`validatorUnstable`): then the run reads on as for
-   *   a server validating each page (no validator recorded, no deletes inferred)
-   */
+  /** After a `probe`: page 1's validator now (see {@link PageValidators.afterProbe}). */
   afterProbe(answer: PageAnswer, firstNow: ExportValidator): ValidatorStep {
-    const first = this.#validator ?? {};
-    const seen = validatorOf(answer);
-    const changed = !this.#perPage && compareValidators(first, firstNow) !== 'same';
-    if (changed && this.#init.validatorUnstable) {
-      this.#consistency ??=
-        `page 1's validator changed again while the export was read (${describeValidator(first)}, then ` +
-        `${describeValidator(firstNow)}), as on an earlier attempt: it names no version that lasts a read, so ` +
-        'the pages cannot be proven to be of one version';
-      this.#perPage = true;
-      return { kind: 'export', info: { url: safeUrl(this.#init.pageUrl(1)) } };
-    }
-    if (changed) {
-      throw new SyncError(
-        'EXPORT_CHANGED',
-        `The CSV export changed while it was read: page ${this.page} (${answer.url}) has validator ` +
-          `${describeValidator(seen)}, page 1 had ${describeValidator(first)}: the export is read again from page 1 ` +
-          '(if it keeps changing, sync when the upstream is not regenerating it)',
-        { context: { url: answer.url, page: this.page, first, now: seen }, retry: 'export' },
-      );
-    }
-    this.#consistency ??=
-      `page ${this.page} has a validator of its own (${describeValidator(seen)}) while page 1's is unchanged: ` +
-      'the server validates each page, not the export, so the pages cannot be proven to be of one version';
-    if (this.#perPage) return { kind: 'ok' };
-    this.#perPage = true;
-    return { kind: 'export', info: { url: safeUrl(this.#init.pageUrl(1)) } };
+    return this.#validators.afterProbe(answer, firstNow, this.page);
   }
 
   /** Notes what the page's answer says of the export as a whole: call once per page, after {@link checkValidator}. */
@@ -222,11 +131,7 @@ export class CsvPager {
         `page ${this.page} has ${rows} rows, more than the ${this.size} adopted as the server's page size from the ` +
         'first page: that page came back short, and rows of it may never have been read';
     }
-    if (this.#consistency === undefined && !answer.pastEnd && !hasValidator(validatorOf(answer))) {
-      this.#consistency =
-        `page ${this.page} carries neither ETag nor Last-Modified: a paged export without a validator cannot ` +
-        'prove its pages are of one version (a row unpublished mid-read shifts later rows across pages)';
-    }
+    this.#validators.noteUnvalidated(answer, this.page);
   }
 
   /**
@@ -300,7 +205,7 @@ export class CsvPager {
     if (statsTotal !== undefined && rowsSoFar >= statsTotal) {
       return {
         block: false,
-        outcome: { complete: true, tombstonesBlocked: this.#consistency },
+        outcome: { complete: true, tombstonesBlocked: this.#validators.consistency },
         logs: [
           {
             level: 'info',
@@ -366,7 +271,7 @@ export class CsvPager {
         message: decision.reason ?? '',
       });
       const end = this.#missing !== undefined ? stop(false, this.#missing) : undefined;
-      const outcome = end?.outcome ?? { complete: true, tombstonesBlocked: this.#consistency };
+      const outcome = end?.outcome ?? { complete: true, tombstonesBlocked: this.#validators.consistency };
       return { block, checkpoint, outcome, logs: [...logs, ...(end?.logs ?? [])] };
     }
     if (block && answer.keysDigest !== undefined && !this.#pageKeys.has(answer.keysDigest))
@@ -375,11 +280,6 @@ export class CsvPager {
     this.page++;
     return { start: next, block, checkpoint, logs };
   }
-}
-
-/** The export validator a page answered with. */
-function validatorOf(answer: PageAnswer): ExportValidator {
-  return { etag: answer.etag, lastModified: answer.lastModified };
 }
 
 /** An incomplete end, with the warning that carries the reason (no tombstones follow). */
