@@ -18,6 +18,7 @@ import {
   type Cells,
 } from './csv-row-bounds.js';
 import { csvRowValue, repeatedColumns, type RepeatedColumns } from './csv-row-value.js';
+import { canonicalColumns } from './csv-header-names.js';
 import type { ExtractedRecord } from './record.js';
 import { invalidUtf8Offsets, invalidUtf8Reject } from './utf8.js';
 
@@ -186,8 +187,8 @@ class PageParser {
     return new SyncError(
       'CSV_HEADER_INVALID',
       `The header row of page ${options.page} of ${options.url} has no \`id\` column (it reads "${shown}"): ` +
-        "every page must begin with the export's header row (does the server send it on page 1 only, or " +
-        'pad its names with spaces?); check that REPORTS_CSV_PATH points at the reports export',
+        "every page must begin with the export's header row, naming the key column `id` in any case or " +
+        'style (does the server send it on page 1 only?); check that REPORTS_CSV_PATH points at the reports export',
       { context: { url: options.url, page: options.page, header: shown } },
     );
   }
@@ -250,7 +251,7 @@ class PageParser {
     if (header === undefined) {
       this.end = recordEnd;
       if (this.invalidIn(0, recordEnd) !== undefined) throw this.invalidHeader();
-      this.header = fields.map((f) => f ?? '');
+      this.header = canonicalColumns(fields.map((f) => f ?? ''));
       this.repeated = repeatedColumns(this.header);
       this.idColumn = this.header.indexOf('id');
       return;

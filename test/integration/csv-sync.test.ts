@@ -254,6 +254,46 @@ describe('CSV sync', () => {
     },
   );
 
+  it('reads a header in another style (ID, STATUS, created_at, Updated At): the same reports as the wire names', async () => {
+    const rows = Array.from({ length: 8 }, (_, i) => [
+      `H-${i}`,
+      'SUBMITTED',
+      'ROAD_CONTROL',
+      '2024-01-01T00:00:00Z',
+      `2024-01-0${i + 2}T00:00:00Z`,
+      `w${i}`,
+    ]);
+    const reports: unknown[] = [];
+    for (const header of [
+      'id,status,destination,createdAt,updatedAt,Ward',
+      'ID,STATUS,Destination,created_at,Updated At,Ward',
+    ]) {
+      const csv = `${header}\r\n${rows.map((r) => r.join(',')).join('\r\n')}\r\n`;
+      const server = await startRawServer((req, res) => {
+        const url = new URL(req.url ?? '/', 'http://x');
+        if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: rows.length }));
+        res.writeHead(200, { 'content-type': 'text/csv' });
+        res.end(url.searchParams.get('page') === '1' ? csv : `${header}\r\n`);
+      });
+      const config = testConfig(server.url, join(tmp.dir, `w-${reports.length}.duckdb`), {
+        csvPageSize: 100,
+      });
+      const warehouse = await openTestWarehouse(config);
+      try {
+        const [run] = await syncTargetOnce(warehouse, config, 'csv');
+        expect(run?.status, run?.error?.message).toBe('succeeded');
+        expect(run?.counters).toMatchObject({ recordsLoaded: 8, recordsRejected: 0 });
+        reports.push(
+          await query(warehouse, `SELECT id, updated_at, extra, content_hash FROM reports ORDER BY id`),
+        );
+      } finally {
+        warehouse.close();
+        await server.close();
+      }
+    }
+    expect(reports[1]).toEqual(reports[0]);
+  });
+
   it('tolerates a BOM, a row ended by LF alone and blank lines without losing a row', async () => {
     const sim = await startTestSimulator({
       faults: ['csv:csvWart=bom', 'csv:csvWart=mixedNewlines,at=0', 'csv:csvWart=blankLines,at=2'],

@@ -1,0 +1,28 @@
+import { MODELLED_KEYS } from '../schema/wire-format.js';
+
+// A column name as people style it: case, spaces, `_` and `-` aside (`ID`, `Created At`, `created_at`).
+// Only ASCII white space: a U+FEFF (a second byte order mark) starting a name is data, kept as sent.
+const fold = (name: string) => name.toLowerCase().replace(/[ \t_-]+/g, '');
+const BY_FOLD = new Map([...MODELLED_KEYS].map((key) => [fold(key), key]));
+
+/**
+ * The CSV header with each column that names a modelled field in another style (`ID`, `Status`,
+ * `CREATED_AT`, `Updated At`, ` id` padded) renamed to the field's wire name. The seed shows no CSV columns
+ * (docs/upstream-contract.md): a spreadsheet-styled header is the same export. A column is renamed only when
+ * the header has no column of that exact name and no other column folds to it (two candidates stay as they
+ * are: their values go to `extra`, never one chosen silently). Every other name is kept as sent.
+ */
+export function canonicalColumns(names: readonly string[]): string[] {
+  const exact = new Set(names);
+  const candidates = names.map((name) => {
+    if (MODELLED_KEYS.has(name)) return undefined;
+    const key = BY_FOLD.get(fold(name));
+    return key !== undefined && !exact.has(key) ? key : undefined;
+  });
+  const count = new Map<string, number>();
+  for (const key of candidates) if (key !== undefined) count.set(key, (count.get(key) ?? 0) + 1);
+  return names.map((name, i) => {
+    const key = candidates[i];
+    return key !== undefined && count.get(key) === 1 ? key : name;
+  });
+}
