@@ -18,7 +18,7 @@ import {
   type Cells,
 } from './csv-row-bounds.js';
 import { csvRowValue, repeatedColumns, type RepeatedColumns } from './csv-row-value.js';
-import { canonicalColumns } from './csv-header-names.js';
+import { canonicalColumns } from '../schema/field-names.js';
 import type { ExtractedRecord } from './record.js';
 import { invalidUtf8Offsets, invalidUtf8Reject } from './utf8.js';
 

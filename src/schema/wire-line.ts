@@ -4,6 +4,7 @@ import { RECORD_ISSUE_CODES } from './record-issue.js';
 import { validateWireReport, type ValidationResult } from './report.js';
 import { isModelledKey } from './wire-format.js';
 import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from './value-rules.js';
+import { isRestyledName, restyledObjectText } from './field-names.js';
 
 /**
  * Validates one parsed NDJSON line against its text. A key that occurs twice in any object (top level or
@@ -26,6 +27,10 @@ export function validateWireLine(
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return validateWireReport(value, limits);
   const obj = value as Record<string, unknown>;
+  if (Object.keys(obj).some(isRestyledName)) {
+    const renamed = restyledObjectText(text, scanJsonObject(text).fields);
+    if (renamed !== undefined) return validateWireLine(renamed, JSON.parse(renamed), limits);
+  }
   let numbers = false;
   for (const key in obj) {
     if (!isModelledKey(key) && holdsNumber(obj[key])) {

@@ -211,7 +211,7 @@ describe('parseCsvPage', () => {
         `page 3 of http://up/reports.csv?page=3 has no \`id\` column (it reads "${first}")`,
       );
     }
-    // The key column in another case or padded is the key column (csv-header-names.ts).
+    // The key column in another case or padded is the key column (schema/field-names.ts).
     expect(page(` ID ,status\r\n7,SUBMITTED\r\n`).columns).toEqual(['id', 'status']);
     // Whatever text a page past the end holds, with no rows it is an empty page.
     expect(page('No more records\r\n').records).toEqual([]);

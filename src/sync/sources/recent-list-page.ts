@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { arrayElementTexts, scanJsonObject } from '../../schema/json-text.js';
+import { isRestyledName, restyledObjectText } from '../../schema/field-names.js';
 import { charsetOf, toUtf8 } from '../../upstream/charset.js';
 import { header, networkError, refusedPageSize } from '../../upstream/http-answers.js';
 import { openStream, type OpenResponse } from '../../upstream/open-stream.js';
@@ -103,6 +104,27 @@ async function openPage(ctx: ReadContext, url: URL): Promise<OpenResponse> {
  * @throws SyncError `LIST_INVALID` for anything else (naming the keys of an object)
  */
 function listItems(body: unknown, text: string, url: string): Pick<ListPage, 'values' | 'texts'> {
+  return restyled(wrappedItems(body, text, url));
+}
+
+/**
+ * The elements with top-level keys in another style (`created_at`, `ID`) renamed to the wire names
+ * (schema/field-names.ts), so the stop rules read the same fields the decoders validate.
+ */
+function restyled(items: Pick<ListPage, 'values' | 'texts'>): Pick<ListPage, 'values' | 'texts'> {
+  const { values, texts } = items;
+  values.forEach((value, i) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || texts[i] === undefined) return;
+    if (!Object.keys(value).some(isRestyledName)) return;
+    const renamed = restyledObjectText(texts[i], scanJsonObject(texts[i]).fields);
+    if (renamed === undefined) return;
+    texts[i] = renamed;
+    values[i] = JSON.parse(renamed);
+  });
+  return items;
+}
+
+function wrappedItems(body: unknown, text: string, url: string): Pick<ListPage, 'values' | 'texts'> {
   if (Array.isArray(body)) return { values: body, texts: arrayElementTexts(text) ?? [] };
   if (typeof body === 'object' && body !== null) {
     const trimmed = text.trim();

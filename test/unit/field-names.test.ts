@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalColumns } from '../../src/extract/csv-header-names.js';
+import { canonicalColumns } from '../../src/schema/field-names.js';
 import { MODELLED_KEYS } from '../../src/schema/wire-format.js';
 
 describe('canonicalColumns (CSV header names in another style)', () => {

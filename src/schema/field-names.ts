@@ -1,0 +1,60 @@
+import { MODELLED_KEYS } from './wire-format.js';
+
+// A column name as people style it: case, spaces, `_` and `-` aside (`ID`, `Created At`, `created_at`).
+// Only ASCII white space: a U+FEFF (a second byte order mark) starting a name is data, kept as sent.
+const fold = (name: string) => name.toLowerCase().replace(/[ \t_-]+/g, '');
+const BY_FOLD = new Map([...MODELLED_KEYS].map((key) => [fold(key), key]));
+
+/**
+ * The names of a CSV header or of a JSON record's top-level keys, with each that names a modelled field in
+ * another style (`ID`, `Status`, `CREATED_AT`, `Updated At`, `created_at`, ` id` padded) renamed to the
+ * field's wire name. The seed shows no field names but `destination` and `status`
+ * (docs/upstream-contract.md): a spreadsheet-styled header, or snake_case JSON, is the same export. A name is
+ * renamed only when there is no name of that exact field and no other name folds to it (two candidates stay
+ * as they are: their values go to `extra`, never one chosen silently). Every other name is kept as sent.
+ */
+export function canonicalNames(names: readonly string[]): string[] {
+  return canonicalColumns(names);
+}
+
+/**
+ * The CSV header with each column that names a modelled field in another style (`ID`, `Status`,
+ * `CREATED_AT`, `Updated At`, ` id` padded) renamed to the field's wire name. The seed shows no CSV columns
+ * (docs/upstream-contract.md): a spreadsheet-styled header is the same export. A column is renamed only when
+ * the header has no column of that exact name and no other column folds to it (two candidates stay as they
+ * are: their values go to `extra`, never one chosen silently). Every other name is kept as sent.
+ */
+export function canonicalColumns(names: readonly string[]): string[] {
+  const exact = new Set(names);
+  const candidates = names.map((name) => {
+    if (MODELLED_KEYS.has(name)) return undefined;
+    const key = BY_FOLD.get(fold(name));
+    return key !== undefined && !exact.has(key) ? key : undefined;
+  });
+  const count = new Map<string, number>();
+  for (const key of candidates) if (key !== undefined) count.set(key, (count.get(key) ?? 0) + 1);
+  return names.map((name, i) => {
+    const key = candidates[i];
+    return key !== undefined && count.get(key) === 1 ? key : name;
+  });
+}
+
+/**
+ * The text of a JSON object (one NDJSON line, one list element) with its top-level keys in another style
+ * renamed by {@link canonicalNames}, each value's text kept as sent; undefined when no key is renamed.
+ *
+ * @param fields the object's top-level fields with their value offsets in `text` (scanJsonObject)
+ */
+export function restyledObjectText(
+  text: string,
+  fields: readonly { key: string; start: number; end: number }[],
+): string | undefined {
+  const names = canonicalNames(fields.map((f) => f.key));
+  if (names.every((name, i) => name === fields[i]!.key)) return undefined;
+  return `{${fields.map((f, i) => `${JSON.stringify(names[i])}:${text.slice(f.start, f.end)}`).join(',')}}`;
+}
+
+/** Whether a key not modelled as it is names a modelled field in another style (cheap pre-check). */
+export function isRestyledName(key: string): boolean {
+  return !MODELLED_KEYS.has(key) && BY_FOLD.has(fold(key));
+}
