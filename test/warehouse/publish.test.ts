@@ -127,6 +127,22 @@ describe('publishSnapshot', () => {
     }
   });
 
+  it("publishes whole beside a view of the operator's own that reads a column the copy leaves out", async () => {
+    const c = await warehouse.connect();
+    await c.run(`CREATE VIEW my_hashes AS SELECT id, line_hash FROM report_rows`);
+    c.closeSync();
+    const result = await publishSnapshot(warehouse, undefined, { full: true });
+    const copy = await DuckDBInstance.create(result.databasePath, { access_mode: 'READ_ONLY' });
+    try {
+      const cc = await copy.connect();
+      const n = (await cc.runAndReadAll('SELECT count(*)::INTEGER AS n FROM reports')).getRowObjectsJS();
+      expect(n).toEqual([{ n: 500 }]);
+      cc.closeSync();
+    } finally {
+      copy.closeSync();
+    }
+  });
+
   it('writes Parquet as a folder per table, reports in files by period of created_at', async () => {
     const result = await publishSnapshot(warehouse);
     const parquet = result.parquetPath;
