@@ -242,7 +242,11 @@ function csvLocationCells(row: CsvRow): Record<string, unknown> {
   if (text === undefined && !CSV_ALIASES.some((k) => row[k] === '')) return row;
   const out: Record<string, unknown> = { ...row };
   for (const k of CSV_ALIASES) if (out[k] === '') out[k] = undefined;
-  if (text !== undefined) out.location = locationOfText(text);
+  if (text !== undefined) {
+    out.location = locationOfText(text);
+    // Beside a location, an empty coordinate cell (quoted by a writer quoting every cell) says nothing.
+    for (const k of ['lat', 'lng']) if (out[k] === '') out[k] = undefined;
+  }
   return out;
 }
 

@@ -206,6 +206,8 @@ describe('validateCsvReport', () => {
       [{ location: 'POINT (-73.9 40.7)' }, null],
       [{ location: '{"type":"Point","coordinates":[-73.9,40.7]}', lat: '40.7' }, null],
       [{ location: '{"lat":40.7,"lng":-73.9,"accuracy":5}' }, { 'location.accuracy': 5 }],
+      // A writer quoting every cell leaves `""` in the coordinate columns beside the location.
+      [{ lat: '', lng: '', location: '(40.7, -73.9)' }, null],
     ] as const) {
       const r = validateCsvReport({ ...row, ...cells });
       expect(r.ok && [r.report.lat, r.report.lng, r.report.extra], JSON.stringify(cells)).toEqual([
