@@ -30,6 +30,8 @@ interface Paging {
   unterminated?: Set<number>;
   /** The last page links back to page 1. */
   loop?: boolean;
+  /** Every page links on, past the last line too (then empty pages). */
+  linksPastEnd?: boolean;
 }
 
 /** Serves `lines` (each one line of the export) in pages of `paging.size`, `/stats` counting `total`. */
@@ -43,7 +45,7 @@ async function pagedUpstream(lines: string[], total: number, paging: Paging) {
     const headers: Record<string, string> = { 'content-type': 'application/x-ndjson' };
     if (paging.tags === 'same') headers.etag = `"export-${total}"`;
     if (paging.tags === 'page') headers.etag = `"page-${page}"`;
-    const next = page < pages ? page + 1 : paging.loop ? 1 : undefined;
+    const next = page < pages || paging.linksPastEnd ? page + 1 : paging.loop ? 1 : undefined;
     if (headers.etag !== undefined && req.headers['if-none-match'] === headers.etag) {
       return void res.writeHead(304, { etag: headers.etag }).end();
     }
@@ -170,6 +172,26 @@ describe('a paged NDJSON export', () => {
       expect(row).toMatchObject({ status: 'succeeded', complete: true, read: 24, export_etag: null });
       expect(String(row?.tombstones_note)).toMatch(/cannot be proven to be of one version/);
       expect(run?.counters.removed).toBe(0);
+    },
+  );
+
+  it.each([
+    [25, true],
+    [30, false],
+  ])(
+    'a server linking on past its last line (then empty pages), /stats %s: ends after a few empty pages, complete: %s',
+    async (total, complete) => {
+      const lines = Array.from({ length: 25 }, (_, i) => report(i));
+      const server = await pagedUpstream(lines, total, { size: 10, tags: 'same', linksPastEnd: true });
+      const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
+      const warehouse = await openTestWarehouse(config);
+      onTestFinished(() => warehouse.close());
+      const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+      const row = await runRow(warehouse, run!.runId);
+      expect(row).toMatchObject({ status: 'succeeded', complete, read: 25, loaded: 25 });
+      if (!complete) expect(String(row?.tombstones_note)).toMatch(/empty pages in a row .* still link on/);
+      // 3 data pages and 3 empty ones (and /stats): not REPORTS_CSV_MAX_PAGES of them.
+      expect(server.requests.filter((r) => r.url.includes('.ndjson')).length).toBe(6);
     },
   );
 

@@ -3,6 +3,7 @@ import type { OpenResponse } from '../../upstream/open-stream.js';
 import type { ExportValidator } from '../export-source.js';
 import type { DecodedBlock } from '../../normalize/reject.js';
 import { compareValidators, describeValidator, pageValidator } from './export-validators.js';
+import { MAX_GAP_PAGES } from './csv-paging.js';
 
 /**
  * The pages of an NDJSON export that answers in pages linked by `Link: <…>; rel="next"` (RFC 8288). The
@@ -10,6 +11,10 @@ import { compareValidators, describeValidator, pageValidator } from './export-va
  * that links on is one page of the export, never the whole of it: the next pages are read in turn, their
  * lines numbered on from the page before (one arrival order for "last seen wins"), their rejects located by
  * page and line.
+ *
+ * Empty pages that still link on (a server linking on from every page) end the export after
+ * {@link MAX_GAP_PAGES} in a row: complete when the `/stats` total confirms every record was read, else
+ * incomplete (ndjson-source.ts).
  *
  * Whether the pages are one version of the export: only when each carries the validator page 1 had (an
  * `ETag` or a strong `Last-Modified` naming the export). Otherwise the run completes with its tombstones
@@ -27,6 +32,11 @@ export class NdjsonPages {
   #endsWithNewline = true;
   /** Why the pages cannot be proven one version, once known. */
   consistency: string | undefined;
+  /** Records (non-blank lines) of every page read, and of the page being read. */
+  recordsSoFar = 0;
+  #pageRecords = 0;
+  /** Empty pages in a row that still linked on (a server linking on past its last row). */
+  #emptyRun = 0;
 
   /**
    * @param first the answer of page 1 (the export's URL, after redirects)
@@ -58,6 +68,8 @@ export class NdjsonPages {
 
   /** Locates a decoded block's rejects by page and line within the page (pages after the first, or all once paged). */
   locate(block: DecodedBlock): DecodedBlock {
+    this.recordsSoFar += block.read;
+    this.#pageRecords += block.read;
     for (const r of block.rejects) r.location = { page: this.page, line: r.location.line - this.lineOffset };
     return block;
   }
@@ -67,9 +79,14 @@ export class NdjsonPages {
    * `{ end }` (the last page: no `rel="next"`), or `{ loop }` (a link back to a page already read, or past
    * `maxPages`: the export stops incomplete).
    */
-  next(res: OpenResponse): { url: URL } | { end: true } | { loop: string } {
+  next(res: OpenResponse): { url: URL } | { end: true } | { loop: string } | { pastEnd: string } {
     const url = nextLink(res.headers.link, res.finalUrl);
     if (url === undefined) return { end: true };
+    this.#emptyRun = this.#pageRecords === 0 ? this.#emptyRun + 1 : 0;
+    this.#pageRecords = 0;
+    if (this.#emptyRun > MAX_GAP_PAGES) {
+      return { pastEnd: `${this.#emptyRun} empty pages in a row of the NDJSON export still link on` };
+    }
     if (this.#visited.has(url.href)) {
       return {
         loop: `page ${this.page} of the NDJSON export links back to a page already read (${url.href})`,

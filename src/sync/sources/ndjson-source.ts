@@ -41,6 +41,14 @@ export const ndjsonSource: ExportSource = {
         const next = pages?.next(res);
         if (next === undefined || 'end' in next) break;
         if ('loop' in next) return { complete: false, reason: next.loop };
+        if ('pastEnd' in next) {
+          const total = await ctx.upstreamTotal?.();
+          if (total !== undefined && pages!.recordsSoFar >= total) break;
+          return {
+            complete: false,
+            reason: `${next.pastEnd}, and /stats (${total ?? 'unknown'}) does not confirm the end`,
+          };
+        }
         res = await openPage(ctx, next.url);
         pages!.checkPage(res);
       }
