@@ -29,6 +29,22 @@ export async function withRetry<T>(
   signal?: AbortSignal,
 ): Promise<T> {
   const started = Date.now();
+  try {
+    return await retried(what, policy, logger, attempt, signal, started);
+  } catch (err) {
+    // Stopped (a signal, a request dropped): the stop's reason is the outcome, not the failure it cut short.
+    throw signal?.aborted && signal.reason !== undefined ? signal.reason : err;
+  }
+}
+
+function retried<T>(
+  what: string,
+  policy: RetryPolicy,
+  logger: Logger,
+  attempt: (n: number) => Promise<T>,
+  signal: AbortSignal | undefined,
+  started: number,
+): Promise<T> {
   return pRetry(attempt, {
     retries: policy.retries,
     factor: 2,
