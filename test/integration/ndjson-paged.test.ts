@@ -30,8 +30,12 @@ interface Paging {
   unterminated?: Set<number>;
   /** The last page links back to page 1. */
   loop?: boolean;
-  /** Every page links on, past the last line too (then empty pages). */
+  /** Every page links on, past the last line too (then empty pages, or `pastEndStatus`). */
   linksPastEnd?: boolean;
+  /** The status a page past the last answers (instead of an empty page). */
+  pastEndStatus?: number;
+  /** The first request of this page is answered 429 with `Retry-After: 1`. */
+  rateLimitedPage?: number;
 }
 
 /** Serves `lines` (each one line of the export) in pages of `paging.size`, `/stats` counting `total`. */
@@ -41,6 +45,12 @@ async function pagedUpstream(lines: string[], total: number, paging: Paging) {
     if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total }));
     const page = Number(url.searchParams.get('page') ?? '1');
     const pages = Math.max(1, Math.ceil(lines.length / paging.size));
+    if (paging.pastEndStatus !== undefined && page > pages)
+      return void res.writeHead(paging.pastEndStatus).end();
+    if (paging.rateLimitedPage === page) {
+      paging.rateLimitedPage = undefined;
+      return void res.writeHead(429, { 'retry-after': '1' }).end();
+    }
     const body = lines.slice((page - 1) * paging.size, page * paging.size).join('\n');
     const headers: Record<string, string> = { 'content-type': 'application/x-ndjson' };
     if (paging.tags === 'same') headers.etag = `"export-${total}"`;
@@ -190,10 +200,84 @@ describe('a paged NDJSON export', () => {
       const row = await runRow(warehouse, run!.runId);
       expect(row).toMatchObject({ status: 'succeeded', complete, read: 25, loaded: 25 });
       if (!complete) expect(String(row?.tombstones_note)).toMatch(/empty pages in a row .* still link on/);
-      // 3 data pages and 3 empty ones (and /stats): not REPORTS_CSV_MAX_PAGES of them.
-      expect(server.requests.filter((r) => r.url.includes('.ndjson')).length).toBe(6);
+      // 3 data pages and 11 empty ones (MAX_EMPTY_LINKED_PAGES + 1): not REPORTS_CSV_MAX_PAGES of them.
+      expect(server.requests.filter((r) => r.url.includes('.ndjson')).length).toBe(14);
     },
   );
+
+  it.each([
+    [25, true],
+    [30, false],
+  ])(
+    'a last page linking to a 404, /stats %s: the end, complete: %s (the run does not fail)',
+    async (total, complete) => {
+      const lines = Array.from({ length: 25 }, (_, i) => report(i));
+      const server = await pagedUpstream(lines, total, {
+        size: 10,
+        tags: 'same',
+        linksPastEnd: true,
+        pastEndStatus: 404,
+      });
+      const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
+      const warehouse = await openTestWarehouse(config);
+      onTestFinished(() => warehouse.close());
+      const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+      expect(await runRow(warehouse, run!.runId)).toMatchObject({ status: 'succeeded', complete, read: 25 });
+    },
+  );
+
+  it('empty pages mid-export that still link on, after reports repeated across pages reached /stats: read on, nothing removed', async () => {
+    // Page 2 repeats page 1's reports (legal: the later one wins), then 3 empty pages link on to the last 5.
+    const pages = [
+      Array.from({ length: 10 }, (_, i) => report(i)),
+      Array.from({ length: 10 }, (_, i) => report(i)),
+      [],
+      [],
+      [],
+      Array.from({ length: 5 }, (_, i) => report(10 + i)),
+    ];
+    const server = await startRawServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: 15 }));
+      const page = Number(url.searchParams.get('page') ?? '1');
+      const headers: Record<string, string> = { 'content-type': 'application/x-ndjson', etag: '"one"' };
+      if (page < pages.length) headers.link = `</api/v1/public/reports.ndjson?page=${page + 1}>; rel="next"`;
+      res.writeHead(200, headers);
+      res.end(pages[page - 1]!.map((l) => `${l}\n`).join(''));
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+    expect(await runRow(warehouse, run!.runId)).toMatchObject({
+      status: 'succeeded',
+      complete: true,
+      read: 25,
+    });
+    const [count] = await query(
+      warehouse,
+      `SELECT count(*)::INTEGER AS n FROM reports WHERE removed_at IS NULL`,
+    );
+    expect(count?.n).toBe(15);
+  });
+
+  it('a 429 on a later page is retried alone: page 1 is asked once', async () => {
+    const lines = Array.from({ length: 25 }, (_, i) => report(i));
+    const server = await pagedUpstream(lines, 25, { size: 10, tags: 'same', rateLimitedPage: 3 });
+    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+    expect(await runRow(warehouse, run!.runId)).toMatchObject({
+      status: 'succeeded',
+      complete: true,
+      read: 25,
+    });
+    const asked = server.requests.filter((r) => r.url.includes('.ndjson')).map((r) => r.url);
+    expect(asked.filter((u) => !u.includes('page=')).length).toBe(1);
+    expect(asked.filter((u) => u.includes('page=3')).length).toBe(2);
+  });
 
   it('pages that link back to page 1 stop the run incomplete: what was read is merged once', async () => {
     const lines = Array.from({ length: 25 }, (_, i) => report(i));

@@ -4,8 +4,9 @@
  *
  * The rule (docs/guarantees.md, "Deletes and completeness"): a page shorter than the page size is the end
  * only when nothing says otherwise. What says otherwise:
- * - a `Link: rel="next"` on the page (followed, even from an empty page, unless {@link MAX_GAP_PAGES} empty
- *   pages in a row still link on after the `/stats` total was reached: a server linking on past its end);
+ * - a `Link: rel="next"` on the page (followed, even from an empty page, unless more than
+ *   {@link MAX_EMPTY_LINKED_PAGES} empty pages in a row still link on after the `/stats` total was reached:
+ *   a server linking on past its end);
  * - an upstream `/stats` total the rows read so far have not reached (the next page by number is read);
  * - the first page (with rows) already shorter than asked while the total is unknown or not reached: the
  *   server caps `pageSize`, so its served size is adopted as the page size and reading goes on.
@@ -21,6 +22,13 @@ import { isSyncError, SyncError } from '../../util/errors.js';
 
 /** Consecutive short or empty pages read past (on the word of `/stats`) before giving up as incomplete. */
 export const MAX_GAP_PAGES = 2;
+
+/**
+ * Consecutive empty pages that still link on, read past once the `/stats` total is reached, before the
+ * export ends complete: a scan-style server may link through a few empty pages to more rows, and rows read
+ * twice (a report repeated across pages) can reach the total before the last page.
+ */
+export const MAX_EMPTY_LINKED_PAGES = 10;
 
 /** What one page said, with what the pages before it said. */
 export interface PageFacts {
@@ -70,17 +78,18 @@ export function decidePaging(facts: PageFacts): PagingDecision {
   const size = capped ? rows : facts.size;
   const gap = rows < size ? facts.gap + 1 : 0;
   if (linkNext) {
-    if (rows === 0 && gap > MAX_GAP_PAGES) {
-      // A server that links on from every page, past its last row: the end once /stats confirms it.
-      return totalReached
-        ? {
-            action: 'stop-complete',
-            reason: `end of the export: empty pages that still link on (${numbers})`,
-          }
-        : {
-            action: 'stop-incomplete',
-            reason: `${gap} empty pages in a row that still link on (${numbers})`,
-          };
+    // A server that links on from every page, past its last row: the end once /stats confirms it.
+    if (rows === 0 && totalReached && gap > MAX_EMPTY_LINKED_PAGES) {
+      return {
+        action: 'stop-complete',
+        reason: `end of the export: empty pages that still link on (${numbers})`,
+      };
+    }
+    if (rows === 0 && !totalReached && gap > MAX_GAP_PAGES) {
+      return {
+        action: 'stop-incomplete',
+        reason: `${gap} empty pages in a row that still link on (${numbers})`,
+      };
     }
     return { action: 'continue', via: 'link', size, gap };
   }

@@ -3,7 +3,7 @@ import type { OpenResponse } from '../../upstream/open-stream.js';
 import type { ExportValidator } from '../export-source.js';
 import type { DecodedBlock } from '../../normalize/reject.js';
 import { compareValidators, describeValidator, pageValidator } from './export-validators.js';
-import { MAX_GAP_PAGES } from './csv-paging.js';
+import { MAX_EMPTY_LINKED_PAGES } from './csv-paging.js';
 
 /**
  * The pages of an NDJSON export that answers in pages linked by `Link: <…>; rel="next"` (RFC 8288). The
@@ -13,7 +13,7 @@ import { MAX_GAP_PAGES } from './csv-paging.js';
  * page and line.
  *
  * Empty pages that still link on (a server linking on from every page) end the export after
- * {@link MAX_GAP_PAGES} in a row: complete when the `/stats` total confirms every record was read, else
+ * {@link MAX_EMPTY_LINKED_PAGES} in a row: complete when the `/stats` total confirms every record was read, else
  * incomplete (ndjson-source.ts).
  *
  * Whether the pages are one version of the export: only when each carries the validator page 1 had (an
@@ -84,7 +84,7 @@ export class NdjsonPages {
     if (url === undefined) return { end: true };
     this.#emptyRun = this.#pageRecords === 0 ? this.#emptyRun + 1 : 0;
     this.#pageRecords = 0;
-    if (this.#emptyRun > MAX_GAP_PAGES) {
+    if (this.#emptyRun > MAX_EMPTY_LINKED_PAGES) {
       return { pastEnd: `${this.#emptyRun} empty pages in a row of the NDJSON export still link on` };
     }
     if (this.#visited.has(url.href)) {

@@ -13,6 +13,9 @@ import { isNotModified } from '../conditional.js';
 import type { BlockDecoders } from '../../normalize/decoders.js';
 import type { SourceItem } from '../export-source.js';
 import { NdjsonPages } from './ndjson-pages.js';
+import { isPastEndAnswer } from './csv-paging.js';
+import { withRetry } from '../../upstream/with-retry.js';
+import { errorMessage } from '../../util/errors.js';
 
 const ACCEPT = 'application/x-ndjson, application/json;q=0.9, */*;q=0.1';
 
@@ -27,11 +30,12 @@ export const ndjsonSource: ExportSource = {
   fullExport: true,
   async *read(ctx: ReadContext) {
     const url = apiUrl(ctx.config, ctx.config.ndjsonPath).toString();
-    let res = await openExport(ctx, url);
-    if (res === 'not-modified') {
+    const first = await openExport(ctx, url);
+    if (first === 'not-modified') {
       yield { kind: 'not-modified', url: safeUrl(url) };
       return { complete: true };
     }
+    let res: OpenResponse = first;
     const pages = NdjsonPages.isPaged(res) ? new NdjsonPages(res, ctx.config.csvMaxPages) : undefined;
     yield { kind: 'export', info: { url: res.url, ...pageValidator(res.headers) } };
     const decoders = await startSourceDecoders(ctx, 'ndjson');
@@ -41,15 +45,13 @@ export const ndjsonSource: ExportSource = {
         const next = pages?.next(res);
         if (next === undefined || 'end' in next) break;
         if ('loop' in next) return { complete: false, reason: next.loop };
-        if ('pastEnd' in next) {
-          const total = await ctx.upstreamTotal?.();
-          if (total !== undefined && pages!.recordsSoFar >= total) break;
-          return {
-            complete: false,
-            reason: `${next.pastEnd}, and /stats (${total ?? 'unknown'}) does not confirm the end`,
-          };
+        const opened = 'pastEnd' in next ? next : await openPage(ctx, next.url, pages!.page);
+        if ('pastEnd' in opened) {
+          const end = await confirmedEnd(ctx, pages!, opened.pastEnd);
+          if (end === undefined) break;
+          return end;
         }
-        res = await openPage(ctx, next.url);
+        res = opened;
         pages!.checkPage(res);
       }
     } finally {
@@ -95,12 +97,49 @@ async function* readBody(
   yield { kind: 'bytes', read, wire };
 }
 
-/** GETs a page after the first of a paged export (never conditional: the run's validators are page 1's). */
-async function openPage(ctx: ReadContext, url: URL): Promise<OpenResponse> {
-  return openStream(
-    url,
-    requestOptions(ctx.config, ctx, url.toString(), { accept: ACCEPT, deadline: 'export' }),
-  );
+/**
+ * GETs a page after the first of a paged export (never conditional: the run's validators are page 1's),
+ * retried on its own (a 429 on page 5 waits its `Retry-After` and asks page 5 again, not the whole export).
+ * An error answer past the last page (400, 404, 410, 416: a server linking on from its last page) reads
+ * as `pastEnd`.
+ */
+async function openPage(
+  ctx: ReadContext,
+  url: URL,
+  page: number,
+): Promise<OpenResponse | { pastEnd: string }> {
+  try {
+    return await withRetry(
+      `NDJSON page ${page}`,
+      ctx.config,
+      ctx.logger,
+      () =>
+        openStream(
+          url,
+          requestOptions(ctx.config, ctx, url.toString(), { accept: ACCEPT, deadline: 'export' }),
+        ),
+      ctx.signal,
+    );
+  } catch (err) {
+    if (!isPastEndAnswer(err)) throw err;
+    return {
+      pastEnd: `page ${page} of the NDJSON export, linked from the page before, answered ${errorMessage(err)}`,
+    };
+  }
+}
+
+/**
+ * Where the links end without a last page (an error answer, or empty pages still linking on): the end,
+ * `undefined`, when the `/stats` total confirms every record was read; else the read stops incomplete.
+ */
+async function confirmedEnd(
+  ctx: ReadContext,
+  pages: NdjsonPages,
+  why: string,
+): Promise<{ complete: false; reason: string } | undefined> {
+  const total = await ctx.upstreamTotal?.();
+  if (total !== undefined && pages.recordsSoFar >= total) return undefined;
+  return { complete: false, reason: `${why}, and /stats (${total ?? 'unknown'}) does not confirm the end` };
 }
 
 /** GETs the export (conditionally when the run has validators); `not-modified` for a 304 to that. */
