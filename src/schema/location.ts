@@ -49,24 +49,52 @@ const WKT_POINT = /^POINT\s*\(\s*([-+]?\d+(?:\.\d+)?)\s+([-+]?\d+(?:\.\d+)?)\s*\
 
 /**
  * A `location` given as text (a CSV cell cannot hold an object) read as the object it writes: JSON of an
- * object (`{"lat":…,"lng":…}`, a GeoJSON `Point`), a Socrata pair `(lat, lng)`, or WKT `POINT (lng lat)`.
+ * object (`{"lat":…,"lng":…}`, a GeoJSON `Point`) or a Python `repr` of a dict of strings, a Socrata pair
+ * `(lat, lng)` (alone, or after the address lines of Socrata's older form), or WKT `POINT (lng lat)`.
  * Any other text comes back as it is, for {@link readLocation} to refuse with its issue.
  */
 export function locationOfText(text: string): unknown {
   const t = text.trim();
-  if (t.startsWith('{')) {
-    try {
-      const parsed: unknown = JSON.parse(t);
-      return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed : text;
-    } catch {
-      return text;
-    }
-  }
+  if (t.startsWith('{')) return objectOfText(t) ?? text;
   const pair = PAIR.exec(t);
   if (pair) return { lat: Number(pair[1]), lng: Number(pair[2]) };
   const point = WKT_POINT.exec(t);
   if (point) return { lat: Number(point[2]), lng: Number(point[1]) };
+  // Socrata's older form: the address on the lines before the pair (kept as `location.human_address`).
+  const lines = t.split(/\r?\n/);
+  const last = PAIR.exec(lines.at(-1)!.trim());
+  if (lines.length > 1 && last) {
+    const address = lines.slice(0, -1).join('\n').trim();
+    // Empty address parts print as `,` alone: nothing to keep.
+    const kept = /^[\s,]*$/.test(address) ? {} : { human_address: address };
+    return { lat: Number(last[1]), lng: Number(last[2]), ...kept };
+  }
   return text;
+}
+
+// A single-quoted string of a Python `repr` (NYC 311's CSV writes its location dict so): `\'` and `\\` escaped.
+const PY_STRING = /'((?:[^'\\]|\\.)*)'/g;
+
+/**
+ * An object from JSON text, or from a Python `repr` of a dict of strings (`{'latitude': '40.8', …}`, how a
+ * CSV writer printed Socrata's location object), else undefined.
+ */
+function objectOfText(t: string): Record<string, unknown> | undefined {
+  const asObject = (json: string) => {
+    try {
+      const parsed: unknown = JSON.parse(json);
+      return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+        ? (parsed as Record<string, unknown>)
+        : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const json = asObject(t);
+  if (json !== undefined || !t.includes("'")) return json;
+  return asObject(
+    t.replace(PY_STRING, (_, body: string) => JSON.stringify(body.replace(/\\(['\\])/g, '$1'))),
+  );
 }
 
 /**

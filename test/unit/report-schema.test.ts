@@ -208,6 +208,21 @@ describe('validateCsvReport', () => {
       [{ location: '{"lat":40.7,"lng":-73.9,"accuracy":5}' }, { 'location.accuracy': 5 }],
       // A writer quoting every cell leaves `""` in the coordinate columns beside the location.
       [{ lat: '', lng: '', location: '(40.7, -73.9)' }, null],
+      // NYC 311's CSV captures: Socrata's older form (address lines, then the pair), and its location
+      // object printed as a Python dict, beside the same latitude and longitude.
+      [{ location: '\n,  \n(40.7, -73.9)' }, null],
+      [
+        { location: 'Main St 1\nNew York, NY 10001\n(40.7, -73.9)' },
+        { 'location.human_address': 'Main St 1\nNew York, NY 10001' },
+      ],
+      [
+        {
+          latitude: '40.7',
+          longitude: '-73.9',
+          location: `{'latitude': '40.7', 'longitude': '-73.9', 'human_address': '{"address": "", "zip": ""}'}`,
+        },
+        { 'location.human_address': '{"address": "", "zip": ""}' },
+      ],
     ] as const) {
       const r = validateCsvReport({ ...row, ...cells });
       expect(r.ok && [r.report.lat, r.report.lng, r.report.extra], JSON.stringify(cells)).toEqual([
