@@ -43,6 +43,7 @@ describe('recent against a list wrapped in an object', () => {
   it.each([
     ['{data, meta}', (items: unknown[], page: number) => ({ meta: { page }, data: items })],
     ['{items, total}', (items: unknown[]) => ({ items, total: 13 })],
+    ['{data, errors: []}', (items: unknown[]) => ({ data: items, errors: [] })],
   ])('%s: the one array is the page', async (_, wrap) => {
     let n = 10;
     const server = await upstream(() => n, wrap);
@@ -59,6 +60,19 @@ describe('recent against a list wrapped in an object', () => {
       `SELECT id, extra::VARCHAR AS extra FROM reports WHERE id >= 'W-10' ORDER BY id`,
     );
     expect(rows).toEqual(['W-10', 'W-11', 'W-12'].map((id) => ({ id, extra: '{"n":1.0}' })));
+  });
+
+  it('{"data": null}, nothing published: an empty page', async () => {
+    const server = await upstream(
+      () => 0,
+      () => ({ data: null, meta: { total: 0 } }),
+    );
+    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'recent');
+    expect(run?.status, run?.error?.message).toBe('succeeded');
+    expect(run?.counters.recordsRead).toBe(0);
   });
 
   it('an object with no single array of reports fails with LIST_INVALID naming its keys', async () => {

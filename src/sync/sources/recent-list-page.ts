@@ -98,7 +98,8 @@ async function openPage(ctx: ReadContext, url: URL): Promise<OpenResponse> {
 
 /**
  * The reports of a list page: the body when it is an array, or the one array of an object wrapping it
- * (`{"data": […], "meta": {…}}`, `{"items": […], "total": 42}`: the response fields are not shown), each
+ * (`{"data": […], "meta": {…}}`, `{"items": […], "total": 42}`: the response fields are not shown; among
+ * several arrays, the one named as lists name their items, `data`, `items`, `results`, …), each
  * element with its text as sent (unknown fields keep their numbers' text, repeated keys are seen).
  *
  * @throws SyncError `LIST_INVALID` for anything else (naming the keys of an object)
@@ -124,15 +125,28 @@ function restyled(items: Pick<ListPage, 'values' | 'texts'>): Pick<ListPage, 'va
   return items;
 }
 
+// Names under which list APIs put their items.
+const ITEM_KEYS = new Set(['data', 'items', 'results', 'reports', 'records', 'rows', 'content', 'elements']);
+
 function wrappedItems(body: unknown, text: string, url: string): Pick<ListPage, 'values' | 'texts'> {
   if (Array.isArray(body)) return { values: body, texts: arrayElementTexts(text) ?? [] };
   if (typeof body === 'object' && body !== null) {
     const trimmed = text.trim();
-    const arrays = scanJsonObject(trimmed).fields.filter((f) => trimmed[f.start] === '[');
-    const only = arrays.length === 1 ? arrays[0]! : undefined;
+    const fields = scanJsonObject(trimmed).fields;
+    const arrays = fields.filter((f) => trimmed[f.start] === '[');
+    // Several arrays (`{"data": […], "errors": []}`): the one under a name lists use, when one is.
+    const named = arrays.filter((f) => ITEM_KEYS.has(f.key));
+    const only = arrays.length === 1 ? arrays[0] : named.length === 1 ? named[0] : undefined;
     if (only) {
       const values = (body as Record<string, unknown>)[only.key] as unknown[];
       return { values, texts: arrayElementTexts(trimmed.slice(only.start, only.end)) ?? [] };
+    }
+    // `{"data": null}`: no array, and the name lists use says there are no items.
+    if (
+      arrays.length === 0 &&
+      fields.some((f) => ITEM_KEYS.has(f.key) && trimmed.startsWith('null', f.start))
+    ) {
+      return { values: [], texts: [] };
     }
     const keys = Object.keys(body).slice(0, 10).join(', ');
     throw new SyncError(
