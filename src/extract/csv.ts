@@ -18,9 +18,12 @@ import {
   type Cells,
 } from './csv-row-bounds.js';
 import { csvRowValue, repeatedColumns, type RepeatedColumns } from './csv-row-value.js';
-import { canonicalColumns } from '../schema/field-names.js';
+import { ambiguousNames, canonicalColumns } from '../schema/field-names.js';
 import type { ExtractedRecord } from './record.js';
 import { invalidUtf8Offsets, invalidUtf8Reject } from './utf8.js';
+
+// The fields a report cannot be without (schema/report.ts), besides `id`.
+const REQUIRED = new Set(['status', 'destination', 'createdAt']);
 
 /** Bounds and names for {@link parseCsvPage}. */
 export interface CsvPageOptions {
@@ -120,6 +123,8 @@ class PageParser {
   private header: string[] | undefined;
   private repeated: RepeatedColumns = [];
   private idColumn = -1;
+  /** A required field several columns name in other styles (see {@link ambiguousHeader}). */
+  private ambiguous: { field: string; names: string[] } | undefined;
   private parsed = 0;
   private rejected = 0;
   /** Physical lines covered by data rows (parsed or quarantined). */
@@ -184,12 +189,29 @@ class PageParser {
   private headerWithoutId(): SyncError {
     const { options } = this;
     const shown = (this.header ?? []).join(',').slice(0, 200);
+    const twice = ambiguousNames(this.header ?? []).find((a) => a.field === 'id');
+    if (twice) return this.ambiguousHeader(twice);
     return new SyncError(
       'CSV_HEADER_INVALID',
       `The header row of page ${options.page} of ${options.url} has no \`id\` column (it reads "${shown}"): ` +
         "every page must begin with the export's header row, naming the key column `id` in any case or " +
         'style (does the server send it on page 1 only?); check that REPORTS_CSV_PATH points at the reports export',
       { context: { url: options.url, page: options.page, header: shown } },
+    );
+  }
+
+  /**
+   * Several columns naming one required field in other styles (`Status` and `STATUS`, no `status`): none is
+   * chosen, so every row would be quarantined for want of the field. Asked at the first row, as for `id`.
+   */
+  private ambiguousHeader(a: { field: string; names: string[] }): SyncError {
+    const { options } = this;
+    return new SyncError(
+      'CSV_HEADER_INVALID',
+      `The header row of page ${options.page} of ${options.url} has no \`${a.field}\` column but ` +
+        `${a.names.map((n) => JSON.stringify(n)).join(' and ')}, each naming it in another style: none is ` +
+        'chosen (each goes to extra), so no row would have the field; the upstream must name it once',
+      { context: { url: options.url, page: options.page, field: a.field, columns: a.names } },
     );
   }
 
@@ -254,9 +276,11 @@ class PageParser {
       this.header = canonicalColumns(fields.map((f) => f ?? ''));
       this.repeated = repeatedColumns(this.header);
       this.idColumn = this.header.indexOf('id');
+      this.ambiguous = ambiguousNames(this.header).find((a) => REQUIRED.has(a.field));
       return;
     }
     if (this.idColumn === -1) throw this.headerWithoutId();
+    if (this.ambiguous !== undefined) throw this.ambiguousHeader(this.ambiguous);
     const split =
       this.crlf && fields.length > header.length
         ? splitAtBareLf(this.body, start, recordEnd, header.length)

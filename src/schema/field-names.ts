@@ -58,3 +58,20 @@ export function restyledObjectText(
 export function isRestyledName(key: string): boolean {
   return !MODELLED_KEYS.has(key) && BY_FOLD.has(fold(key));
 }
+
+/**
+ * The modelled fields that several names fold to while none is the exact name (`Status` and `STATUS`, no
+ * `status`): {@link canonicalNames} renames none of them, so the field reads as missing. For an error
+ * that names them.
+ */
+export function ambiguousNames(names: readonly string[]): { field: string; names: string[] }[] {
+  const exact = new Set(names);
+  const byField = new Map<string, string[]>();
+  for (const name of names) {
+    if (MODELLED_KEYS.has(name)) continue;
+    const field = BY_FOLD.get(fold(name));
+    if (field === undefined || exact.has(field)) continue;
+    byField.set(field, [...(byField.get(field) ?? []), name]);
+  }
+  return [...byField].filter(([, n]) => n.length > 1).map(([field, n]) => ({ field, names: n }));
+}

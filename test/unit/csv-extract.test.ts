@@ -211,6 +211,15 @@ describe('parseCsvPage', () => {
         `page 3 of http://up/reports.csv?page=3 has no \`id\` column (it reads "${first}")`,
       );
     }
+    // Two columns naming a required field in other styles, none exactly: refused, naming both.
+    for (const [body, names] of [
+      [`id,Status,STATUS\r\n7,A,B\r\n`, '"Status" and "STATUS"'],
+      [`ID,Id,status\r\n7,7,S\r\n`, '"ID" and "Id"'],
+    ] as const) {
+      const caught = thrown(body);
+      expect(isSyncError(caught, 'CSV_HEADER_INVALID'), body).toBe(true);
+      expect((caught as Error).message).toContain(names);
+    }
     // The key column in another case or padded is the key column (schema/field-names.ts).
     expect(page(` ID ,status\r\n7,SUBMITTED\r\n`).columns).toEqual(['id', 'status']);
     // Whatever text a page past the end holds, with no rows it is an empty page.
