@@ -88,4 +88,33 @@ describe('recent against a list wrapped in an object', () => {
     expect(run?.error?.code).toBe('LIST_INVALID');
     expect(run?.error?.message).toContain('keys: open, closed');
   });
+
+  it('a 429 on a later list page is retried alone: page 1 is asked once', async () => {
+    let limited = true;
+    const server = await startRawServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const rows = Array.from({ length: 10 }, (_, i) => report(i));
+      if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: rows.length }));
+      const size = Number(url.searchParams.get('pageSize'));
+      const page = Number(url.searchParams.get('page'));
+      if (page === 3 && limited) {
+        limited = false;
+        return void res.writeHead(429, { 'retry-after': '1' }).end();
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(rows.reverse().slice((page - 1) * size, page * size)));
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`, { recentPageSize: 3 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'recent');
+    expect(run?.status, run?.error?.message).toBe('succeeded');
+    expect(run?.counters.inserted).toBe(10);
+    const pages = server.requests
+      .filter((r) => r.url.includes('page='))
+      .map((r) => new URL(r.url, 'http://x').searchParams.get('page'));
+    expect(pages.filter((p) => p === '1')).toHaveLength(1);
+    expect(pages.filter((p) => p === '3')).toHaveLength(2);
+  });
 });

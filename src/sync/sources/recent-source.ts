@@ -14,6 +14,7 @@ import { isPastEndAnswer } from './csv-paging.js';
 import { fetchPage, type ListPage } from './recent-list-page.js';
 import { RecentPager, type PageRecord } from './recent-paging.js';
 import { PAGE_SEQ_STRIDE } from '../../normalize/csv-page-decode.js';
+import { withRetry } from '../../upstream/with-retry.js';
 
 /**
  * The `recent` source: an incremental sync from the list endpoint (`REPORTS_LIST_PATH`, docs/upstream-contract.md rule 3: "the
@@ -57,7 +58,15 @@ async function* readRecent(
       const url = apiUrl(config, config.listPath);
       url.searchParams.set('pageSize', String(pageSize));
       url.searchParams.set('page', String(page));
-      const list = await fetchPage(ctx, url).catch((err: unknown) => {
+      // Each page retried on its own: a 429 on page 5 waits and asks page 5 again, not page 1.
+      const fetched = withRetry(
+        `list page ${page}`,
+        config,
+        ctx.logger,
+        () => fetchPage(ctx, url),
+        ctx.signal,
+      );
+      const list = await fetched.catch((err: unknown) => {
         // Past page 1, some servers answer an error (400, 404, …) where the list has no more pages.
         if (page > 1 && isPastEndAnswer(err)) return emptyPage(url);
         throw err;
