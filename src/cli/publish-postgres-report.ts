@@ -2,6 +2,7 @@ import type { Config } from '../config/config.js';
 import { SyncError, errorMessage } from '../util/errors.js';
 import { notePublish } from '../warehouse/postgres/publish-record.js';
 import { openMigratedWarehouse } from '../warehouse/open-migrated.js';
+import { requireWarehouseFile } from '../warehouse/database.js';
 import { publishToPostgres, type PostgresPublishResult } from '../warehouse/postgres/publish-postgres.js';
 
 /**
@@ -22,6 +23,7 @@ export async function publishPostgresNow(
       'No PostgreSQL to publish to: set REPORTS_POSTGRES_URL or pass --postgres postgres://user:password@host/db',
     );
   }
+  requireWarehouseFile(config.warehouse);
   const warehouse = await openMigratedWarehouse(config);
   try {
     let result;

@@ -37,10 +37,12 @@ export function registerPublish(program: Command): void {
         return;
       }
       const { config } = await configFromFlags(flags);
-      const [{ openMigratedWarehouse }, { publishSnapshot }] = await Promise.all([
+      const [{ openMigratedWarehouse }, { publishSnapshot }, { requireWarehouseFile }] = await Promise.all([
         import('../warehouse/open-migrated.js'),
         import('../warehouse/publish.js'),
+        import('../warehouse/database.js'),
       ]);
+      requireWarehouseFile(config.warehouse);
       const warehouse = await openMigratedWarehouse(config);
       try {
         const result = await publishSnapshot(warehouse, undefined, {

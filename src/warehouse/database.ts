@@ -62,13 +62,7 @@ export async function openWarehouse(path: string, options: WarehouseOptions = {}
     settings.allocator_flush_threshold = '1MiB';
     settings.allocator_bulk_deallocation_flush_threshold = '1MiB';
   }
-  if (options.readOnly && !existsSync(absolute)) {
-    throw new SyncError(
-      'WAREHOUSE_MISSING',
-      `No warehouse at ${absolute} yet: run \`reports-sync sync\` (or \`npm start\`) first, or pass --warehouse PATH`,
-      { context: { path: absolute } },
-    );
-  }
+  if (options.readOnly) requireWarehouseFile(absolute);
   let instance: DuckDBInstance;
   try {
     if (!options.readOnly) mkdirSync(dirname(absolute), { recursive: true });
@@ -104,6 +98,22 @@ async function inUtc(instance: DuckDBInstance): Promise<void> {
   } finally {
     connection.closeSync();
   }
+}
+
+/**
+ * Refuses a warehouse path with no file yet, for commands that read one (a publish of a path mistyped
+ * would otherwise create and publish an empty warehouse).
+ *
+ * @throws SyncError `WAREHOUSE_MISSING` naming the path and what to run
+ */
+export function requireWarehouseFile(path: string): void {
+  const absolute = resolve(path);
+  if (path === ':memory:' || existsSync(absolute)) return;
+  throw new SyncError(
+    'WAREHOUSE_MISSING',
+    `No warehouse at ${absolute} yet: run \`reports-sync sync\` (or \`npm start\`) first, or pass --warehouse PATH`,
+    { context: { path: absolute } },
+  );
 }
 
 /** DuckDB's spill folder of a warehouse file: `<file>.tmp` beside it. */

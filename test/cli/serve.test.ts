@@ -134,6 +134,21 @@ describe('reports-sync serve', () => {
     expect(existsSync(path)).toBe(false);
   });
 
+  it.each([
+    ['publish'],
+    ['publish', '--full'],
+    ['publish-postgres', '--postgres', 'postgres://127.0.0.1:9/x'],
+  ])(
+    '`%s` of a missing warehouse file is refused with exit 2 and creates nothing (no empty snapshot)',
+    async (...args) => {
+      const path = join(tmp.dir, 'typo', 'w.duckdb');
+      const r = await runCli([...args, '--warehouse', path]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`No warehouse at ${path}`);
+      expect(existsSync(join(tmp.dir, 'typo'))).toBe(false);
+    },
+  );
+
   it('refuses a port already in use with exit 2 and says what to do', async () => {
     const path = join(tmp.dir, 'w.duckdb');
     for (const file of [path, join(tmp.dir, 'other.duckdb')]) {
