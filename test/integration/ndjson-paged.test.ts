@@ -67,6 +67,15 @@ async function pagedUpstream(lines: string[], total: number, paging: Paging) {
   return server;
 }
 
+/** A first NDJSON sync from `url` into a fresh warehouse (closed when the test ends), and its run. */
+async function firstSync(url: string) {
+  const config = testConfig(url, `${tmp.dir}/w.duckdb`);
+  const warehouse = await openTestWarehouse(config);
+  onTestFinished(() => warehouse.close());
+  const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+  return { warehouse, run };
+}
+
 async function runRow(warehouse: Parameters<typeof query>[0], runId: string) {
   const [row] = await query(
     warehouse,
@@ -193,10 +202,7 @@ describe('a paged NDJSON export', () => {
     async (total, complete) => {
       const lines = Array.from({ length: 25 }, (_, i) => report(i));
       const server = await pagedUpstream(lines, total, { size: 10, tags: 'same', linksPastEnd: true });
-      const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
-      const warehouse = await openTestWarehouse(config);
-      onTestFinished(() => warehouse.close());
-      const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+      const { warehouse, run } = await firstSync(server.url);
       const row = await runRow(warehouse, run!.runId);
       expect(row).toMatchObject({ status: 'succeeded', complete, read: 25, loaded: 25 });
       if (!complete) expect(String(row?.tombstones_note)).toMatch(/empty pages in a row .* still link on/);
@@ -218,10 +224,7 @@ describe('a paged NDJSON export', () => {
         linksPastEnd: true,
         pastEndStatus: 404,
       });
-      const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
-      const warehouse = await openTestWarehouse(config);
-      onTestFinished(() => warehouse.close());
-      const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+      const { warehouse, run } = await firstSync(server.url);
       expect(await runRow(warehouse, run!.runId)).toMatchObject({ status: 'succeeded', complete, read: 25 });
     },
   );
@@ -246,10 +249,7 @@ describe('a paged NDJSON export', () => {
       res.end(pages[page - 1]!.map((l) => `${l}\n`).join(''));
     });
     onTestFinished(() => server.close());
-    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
-    const warehouse = await openTestWarehouse(config);
-    onTestFinished(() => warehouse.close());
-    const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+    const { warehouse, run } = await firstSync(server.url);
     expect(await runRow(warehouse, run!.runId)).toMatchObject({
       status: 'succeeded',
       complete: true,
@@ -265,10 +265,7 @@ describe('a paged NDJSON export', () => {
   it('a 429 on a later page is retried alone: page 1 is asked once', async () => {
     const lines = Array.from({ length: 25 }, (_, i) => report(i));
     const server = await pagedUpstream(lines, 25, { size: 10, tags: 'same', rateLimitedPage: 3 });
-    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
-    const warehouse = await openTestWarehouse(config);
-    onTestFinished(() => warehouse.close());
-    const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+    const { warehouse, run } = await firstSync(server.url);
     expect(await runRow(warehouse, run!.runId)).toMatchObject({
       status: 'succeeded',
       complete: true,
@@ -282,10 +279,7 @@ describe('a paged NDJSON export', () => {
   it('pages that link back to page 1 stop the run incomplete: what was read is merged once', async () => {
     const lines = Array.from({ length: 25 }, (_, i) => report(i));
     const server = await pagedUpstream(lines, 25, { size: 10, tags: 'same', loop: true });
-    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
-    const warehouse = await openTestWarehouse(config);
-    onTestFinished(() => warehouse.close());
-    const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+    const { warehouse, run } = await firstSync(server.url);
     const row = await runRow(warehouse, run!.runId);
     expect(row).toMatchObject({ status: 'succeeded', complete: false });
     expect(String(row?.tombstones_note)).toMatch(/links back to a page already read/);
