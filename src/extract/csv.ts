@@ -18,7 +18,7 @@ import {
   type Cells,
 } from './csv-row-bounds.js';
 import { csvRowValue, repeatedColumns, type RepeatedColumns } from './csv-row-value.js';
-import { ambiguousNames, canonicalColumns } from '../schema/field-names.js';
+import { ambiguousNames, canonicalNames } from '../schema/field-names.js';
 import type { ExtractedRecord } from './record.js';
 import { invalidUtf8Offsets, invalidUtf8Reject } from './utf8.js';
 
@@ -273,7 +273,7 @@ class PageParser {
     if (header === undefined) {
       this.end = recordEnd;
       if (this.invalidIn(0, recordEnd) !== undefined) throw this.invalidHeader();
-      this.header = canonicalColumns(fields.map((f) => f ?? ''));
+      this.header = canonicalNames(fields.map((f) => f ?? ''));
       this.repeated = repeatedColumns(this.header);
       this.idColumn = this.header.indexOf('id');
       this.ambiguous = ambiguousNames(this.header).find((a) => REQUIRED.has(a.field));

@@ -14,17 +14,6 @@ const BY_FOLD = new Map([...MODELLED_KEYS].map((key) => [fold(key), key]));
  * as they are: their values go to `extra`, never one chosen silently). Every other name is kept as sent.
  */
 export function canonicalNames(names: readonly string[]): string[] {
-  return canonicalColumns(names);
-}
-
-/**
- * The CSV header with each column that names a modelled field in another style (`ID`, `Status`,
- * `CREATED_AT`, `Updated At`, ` id` padded) renamed to the field's wire name. The seed shows no CSV columns
- * (docs/upstream-contract.md): a spreadsheet-styled header is the same export. A column is renamed only when
- * the header has no column of that exact name and no other column folds to it (two candidates stay as they
- * are: their values go to `extra`, never one chosen silently). Every other name is kept as sent.
- */
-export function canonicalColumns(names: readonly string[]): string[] {
   const exact = new Set(names);
   const candidates = names.map((name) => {
     if (MODELLED_KEYS.has(name)) return undefined;

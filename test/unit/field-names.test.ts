@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalColumns } from '../../src/schema/field-names.js';
+import { canonicalNames } from '../../src/schema/field-names.js';
 import { MODELLED_KEYS } from '../../src/schema/wire-format.js';
 
-describe('canonicalColumns (CSV header names in another style)', () => {
+describe('canonicalNames (CSV headers and JSON keys in another style)', () => {
   it('renames a modelled field written in another case or style, keeps every other name', () => {
     expect(
-      canonicalColumns([
+      canonicalNames([
         'ID',
         'Status',
         'DESTINATION',
@@ -21,8 +21,8 @@ describe('canonicalColumns (CSV header names in another style)', () => {
   });
 
   it('keeps both when the exact name is there too, and both when two columns fold to one field', () => {
-    expect(canonicalColumns(['id', 'ID', 'status'])).toEqual(['id', 'ID', 'status']);
-    expect(canonicalColumns(['id', 'created_at', 'CreatedAt'])).toEqual(['id', 'created_at', 'CreatedAt']);
+    expect(canonicalNames(['id', 'ID', 'status'])).toEqual(['id', 'ID', 'status']);
+    expect(canonicalNames(['id', 'created_at', 'CreatedAt'])).toEqual(['id', 'created_at', 'CreatedAt']);
   });
 
   it('never gives two columns the same name, nor renames a name it does not fold to a field (property)', () => {
@@ -36,7 +36,7 @@ describe('canonicalColumns (CSV header names in another style)', () => {
     );
     fc.assert(
       fc.property(fc.array(fc.oneof(styled, fc.string({ maxLength: 6 })), { maxLength: 12 }), (names) => {
-        const out = canonicalColumns(names);
+        const out = canonicalNames(names);
         expect(out).toHaveLength(names.length);
         out.forEach((name, i) => {
           if (name !== names[i]) {
