@@ -30,6 +30,9 @@ const numberText = (v: unknown) =>
 const int = (min: number, max: number) => z.preprocess(numberText, z.number().int().min(min).max(max));
 const ratio = z.preprocess(numberText, z.number().min(0).max(1));
 // A size as DuckDB's settings take it (`memory_limit`).
+/** Where the NDJSON export is asked first: its path is not shown upstream (docs/upstream-contract.md). */
+export const DEFAULT_NDJSON_PATH = '/api/v1/public/reports.ndjson';
+
 const duckdbSize = z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i);
 const urlPath = z.string().regex(/^\/[^\s?#]*$/, 'must start with / and hold no query');
 const boolish = z
@@ -63,9 +66,12 @@ export const SETTINGS = {
   },
   ndjsonPath: {
     env: 'REPORTS_NDJSON_PATH',
-    schema: urlPath.default('/api/v1/public/reports.ndjson'),
+    schema: urlPath.default(DEFAULT_NDJSON_PATH),
     allowed: 'a path starting with /',
-    doc: 'Path of the NDJSON export (not shown upstream: docs/upstream-contract.md).',
+    doc:
+      'Path of the NDJSON export (not shown upstream: docs/upstream-contract.md). Unset, and the default ' +
+      'path answering 404, a sync asks `/api/v1/public/reports.jsonl`, `.ndjson.gz`, `?format=ndjson` and the ' +
+      'list path asked for `application/x-ndjson`, and logs where it found the export.',
   },
   csvPath: {
     env: 'REPORTS_CSV_PATH',

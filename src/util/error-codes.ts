@@ -71,6 +71,11 @@ export const ERROR_CODES = {
       'A list page of the recent source is neither a JSON array of reports nor an object holding one, is over 256 MiB or is not UTF-8.',
     retry: 'request',
   },
+  NDJSON_EXPORT_NOT_FOUND: {
+    meaning:
+      'The NDJSON export answered 404 at its default path and at the other places asked (REPORTS_NDJSON_PATH names it).',
+    retry: 'none',
+  },
   POSTGRES_PUBLISH_FAILED: {
     meaning:
       'The change set could not be applied to PostgreSQL (server down, refused login, lost connection): PostgreSQL stays at the last publish, the next one catches up.',

@@ -57,7 +57,7 @@ describe('alert webhooks', { timeout: 120_000 }, () => {
 
   it('signs run.failed once per incident and run.recovered when it clears; a second failure sends nothing', async () => {
     const cfg = config();
-    sim.setFaults(['ndjson:status=404']);
+    sim.setFaults(['ndjson:status=403']);
     const first = await syncAndAlert(cfg);
     expect(first.runs[0]?.status).toBe('failed');
     expect(first.events.map((e) => e.type)).toEqual(['run.failed']);
@@ -106,7 +106,7 @@ describe('alert webhooks', { timeout: 120_000 }, () => {
 
   it('retries 500s with backoff and records every attempt; delivered on the third', async () => {
     receiver.setBehaviour((n) => ({ status: n <= 2 ? 500 : 200 }));
-    sim.setFaults(['ndjson:status=404']);
+    sim.setFaults(['ndjson:status=403']);
     await syncAndAlert();
     expect(receiver.received.map((r) => r.answered)).toEqual([500, 500, 200]);
     expect(receiver.received.every((r) => r.verified)).toBe(true);
@@ -117,7 +117,7 @@ describe('alert webhooks', { timeout: 120_000 }, () => {
 
   it('gives up after its retries on a receiver that keeps answering 500, and a 400 is not retried', async () => {
     receiver.setBehaviour(() => ({ status: 500 }));
-    sim.setFaults(['ndjson:status=404']);
+    sim.setFaults(['ndjson:status=403']);
     const { runs } = await syncAndAlert();
     expect(runs[0]?.status).toBe('failed');
     expect(receiver.received).toHaveLength(3); // the attempt and 2 retries
@@ -135,7 +135,7 @@ describe('alert webhooks', { timeout: 120_000 }, () => {
 
   it('a receiver that is down or slow never fails or holds up the sync; each attempt is recorded', async () => {
     await receiver.close(); // nothing listens on its port any more
-    sim.setFaults(['ndjson:status=404']);
+    sim.setFaults(['ndjson:status=403']);
     const down = await syncAndAlert();
     expect(down.runs[0]?.status).toBe('failed'); // the run's own outcome, nothing added
     const [refused] = await deliveries();
@@ -164,7 +164,7 @@ describe('alert webhooks', { timeout: 120_000 }, () => {
 
   it('a shutdown waits at most the drain time, leaves the delivery pending, and the next start sends it', async () => {
     receiver.setBehaviour(() => ({ status: 200, delayMs: 5_000 }));
-    sim.setFaults(['ndjson:status=404']);
+    sim.setFaults(['ndjson:status=403']);
     const cfg = config({ alertWebhookTimeoutMs: 20_000 });
     const started = Date.now();
     await syncAndAlert(cfg, 300);
@@ -183,7 +183,7 @@ describe('alert webhooks', { timeout: 120_000 }, () => {
   it('a delivery resumed at the next start counts on from the attempts it had', async () => {
     // The first attempt answered 500, the second was cut by the shutdown: pending after two attempts.
     receiver.setBehaviour((n) => (n === 1 ? { status: 500 } : { status: 200, delayMs: 5_000 }));
-    sim.setFaults(['ndjson:status=404']);
+    sim.setFaults(['ndjson:status=403']);
     const cfg = config({ alertWebhookTimeoutMs: 20_000 });
     await syncAndAlert(cfg, 1_000);
     expect(await deliveries()).toMatchObject([{ status: 'pending', attempts: 2 }]);
@@ -200,7 +200,7 @@ describe('alert webhooks', { timeout: 120_000 }, () => {
     const other = await startWebhookReceiver(secret);
     try {
       const cfg = config({ alertWebhookUrls: `${receiver.url}, ${other.url}` });
-      sim.setFaults(['ndjson:status=404']);
+      sim.setFaults(['ndjson:status=403']);
       await syncAndAlert(cfg);
       expect(receiver.delivered()).toHaveLength(1);
       expect(other.delivered()).toHaveLength(1);

@@ -186,11 +186,21 @@ describe('HTTP status faults with Retry-After (case 2)', () => {
     expect(ctx.sim.requests().filter((r) => r.path === EXPORT_PATH && r.status === 429)).toHaveLength(1);
   });
 
-  it('a 404 is not retried', async () => {
+  it('a 404 is not retried: the other places of an NDJSON export are asked once, then the run fails', async () => {
     const ctx = await setup();
-    const run = await expectFailsCleanly(ctx, ['ndjson:status=404'], 'HTTP_STATUS');
+    const run = await expectFailsCleanly(ctx, ['ndjson:status=404'], 'NDJSON_EXPORT_NOT_FOUND');
     expect(run.attempts).toBe(1);
-    expect(run.error?.message).toContain(`HTTP 404 from ${ctx.exportUrl}`);
+    expect(run.error?.message).toContain(`${ctx.exportUrl}: HTTP 404`);
+    // The fault answers the second request of the export path (the first read the export for the setup).
+    const asked = ctx.sim.requests().filter((r) => r.path === EXPORT_PATH && r.status === 404);
+    expect(asked).toHaveLength(1);
+  });
+
+  it('a 403 is not retried', async () => {
+    const ctx = await setup();
+    const run = await expectFailsCleanly(ctx, ['ndjson:status=403'], 'HTTP_STATUS');
+    expect(run.attempts).toBe(1);
+    expect(run.error?.message).toContain(`HTTP 403 from ${ctx.exportUrl}`);
   });
 });
 

@@ -16,12 +16,12 @@ import { NdjsonPages } from './ndjson-pages.js';
 import { isPastEndAnswer } from './csv-paging.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import { errorMessage } from '../../util/errors.js';
-
-const ACCEPT = 'application/x-ndjson, application/json;q=0.9, */*;q=0.1';
+import { NDJSON_ACCEPT, openFoundExport } from './ndjson-discovery.js';
 
 /**
  * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the upstream does not show
- * the path, docs/upstream-contract.md): one streamed GET, one report per line. A conditional GET answered 304 yields
+ * the path, docs/upstream-contract.md; unset, other places are asked when that one answers 404:
+ * ndjson-discovery.ts): one streamed GET, one report per line. A conditional GET answered 304 yields
  * only `not-modified`. An export that answers in pages linked by `Link: rel="next"` is read page after page
  * (ndjson-pages.ts); it completes with its tombstones blocked when its pages cannot be proven one version.
  */
@@ -29,8 +29,11 @@ export const ndjsonSource: ExportSource = {
   name: 'ndjson',
   fullExport: true,
   async *read(ctx: ReadContext) {
-    const url = apiUrl(ctx.config, ctx.config.ndjsonPath).toString();
-    const first = await openExport(ctx, url);
+    let url = apiUrl(ctx.config, ctx.config.ndjsonPath).toString();
+    const first = await openFoundExport(ctx.config, ctx.logger, (candidate) => {
+      url = candidate.url.toString();
+      return openExport(ctx, url, candidate.accept, candidate.conditional);
+    });
     if (first === 'not-modified') {
       yield { kind: 'not-modified', url: safeUrl(url) };
       return { complete: true };
@@ -116,7 +119,7 @@ async function openPage(
       () =>
         openStream(
           url,
-          requestOptions(ctx.config, ctx, url.toString(), { accept: ACCEPT, deadline: 'export' }),
+          requestOptions(ctx.config, ctx, url.toString(), { accept: NDJSON_ACCEPT, deadline: 'export' }),
         ),
       ctx.signal,
     );
@@ -143,19 +146,25 @@ async function confirmedEnd(
 }
 
 /** GETs the export (conditionally when the run has validators); `not-modified` for a 304 to that. */
-async function openExport(ctx: ReadContext, url: string): Promise<OpenResponse | 'not-modified'> {
+async function openExport(
+  ctx: ReadContext,
+  url: string,
+  accept: string,
+  conditional: boolean,
+): Promise<OpenResponse | 'not-modified'> {
+  const validators = conditional ? ctx.conditional : undefined;
   try {
     return await openStream(
       url,
       requestOptions(ctx.config, ctx, url, {
-        accept: ACCEPT,
-        headers: ctx.conditional,
+        accept,
+        headers: validators,
         deadline: 'export',
       }),
     );
   } catch (err) {
     // A 304 to the conditional request: the export is the one the last complete run read.
-    if (!ctx.conditional || !isNotModified(err)) throw err;
+    if (!validators || !isNotModified(err)) throw err;
     return 'not-modified';
   }
 }
