@@ -1,4 +1,5 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { CHANGED_REPORTS_SQL } from '../warehouse/runs.js';
 
 /** A successful run of the run log. */
 export interface LastSuccess {
@@ -40,7 +41,7 @@ export async function readRunState(connection: DuckDBConnection): Promise<RunSta
   const reader = await connection.runAndReadAll(
     `SELECT
        arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id))
-         FILTER (WHERE ${SUCCEEDED} AND inserted + updated + removed + revived + refined > 0),
+         FILTER (WHERE ${CHANGED_REPORTS_SQL}),
        arg_max([run_id, job, epoch_ms(finished_at)::VARCHAR], (finished_at, run_id)) FILTER (WHERE ${SUCCEEDED}),
        concat_ws('/', count(*), count(finished_at), max(finished_at), count(*) FILTER (WHERE status = 'running')),
        (SELECT max(version) FROM reader_serving WHERE bucket_us IS NOT NULL)

@@ -37,6 +37,14 @@ export interface RunFacts {
   seenAllAt?: Date | null;
 }
 
+/**
+ * `sync_runs` rows of the runs that changed the reports: succeeded, and inserted, updated, removed, revived
+ * or refined one. The last of them names the data state a reader serves (its `ETag` and `Last-Modified`),
+ * on DuckDB (reader/last-success.ts) and on PostgreSQL (`publish_state.served_run_id`).
+ */
+export const CHANGED_REPORTS_SQL = `status = 'succeeded' AND finished_at IS NOT NULL
+  AND inserted + updated + removed + revived + refined > 0`;
+
 const FACT_COLUMNS: Record<keyof RunFacts, string> = {
   exportEtag: 'export_etag',
   exportLastModified: 'export_last_modified',

@@ -8,9 +8,14 @@ import {
   PG_REPORT_COLUMNS,
   pgConditions,
   pgValidators,
+  PUBLISHED_STATE_COLUMNS,
+  publishedStateOf,
   publishedStateSql,
   type PublishedState,
 } from './pg-queries.js';
+
+/** Columns of the published state ahead of each row's own (PUBLISHED_STATE_COLUMNS). */
+const STATE_WIDTH = 4;
 
 /** The key of one report in list order: `created_at` as PostgreSQL's text (exact, with its offset), `id`. */
 interface Anchor {
@@ -123,8 +128,8 @@ export class PgListPages {
     const first = last === undefined ? 0 : this.#every - 1;
     params.push(wanted * this.#every + first, this.#every);
     const [limit, every] = [`$${params.length - 1}`, `$${params.length}`];
-    const res = await client.query<[string | null, number | null, string | null, string | null]>({
-      text: `SELECT st.last_run_id, st.published_ms, x.at, x.id
+    const res = await client.query<unknown[]>({
+      text: `SELECT ${PUBLISHED_STATE_COLUMNS}, x.at, x.id
         FROM (SELECT 1) AS one
         LEFT JOIN (${publishedStateSql(this.#s)}) st ON true
         LEFT JOIN LATERAL (
@@ -139,15 +144,15 @@ export class PgListPages {
       rowMode: 'array',
     });
     const row = res.rows[0];
-    const etag = pgValidators({ lastRunId: row?.[0] ?? null, publishedMs: row?.[1] ?? null }).etag;
+    const etag = pgValidators(publishedStateOf(row)).etag;
     if (etag !== this.#etag) {
       // Anchors of another state than those kept: start over in that state.
       this.#reset(etag);
       return;
     }
     const added = res.rows
-      .filter((r) => r[2] !== null)
-      .map((r) => ({ at: r[2] as string, id: r[3] as string }));
+      .filter((r) => r[STATE_WIDTH] !== null)
+      .map((r) => ({ at: r[STATE_WIDTH] as string, id: r[STATE_WIDTH + 1] as string }));
     entry.anchors.push(...added);
     if (added.length < wanted) entry.complete = true;
   }
@@ -181,7 +186,7 @@ export class PgListPages {
     const text = `WITH first AS (
           SELECT created_at, id FROM ${r} WHERE ${where}${from}
           ORDER BY ${PG_NEWEST_FIRST} OFFSET $1 LIMIT 1)
-        SELECT st.last_run_id, st.published_ms, p.*
+        SELECT ${PUBLISHED_STATE_COLUMNS}, p.*
         FROM (SELECT 1) AS one
         LEFT JOIN (${publishedStateSql(this.#s)}) st ON true
         LEFT JOIN LATERAL (
@@ -198,12 +203,10 @@ export class PgListPages {
       values: params,
       rowMode: 'array',
     });
-    const top = res.rows[0];
-    const state = {
-      lastRunId: (top?.[0] as string | null | undefined) ?? null,
-      publishedMs: (top?.[1] as number | null | undefined) ?? null,
-    };
-    const reports = res.rows.filter((row) => row[2] !== null).map((row) => rowToReport(row.slice(2)));
+    const state = publishedStateOf(res.rows[0]);
+    const reports = res.rows
+      .filter((row) => row[STATE_WIDTH] !== null)
+      .map((row) => rowToReport(row.slice(STATE_WIDTH)));
     return { state, reports };
   }
 }

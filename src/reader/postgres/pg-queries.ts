@@ -34,12 +34,35 @@ export interface PublishedState {
   lastRunId: string | null;
   /** When that publish committed (epoch ms), null before the first publish. */
   publishedMs: number | null;
+  /** The last applied run that changed the reports (`publish_state.served_run_id`), null when none is known. */
+  servedRunId: string | null;
+  /** When that run finished (epoch ms). */
+  servedMs: number | null;
 }
 
-/** ETag `"<last run applied>"` (`"empty"` before the first publish); Last-Modified the publish's commit. */
+/** The {@link PublishedState} of a `publishedStateSql` row's four columns (each null when there is no row). */
+export function publishedStateOf(row: readonly unknown[] | undefined): PublishedState {
+  const text = (v: unknown) => (typeof v === 'string' ? v : null);
+  const ms = (v: unknown) => (typeof v === 'number' ? v : null);
+  return {
+    lastRunId: text(row?.[0]),
+    publishedMs: ms(row?.[1]),
+    servedRunId: text(row?.[2]),
+    servedMs: ms(row?.[3]),
+  };
+}
+
+/**
+ * ETag `"<run id>"` and Last-Modified of the last applied run that changed the reports, as the DuckDB reader's
+ * (reader/validators.ts): a `/stats` snapshot or a run that changed nothing leaves them. A schema published
+ * before that run was recorded gives the last run applied and the publish's commit; `"empty"` before the
+ * first publish.
+ */
 export function pgValidators(state: PublishedState): Validators {
-  if (state.lastRunId === null || state.publishedMs === null) return { etag: '"empty"' };
-  return { etag: `"${state.lastRunId}"`, lastModified: new Date(state.publishedMs).toUTCString() };
+  const runId = state.servedRunId ?? state.lastRunId;
+  const ms = state.servedRunId === null ? state.publishedMs : state.servedMs;
+  if (runId === null || ms === null) return { etag: '"empty"' };
+  return { etag: `"${runId}"`, lastModified: new Date(ms).toUTCString() };
 }
 
 /** The queries of one serving schema. */
@@ -52,12 +75,11 @@ export class PgReaderQueries {
 
   /** The published state the statement's snapshot sees. */
   async state(client: ClientBase): Promise<PublishedState> {
-    const res = await client.query<[string | null, number | null]>({
-      text: `SELECT st.last_run_id, st.published_ms FROM (SELECT 1) AS one LEFT JOIN (${this.#stateSql()}) st ON true`,
+    const res = await client.query<unknown[]>({
+      text: `SELECT ${PUBLISHED_STATE_COLUMNS} FROM (SELECT 1) AS one LEFT JOIN (${this.#stateSql()}) st ON true`,
       rowMode: 'array',
     });
-    const row = res.rows[0];
-    return { lastRunId: row?.[0] ?? null, publishedMs: row?.[1] ?? null };
+    return publishedStateOf(res.rows[0]);
   }
 
   /** `/stats` groups: current reports counted by status and destination. */
@@ -136,11 +158,15 @@ export class PgReaderQueries {
   }
 }
 
-/** The `publish_state` row as (last_run_id, published_ms) of the quoted schema `s`. */
+/** The `publish_state` row as (last_run_id, published_ms, served_run_id, served_ms) of the quoted schema `s`. */
 export function publishedStateSql(s: string): string {
-  return `SELECT last_run_id, trunc(extract(epoch FROM published_at) * 1000)::float8 AS published_ms
+  return `SELECT last_run_id, trunc(extract(epoch FROM published_at) * 1000)::float8 AS published_ms,
+      served_run_id, trunc(extract(epoch FROM served_at) * 1000)::float8 AS served_ms
       FROM ${s}.publish_state`;
 }
+
+/** The columns of {@link publishedStateSql} joined as `st`, in {@link publishedStateOf}'s order. */
+export const PUBLISHED_STATE_COLUMNS = 'st.last_run_id, st.published_ms, st.served_run_id, st.served_ms';
 
 /** `removed_at IS NULL` AND the filter's equalities, its values appended to `params` as `$n`. */
 export function pgConditions(filter: ReportFilter, params: unknown[]): string {

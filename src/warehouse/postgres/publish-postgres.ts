@@ -1,3 +1,4 @@
+import { CHANGED_REPORTS_SQL } from '../runs.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { ClientBase } from 'pg';
 import { escapeIdentifier } from 'pg';
@@ -45,6 +46,9 @@ interface SourceState {
   watermark: string | null;
   runsStartedMax: string | null;
   lastRunId: string | null;
+  /** The last run that changed the reports, and when it finished: the reader's validators. */
+  servedRunId: string | null;
+  servedAt: string | null;
 }
 
 const UTC_TEXT = (column: string) =>
@@ -124,7 +128,9 @@ async function publishOnce(
 async function sourceState(duck: DuckDBConnection): Promise<SourceState> {
   const reader = await duck.runAndReadAll(
     `SELECT ${UTC_TEXT('max(merged_at)')} AS watermark, ${UTC_TEXT('max(started_at)')} AS runs_started_max,
-       arg_max(run_id, started_at) AS last_run_id
+       arg_max(run_id, started_at) AS last_run_id,
+       arg_max(run_id, (finished_at, run_id)) FILTER (WHERE ${CHANGED_REPORTS_SQL}) AS served_run_id,
+       ${UTC_TEXT('max(finished_at) FILTER (WHERE ' + CHANGED_REPORTS_SQL + ')')} AS served_at
      FROM sync_runs`,
   );
   const row = reader.getRowObjectsJS()[0] ?? {};
@@ -133,6 +139,8 @@ async function sourceState(duck: DuckDBConnection): Promise<SourceState> {
     watermark: text(row.watermark),
     runsStartedMax: text(row.runs_started_max),
     lastRunId: text(row.last_run_id),
+    servedRunId: text(row.served_run_id),
+    servedAt: text(row.served_at),
   };
 }
 
@@ -182,20 +190,30 @@ async function countsDiffer(ends: PublishEnds): Promise<string | undefined> {
 }
 
 /**
- * Records what this publish applied. `published_at` (the PostgreSQL reader's `Last-Modified`, its `ETag`
- * being `last_run_id`) moves only with `last_run_id`: a publish that brings no run leaves both as they
- * were, so the two validators move together and a client polling with `If-Modified-Since` gets a 304.
+ * Records what this publish applied. `served_run_id` and `served_at` (the PostgreSQL reader's `ETag` and
+ * `Last-Modified`) are the last run that changed the reports, so a `/stats` snapshot or a run that changed
+ * nothing keeps every client's cache valid, as on the DuckDB reader. `published_at` moves only with
+ * `last_run_id`: a publish that brings no run leaves both as they were.
  */
 async function writeState(pg: ClientBase, source: SourceState, mode: string, file: string) {
   await pg.query(
-    `INSERT INTO publish_state (singleton, watermark, runs_started_max, last_run_id, mode, published_at, warehouse)
-     VALUES (true, $1, $2, $3, $4, now(), $5)
+    `INSERT INTO publish_state (singleton, watermark, runs_started_max, last_run_id, mode, published_at, warehouse,
+       served_run_id, served_at)
+     VALUES (true, $1, $2, $3, $4, now(), $5, $6, $7)
      ON CONFLICT (singleton) DO UPDATE SET watermark = EXCLUDED.watermark,
        runs_started_max = EXCLUDED.runs_started_max, last_run_id = EXCLUDED.last_run_id, mode = EXCLUDED.mode,
        published_at = CASE WHEN publish_state.last_run_id IS NOT DISTINCT FROM EXCLUDED.last_run_id
          THEN publish_state.published_at ELSE EXCLUDED.published_at END,
-       warehouse = EXCLUDED.warehouse`,
-    [source.watermark, source.runsStartedMax, source.lastRunId, mode, file],
+       warehouse = EXCLUDED.warehouse, served_run_id = EXCLUDED.served_run_id, served_at = EXCLUDED.served_at`,
+    [
+      source.watermark,
+      source.runsStartedMax,
+      source.lastRunId,
+      mode,
+      file,
+      source.servedRunId,
+      source.servedAt,
+    ],
   );
 }
 
