@@ -16,6 +16,9 @@ import type { ExportInfo, ExportValidator } from './export-source.js';
  * export (not answered 304) held its deletes back (`tombstones_note` {@link HELD_BACK}: `/stats` failed,
  * a count that differs, …): a 304 infers no deletes, so answered so, those reports would stay current for
  * as long as the export does not change. Read again, the export gets its deletes checked again.
+ * Nor when a run of another source removed reports since that read: the warehouse no longer holds what this
+ * export held (the CSV export tombstoned a report the NDJSON export, unchanged, still publishes: a 304 would
+ * keep it removed for as long as the NDJSON export does not change).
  */
 export async function lastCompleteValidators(
   connection: DuckDBConnection,
@@ -37,14 +40,17 @@ export async function lastCompleteValidators(
   if (!row || (row.export_etag === null && row.export_last_modified === null)) return undefined;
   const read = (
     await connection.runAndReadAll(
-      `SELECT starts_with(coalesce(tombstones_note, ''), $heldBack) AS held_back FROM sync_runs
-       WHERE source = $source AND status = 'succeeded' AND complete AND upstream_url = $url
-         AND NOT coalesce(not_modified, false) AND started_at > ${LAST_RESET_SQL}
-       ORDER BY started_at DESC LIMIT 1`,
+      `SELECT starts_with(coalesce(r.tombstones_note, ''), $heldBack) AS held_back,
+         EXISTS (SELECT 1 FROM sync_runs o WHERE o.source <> r.source AND o.status = 'succeeded'
+           AND o.removed > 0 AND o.finished_at > r.started_at) AS others_removed
+       FROM sync_runs r
+       WHERE r.source = $source AND r.status = 'succeeded' AND r.complete AND r.upstream_url = $url
+         AND NOT coalesce(r.not_modified, false) AND r.started_at > ${LAST_RESET_SQL}
+       ORDER BY r.started_at DESC LIMIT 1`,
       { source, url: upstreamUrl, heldBack: HELD_BACK },
     )
   ).getRowObjectsJS()[0];
-  if (read?.held_back === true) return undefined;
+  if (read?.held_back === true || read?.others_removed === true) return undefined;
   return {
     etag: row.export_etag === null ? undefined : String(row.export_etag),
     lastModified: row.export_last_modified === null ? undefined : String(row.export_last_modified),

@@ -184,4 +184,58 @@ describe('conditional full exports', () => {
       await warehouse.close();
     }
   });
+
+  it.each([
+    ['ndjson', 'csv'],
+    ['csv', 'ndjson'],
+  ] as const)(
+    'a %s export unchanged since a %s run removed a report it holds is read again, and the report revived',
+    async (source, other) => {
+      // A server whose ETag is a hash of the body (as Express and many CDNs send): an export that is the
+      // same again answers 304 to the tag of its first reading.
+      const rec = (i: number) => ({
+        id: `R${String(i).padStart(2, '0')}`,
+        status: 'SUBMITTED',
+        destination: 'ROAD_CONTROL',
+        createdAt: '2024-01-01T00:00:00.000Z',
+      });
+      let rows = Array.from({ length: 40 }, (_, i) => rec(i));
+      const { createHash } = await import('node:crypto');
+      const server = await startRawServer((req, res) => {
+        const url = new URL(req.url ?? '/', 'http://x');
+        if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: rows.length }));
+        const csv = url.pathname.endsWith('.csv');
+        const page = csv && url.searchParams.get('page') !== '1' ? [] : rows;
+        const body = csv
+          ? ['id,status,destination,createdAt', ...page.map((r) => Object.values(r).join(','))].join('\n') +
+            '\n'
+          : rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+        const tag = `"${createHash('sha1').update(body).digest('hex')}"`;
+        if (req.headers['if-none-match'] === tag) return void res.writeHead(304, { etag: tag }).end();
+        res.writeHead(200, { 'content-type': csv ? 'text/csv' : 'application/x-ndjson', etag: tag });
+        res.end(body);
+      });
+      const config = testConfig(server.url, `${tmp.dir}/w.duckdb`);
+      const warehouse = await openTestWarehouse(config);
+      try {
+        expect((await syncTargetOnce(warehouse, config, source))[0]?.status).toBe('succeeded');
+        const r07 = rows[7]!;
+        rows = rows.filter((r) => r !== r07);
+        expect((await syncTargetOnce(warehouse, config, other))[0]?.counters.removed).toBe(1);
+        rows = Array.from({ length: 40 }, (_, i) => rec(i)); // R07 published again, as before
+
+        const [again] = await syncTargetOnce(warehouse, config, source);
+        expect(again?.notModified).toBeUndefined();
+        expect(again?.counters.revived).toBe(1);
+        const [current] = await query(warehouse, `SELECT count(*)::INTEGER AS n FROM current_reports`);
+        expect(current?.n).toBe(40);
+        // Read once more, unchanged, with nothing removed by another source since: a 304.
+        const [then] = await syncTargetOnce(warehouse, config, source);
+        expect(then?.notModified).toBe(true);
+      } finally {
+        await warehouse.close();
+        await server.close();
+      }
+    },
+  );
 });
