@@ -1,6 +1,7 @@
 import { readableJsonId } from '../extract/readable-id.js';
 import type { UnreadableRecord } from '../extract/record.js';
 import { isWellFormedText } from '../schema/value-rules.js';
+import { canonicalNames } from '../schema/field-names.js';
 import type { EncodedLines } from '../util/line-file.js';
 
 /**
@@ -29,11 +30,12 @@ export interface DecodedBlock {
  * The `id` of a parsed record when it has a usable one (for `rejected_records.record_id`), else undefined: a
  * non-blank well-formed string, or a number as its text. An integer past 2^53 − 1 parsed to another
  * integer (`9007199254740993` reads as `…992`, another report's id): its digits are read from the line's
- * `text` when given (extract/readable-id.ts), else it has no usable id.
+ * `text` when given (extract/readable-id.ts), else it has no usable id. The id is read under the key the
+ * validator reads it from: `id`, or a key naming it in another style (`ID`, `Id`: schema/field-names.ts).
  */
 export function recordIdOf(value: unknown, text?: string): string | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const id = (value as Record<string, unknown>).id;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const id = (value as Record<string, unknown>)[idKeyOf(value as Record<string, unknown>)];
   // A blank id is no id (and CSV cannot tell it from a missing one): NULL in rejected_records.record_id.
   // An id with a lone surrogate has no UTF-8 form: stored rewritten it would name another record (the raw
   // text keeps it, as its JSON escape).
@@ -43,4 +45,12 @@ export function recordIdOf(value: unknown, text?: string): string | undefined {
     return text === undefined ? undefined : readableJsonId(Buffer.from(text, 'utf8'));
   }
   return String(id);
+}
+
+/** The key a record's id is under: `id`, else the one key {@link canonicalNames} renames to it. */
+function idKeyOf(value: Record<string, unknown>): string {
+  if (Object.hasOwn(value, 'id')) return 'id';
+  const keys = Object.keys(value);
+  const at = canonicalNames(keys).indexOf('id');
+  return at < 0 ? 'id' : keys[at]!;
 }

@@ -58,4 +58,36 @@ describe('field names in another style', () => {
       expect(stored[1]).toEqual(stored[0]);
     },
   );
+
+  it.each(['ndjson', 'recent'] as const)(
+    'a %s record quarantined under an `ID` key keeps its id, which protects its report from deletes',
+    async (target) => {
+      const bad = (line: string) => line.replace('"latitude":52.5', '"latitude":95');
+      let lines = Array.from({ length: 20 }, (_, i) => snake(i % 10).replace(`F-${i % 10}`, `F-${i}`));
+      const server = await startRawServer((req, res) => {
+        const url = new URL(req.url ?? '/', 'http://x');
+        if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: lines.length }));
+        if (url.pathname.endsWith('.ndjson')) return void res.end(`${lines.join('\n')}\n`);
+        res.end(Number(url.searchParams.get('page')) === 1 ? `[${[...lines].reverse().join(',')}]` : '[]');
+      });
+      onTestFinished(() => server.close());
+      const config = testConfig(server.url, `${tmp.dir}/w.duckdb`, { maxRejectRatio: 0.1 });
+      const warehouse = await openTestWarehouse(config);
+      onTestFinished(() => warehouse.close());
+      await syncTargetOnce(warehouse, config, 'ndjson');
+      // F-19 unpublished; F-2 still published, with a latitude out of range.
+      lines = lines.slice(0, 19).map((line, i) => (i === 2 ? bad(line) : line));
+
+      const [run] = await syncTargetOnce(warehouse, config, target);
+      expect(run?.counters.recordsRejected).toBe(1);
+      const [reject] = await query(warehouse, `SELECT record_id FROM rejected_records WHERE run_id = $run`, {
+        run: run!.runId,
+      });
+      expect(reject?.record_id).toBe('F-2');
+      if (target === 'ndjson') {
+        const removed = await query(warehouse, `SELECT id FROM reports WHERE removed_at IS NOT NULL`);
+        expect(removed.map((r) => r.id)).toEqual(['F-19']);
+      }
+    },
+  );
 });
