@@ -32,7 +32,8 @@ export function registerSql(program: Command): void {
         'With --format json, JSON columns are JSON values and timestamps ISO 8601.\n' +
         'The warehouse is opened read-only: statements that change it are refused (COPY … TO a file of yours\n' +
         'works, as in any DuckDB). While another process holds the warehouse (reports-sync run or serve),\n' +
-        'the published copy (published/warehouse.duckdb next to it) is read, and stderr says so.\n' +
+        'the published copy (published/warehouse.duckdb next to it; published-<name>/ for <name>.duckdb) is read,\n' +
+        'and stderr says so.\n' +
         'On a terminal, tables fit its width (long values cut with …); piped, every value is printed whole.',
     )
     .action(async (query: string, flags: CommonFlags & { format: 'table' | 'csv' | 'json' }) => {

@@ -27,7 +27,7 @@ export interface DaemonOptions {
   logger: Logger;
   /** The jobs to schedule (see `loadJobs`); disabled ones are only logged. */
   jobs: readonly Job[];
-  /** Where snapshots are published (default: `published/` next to the warehouse). */
+  /** Where snapshots are published (default: the folder of `publishedPathFor`, `published/` next to the warehouse). */
   publishedDir?: string;
   /** The clock of the alerts and the watchdog (epoch ms; tests inject one). */
   clock?: () => number;

@@ -4,11 +4,18 @@ import { migrate } from './migrate.js';
 import { closeStaleRuns } from './stale-runs.js';
 import { ensureServingIndex } from './serving-index.js';
 import { warehouseWriteError } from './warehouse-write-error.js';
-import { join, dirname } from 'node:path';
+import { basename, join, dirname } from 'node:path';
 
-/** The published copy's path for a warehouse path (`data/warehouse.duckdb` → `data/published/warehouse.duckdb`). */
+/**
+ * The published copy's path for a warehouse path: `data/warehouse.duckdb` → `data/published/warehouse.duckdb`,
+ * and a warehouse of another name beside it a folder of its own (`data/chicago.duckdb` →
+ * `data/published-chicago/warehouse.duckdb`), so two warehouses in one folder never read each other's copy.
+ * The Parquet set is in the same folder.
+ */
 export function publishedPathFor(warehousePath: string): string {
-  return join(dirname(warehousePath), 'published', 'warehouse.duckdb');
+  const stem = basename(warehousePath).replace(/\.duckdb$/i, '');
+  const folder = stem === 'warehouse' ? 'published' : `published-${stem}`;
+  return join(dirname(warehousePath), folder, 'warehouse.duckdb');
 }
 
 /** The warehouse as {@link openMigratedWarehouse} opened it. */

@@ -7,6 +7,7 @@ import { waitUntil } from '../helpers/reliability.js';
 import { startTestSimulator } from '../helpers/simulator.js';
 import { openTestWarehouse, syncOnce, tempDir, testConfig } from '../helpers/sync.js';
 import { ndjsonSource } from '../../src/sync/sources/ndjson-source.js';
+import { publishedPathFor } from '../../src/warehouse/open-migrated.js';
 
 /** Starts `reports-sync serve` and resolves with its base URL once it printed "listening on …". */
 function startServe(args: string[], env: Record<string, string>) {
@@ -84,7 +85,14 @@ describe('reports-sync serve', () => {
     const path = join(tmp.dir, 'w.duckdb');
     const env = { REPORTS_WAREHOUSE: path, REPORTS_MAX_REJECT_RATIO: '0.5' };
     expect((await runCli(['sync', '--base-url', sim.url], env)).code).toBe(0);
-    const published = join(tmp.dir, 'published', 'warehouse.duckdb');
+    // Another warehouse in the same folder, published: its copy is not this one's.
+    const sibling = { REPORTS_WAREHOUSE: join(tmp.dir, 'warehouse.duckdb') };
+    const other = await startTestSimulator({ generate: { n: 4, seed: 3 } });
+    expect((await runCli(['sync', '--base-url', other.url], sibling)).code).toBe(0);
+    expect((await runCli(['publish'], sibling)).code).toBe(0);
+    expect(existsSync(join(tmp.dir, 'published', 'warehouse.duckdb'))).toBe(true);
+    const published = join(tmp.dir, 'published-w', 'warehouse.duckdb');
+    expect(publishedPathFor(path)).toBe(published);
     expect(existsSync(published)).toBe(false);
 
     const serve = startServe(['--port', '0', '--warehouse', path], {});

@@ -1,9 +1,10 @@
 import { readdirSync, readlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { generateDataset } from '../../src/simulator/generate.js';
 import { startSimulator } from '../../src/simulator/server.js';
 import { openWarehouse } from '../../src/warehouse/database.js';
+import { publishedPathFor } from '../../src/warehouse/open-migrated.js';
 import { readManifest } from '../../src/warehouse/publish-parquet.js';
 import { runCli } from '../helpers/cli.js';
 import { spawnCli } from '../helpers/cli-process.js';
@@ -50,7 +51,7 @@ describe('SIGKILL of a publish', () => {
         tmp.cleanup();
       });
       const path = join(tmp.dir, 'w.duckdb');
-      const dir = join(tmp.dir, 'published');
+      const dir = dirname(publishedPathFor(path));
       const env = { REPORTS_BASE_URL: sim.url, REPORTS_WAREHOUSE: path, REPORTS_RETRY_BASE_MS: '10' };
       expect((await runCli(['sync'], env)).code).toBe(0);
       expect((await runCli(['publish'], env)).code).toBe(0);
