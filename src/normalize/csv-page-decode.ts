@@ -1,4 +1,4 @@
-import { validateCsvReport, type CsvRow } from '../schema/report.js';
+import { csvIdCell, validateCsvReport, type CsvRow } from '../schema/report.js';
 import { canonicalJson, contentHash } from '../schema/wire-format.js';
 import { scanCsvPage, type CsvPage, type CsvPageOptions } from '../extract/csv.js';
 import type { ExtractedRecord } from '../extract/record.js';
@@ -85,7 +85,7 @@ export function decodeCsvPage(body: Uint8Array, options: CsvPageOptions, known: 
       rejects.push({
         location: record.location,
         raw: record.raw,
-        recordId: recordIdOf(record.value),
+        recordId: recordIdOf({ ...(record.value as CsvRow), id: csvIdCell((record.value as CsvRow).id) }),
         issues: result.issues,
       });
       return;
