@@ -162,6 +162,12 @@ async function mergeAndFlag(
     mergeStaging(connection, { runId, source, now, fullExport, sliceRows }, step.prepared),
   );
   checkStaged(merged.staged, state.counters);
+  if (merged.held > 0) {
+    run.logger.warn(
+      { held: merged.held },
+      'reports kept as stored: a copy of each was quarantined, and its valid copy is not newer than the stored report',
+    );
+  }
   const { duplicates, inserted, updated, unchanged, refined, revived } = merged;
   const figures = { duplicates, inserted, updated, unchanged, refined, revived, removed: 0, qualityFlags: 0 };
   if (inserted + updated + revived > 0) {

@@ -21,6 +21,11 @@ export interface BatchCounts {
   unchanged: number;
   /** Ids whose winner is a known line (the current report's), not one of the staged rows. */
   known: number;
+  /**
+   * Current reports kept as stored (`held`): the run quarantined a copy of the id, and its valid winner is
+   * not newer than the stored report (`updated_at`), so the quarantined copy may be the latest.
+   */
+  held: number;
 }
 
 /** A slice of the staged ids: those whose `hash(id)` is `slice` modulo `slices` (all of them for 1 slice). */
@@ -51,6 +56,12 @@ export function inSlice(column: string, s: Slice): string {
  * projection, schema/csv-projection.ts), a `refine` (an NDJSON row whose CSV projection equals that of a
  * report last written from CSV) or an `update`. `row_id` is the stored row's `rowid` (NULL for a known or
  * new id): the stored line hashes are written by rowid range (learnt-line-hashes.ts).
+ *
+ * A winner that would update or refine a current report is `held` instead (the report stays as stored, and
+ * counts as seen) when the run quarantined a copy of the same id (`rejected_records.record_id`) and the
+ * winner's `updated_at` is not after the stored one's: "latest `updatedAt` wins" cannot be told for a copy
+ * that did not validate, and it must not move the report back to an older state. An insert or revive goes
+ * ahead: the valid copy is better than no report.
  */
 export async function buildMergeBatch(
   c: DuckDBConnection,
@@ -74,7 +85,8 @@ export async function buildMergeBatch(
          count(*) FILTER (WHERE change = 'revive') AS revived,
          count(*) FILTER (WHERE change = 'refine') AS refined,
          count(*) FILTER (WHERE change = 'unchanged') AS unchanged,
-         count(*) FILTER (WHERE change = 'known') AS known
+         count(*) FILTER (WHERE change = 'known') AS known,
+         count(*) FILTER (WHERE change = 'held') AS held
        FROM merge_batch`,
     )
   ).getRowObjectsJS()[0]!;
@@ -120,6 +132,8 @@ async function batchSlice(
        CASE WHEN e.id IS NULL THEN 'insert'
             WHEN e.removed_at IS NOT NULL THEN 'revive'
             WHEN e.content_hash = s.content_hash THEN 'unchanged'
+            WHEN q.id IS NOT NULL AND coalesce(s.updated_at, '-infinity'::TIMESTAMPTZ)
+              <= coalesce(e.updated_at, '-infinity'::TIMESTAMPTZ) THEN 'held'
             -- CSV cells are text: the same report read from CSV differs from its NDJSON reading only in
             -- representation when their CSV projections agree (schema/csv-projection.ts).
             WHEN ${lossy} AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash THEN 'unchanged'
@@ -128,9 +142,11 @@ async function batchSlice(
             ELSE 'update' END AS change,
        e.row_id
      FROM (SELECT * FROM merge_picked WHERE NOT known) p
-     LEFT JOIN (SELECT seq, line_hash, content_hash, coalesce(csv_hash, content_hash) AS csv_hash
+     LEFT JOIN (SELECT seq, line_hash, content_hash, coalesce(csv_hash, content_hash) AS csv_hash, updated_at
                 FROM ${staged}) s ON s.seq = p.seq
-     LEFT JOIN merge_existing e ON e.id = p.id`,
+     LEFT JOIN merge_existing e ON e.id = p.id
+     LEFT JOIN (SELECT DISTINCT record_id AS id FROM rejected_records
+                WHERE run_id = $run AND record_id IS NOT NULL) q ON q.id = p.id`,
     params,
   );
 }
@@ -140,5 +156,5 @@ export async function emptyMergeBatch(c: DuckDBConnection): Promise<BatchCounts>
   await c.run(
     `CREATE OR REPLACE TEMP TABLE merge_batch (id VARCHAR, seq BIGINT, line_hash BIGINT, change VARCHAR, row_id BIGINT)`,
   );
-  return { unique: 0, inserted: 0, updated: 0, revived: 0, refined: 0, unchanged: 0, known: 0 };
+  return { unique: 0, inserted: 0, updated: 0, revived: 0, refined: 0, unchanged: 0, known: 0, held: 0 };
 }

@@ -24,6 +24,8 @@ export interface MergeResult {
   unchanged: number;
   /** Reports rewritten from their CSV form to typed values, with no new version (counted apart from `unchanged`). */
   refined: number;
+  /** Reports kept as stored because a copy of theirs was quarantined (merge-batch.ts); counted in `unchanged`. */
+  held: number;
 }
 
 /** The run a merge folds in. */
@@ -110,6 +112,7 @@ export async function mergeStaging(
     revived,
     refined,
     unchanged: seen - inserted - updated - revived - refined,
+    held: batch.held,
   };
 }
 
