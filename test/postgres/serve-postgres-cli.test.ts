@@ -55,7 +55,20 @@ describe('reports-sync serve --postgres', () => {
     expect((await list.json()) as unknown[]).toHaveLength(3);
     const page = await fetch(`${base}/`);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
-    expect(await page.text()).toContain(runId!);
+    const html = await page.text();
+    expect(html).toContain(runId!);
+    // Every run the status page links has its page, as on the DuckDB reader; an unknown one is a 404 page.
+    const links = [...html.matchAll(/href="(\/runs\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(links).toContain(`/runs/${encodeURIComponent(runId!)}`);
+    for (const link of new Set(links)) {
+      const run = await fetch(`${base}${link}`);
+      expect(run.status, link).toBe(200);
+      expect(run.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      expect(await run.text()).toMatch(/succeeded[\s\S]*150/);
+    }
+    const unknown = await fetch(`${base}/runs/no-such-run`);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.text()).toContain('no-such-run');
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toMatch(/^reports_sync_postgres_served_publish_timestamp_seconds \d+/m);
     expect(metrics).toContain(

@@ -22,6 +22,8 @@ import {
   type PgReaderContext,
 } from './pg-routes.js';
 import { readPgStatusData } from './pg-status.js';
+import { readPgRunDetail } from './pg-run-detail.js';
+import { renderRunNotFound, renderRunPage } from '../run-page-html.js';
 import { PgCurrentState } from './pg-validators.js';
 
 /** Options of {@link buildPostgresReader}. */
@@ -109,6 +111,14 @@ export async function buildPostgresReader(options: PostgresReaderOptions): Promi
       pool: pool.state,
     });
     return reply.code(200).headers(PAGE_HEADERS).send(html);
+  });
+  app.get(OPS_PATHS.run, async (request, reply) => {
+    const { runId } = request.params as { runId: string };
+    const detail = await pool.use((c) => readPgRunDetail(c, options.schema, runId));
+    return reply
+      .code(detail ? 200 : 404)
+      .headers(PAGE_HEADERS)
+      .send(detail ? renderRunPage(detail, Date.now()) : renderRunNotFound(runId));
   });
   await current.start();
   await app.ready();
