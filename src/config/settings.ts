@@ -408,9 +408,18 @@ export const SETTINGS = {
     env: 'REPORTS_PUBLIC_URL',
     schema: z
       .url({ protocol: /^https?$/ })
+      .refine((u) => {
+        const url = new URL(u);
+        return url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+      }, 'no query, fragment or credentials: links append the API path to it')
+      .refine(
+        (u) => !/\/api\/v1\/public\/*$/.test(new URL(u).pathname),
+        "the reader's root, without /api/v1/public (each link adds it)",
+      )
       .transform((u) => u.replace(/\/+$/, ''))
       .optional(),
-    allowed: 'an http(s) URL such as https://reports.example.org',
+    allowed:
+      "an http(s) URL of the reader's root such as https://reports.example.org (no query, no /api/v1/public)",
     doc: 'Public base URL of the reader (behind a proxy): absolute `Link` headers start with it. Unset: links are relative.',
   },
   readerTrustProxy: {

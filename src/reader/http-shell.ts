@@ -70,6 +70,7 @@ export async function createReaderApp(options: ReaderShellOptions): Promise<Fast
     keepAliveTimeout: Math.min(config.readerIdleTimeoutMs, 72_000),
     return503OnClosing: true,
     trustProxy: config.readerTrustProxy,
+    rewriteUrl: routedUrl,
     clientErrorHandler: answerClientError,
     frameworkErrors: (error, request, reply) => {
       // A path that is not valid percent-encoding names no resource: 404, as the simulator answers.
@@ -99,9 +100,10 @@ export async function createReaderApp(options: ReaderShellOptions): Promise<Fast
   // Every public answer may be stored but must be revalidated (or is fresh for REPORTS_READER_MAX_AGE_S);
   // errors are not stored at all.
   app.addHook('onSend', async (request, reply, payload) => {
-    if (!reply.hasHeader('cache-control') && pathOf(request.url).startsWith(PUBLIC_PREFIX)) {
-      reply.header('Cache-Control', reply.statusCode >= 400 ? 'no-store' : cacheControl);
-    }
+    if (reply.hasHeader('cache-control')) return payload;
+    if (reply.statusCode >= 400) reply.header('Cache-Control', 'no-store');
+    else if (pathOf(request.originalUrl).startsWith(PUBLIC_PREFIX))
+      reply.header('Cache-Control', cacheControl);
     return payload;
   });
   // An OPTIONS that is no CORS preflight (no Access-Control-Request-Method) gets the API's answer (405 with
@@ -195,13 +197,29 @@ function corsOrigins(setting: string): string | string[] {
   return origins.includes('*') ? '*' : origins;
 }
 
+/**
+ * The URL fastify routes: the request target's path as the upstream reads it (WHATWG URL: dot segments
+ * resolved, `%XX` left as sent) with its query. Fastify matches routes on the percent-decoded path, where
+ * `/api/v1/public/repo%72ts` would be the list the upstream answers 404 to, so a path still holding a `%`
+ * after that is sent to no route (the 404 names it as sent).
+ */
+function routedUrl(req: { url?: string }): string {
+  const target = req.url ?? '/';
+  const path = pathOf(target);
+  if (path.includes('%')) return UNROUTED;
+  const query = target.indexOf('?');
+  return query < 0 ? path : `${path}${target.slice(query)}`;
+}
+
+const UNROUTED = '/.reports-sync-unrouted';
+
 function notFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const known = Object.values(PUBLIC_PATHS).join(', ');
   return sendError(
     reply,
     404,
     'NOT_FOUND',
-    `No resource at ${pathOf(request.url)} (public endpoints: ${known}).`,
+    `No resource at ${pathOf(request.originalUrl)} (public endpoints: ${known}).`,
   );
 }
 

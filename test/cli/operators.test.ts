@@ -25,7 +25,7 @@ describe('reports-sync runs, runs show and reset', { timeout: 180_000 }, () => {
     const first = await runCli(['sync', '--json'], env);
     expect(first.code).toBe(0);
     good = (JSON.parse(first.stdout) as { runs: { runId: string }[] }).runs[0]!.runId;
-    sim.setFaults(['ndjson:status=404']);
+    sim.setFaults(['ndjson:status=403']);
     const second = await runCli(['sync', '--json'], env);
     expect(second.code).toBe(1);
     failed = (JSON.parse(second.stdout) as { runs: { runId: string }[] }).runs[0]!.runId;

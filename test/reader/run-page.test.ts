@@ -47,7 +47,7 @@ describe.skipIf(!run)('the run pages and charts in a real browser (Chromium), at
     );
     const [stats] = await syncTargetOnce(s.warehouse, s.config, 'stats');
     statsRunId = stats!.runId;
-    s.simulator.setFaults(['ndjson:status=404']);
+    s.simulator.setFaults(['ndjson:status=403']);
     const [failed] = await syncTargetOnce(s.warehouse, s.config, 'ndjson');
     expect(failed?.status).toBe('failed');
     failedRunId = failed!.runId;
