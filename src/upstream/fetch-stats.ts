@@ -5,7 +5,7 @@ import { jsonDepth, repeatedJsonKey } from '../schema/json-text.js';
 import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { charsetOf, toUtf8 } from './charset.js';
-import { header, networkError } from './http-answers.js';
+import { header, networkError, notAtPath } from './http-answers.js';
 import { openStream } from './open-stream.js';
 import { withRetry } from './with-retry.js';
 
@@ -51,7 +51,9 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
       const res = await openStream(
         url,
         requestOptions(config, options, url, { accept: 'application/json', deadline: 'page' }),
-      );
+      ).catch((err: unknown) => {
+        throw notAtPath(err, 'REPORTS_STATS_PATH');
+      });
       const chunks: Buffer[] = [];
       let size = 0;
       try {

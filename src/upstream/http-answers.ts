@@ -144,3 +144,22 @@ export function refusedPageSize(err: unknown, setting: string, pageSize: number)
     { context: { ...err.context, setting }, cause: err },
   );
 }
+
+/**
+ * A 404 or 410 to the first request of an endpoint whose path is a setting (the upstream shows the seeded
+ * paths, but a real service may keep them elsewhere): the error says which setting names it. Errors that
+ * already say what to change (a base URL holding the API's prefix), and every other error, pass unchanged.
+ */
+export function notAtPath(err: unknown, setting: string): unknown {
+  if (!(err instanceof SyncError) || err.code !== 'HTTP_STATUS') return err;
+  const status = Number(err.context.status);
+  if ((status !== 404 && status !== 410) || err.message.includes('REPORTS_BASE_URL')) return err;
+  return new SyncError(
+    'HTTP_STATUS',
+    `${err.message} (nothing at this path: if the service has it elsewhere, set ${setting})`,
+    {
+      context: { ...err.context, setting },
+      cause: err,
+    },
+  );
+}

@@ -62,4 +62,26 @@ describe('base-URL mistakes say what is wrong and are not retried', () => {
     );
     expect(sim.requests().map((q) => q.path)).toEqual(['/api/v1/api/v1/public/reports.ndjson']);
   });
+
+  it.each([
+    ['csv', 'REPORTS_CSV_PATH'],
+    ['recent', 'REPORTS_LIST_PATH'],
+    ['stats', 'REPORTS_STATS_PATH'],
+  ])('a 404 to the first request of --source %s names %s', async (source, setting) => {
+    const { startRawServer } = await import('../helpers/raw-server.js');
+    const server = await startRawServer((_req, res) => {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end('{"message":"Not Found"}');
+    });
+    try {
+      const r = await runCli(['sync', '--base-url', server.url, '--source', source, '--json'], env());
+      expect(r.code).toBe(1);
+      const [run] = (JSON.parse(r.stdout) as RunDoc).runs;
+      expect(run!.error!.message).toContain(
+        `nothing at this path: if the service has it elsewhere, set ${setting}`,
+      );
+    } finally {
+      await server.close();
+    }
+  });
 });

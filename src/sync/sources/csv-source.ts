@@ -4,7 +4,7 @@ import { csvPageUrl, PagesAhead, pastEndPage, type FetchedPage } from './csv-pag
 import { probeFirstPage } from './csv-resume.js';
 import { isNotModified } from '../conditional.js';
 import { safeUrl } from '../../util/safe-url.js';
-import { refusedPageSize } from '../../upstream/http-answers.js';
+import { notAtPath, refusedPageSize } from '../../upstream/http-answers.js';
 import type {
   SourceItem,
   ReadOutcome,
@@ -112,7 +112,8 @@ async function takePage(
     const read = pager.onFetchError(err, ctx.conditional !== undefined, isNotModified(err));
     if (read === 'past-end') return pastEndPage(pager.url);
     if (read === 'not-modified') return read;
-    throw refusedPageSize(err, 'REPORTS_CSV_PAGE_SIZE', ctx.config.csvPageSize);
+    const refused = refusedPageSize(err, 'REPORTS_CSV_PAGE_SIZE', ctx.config.csvPageSize);
+    throw pager.page === 1 ? notAtPath(refused, 'REPORTS_CSV_PATH') : refused;
   }
 }
 

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { arrayElementTexts, scanJsonObject } from '../../schema/json-text.js';
 import { isRestyledName, restyledObjectText } from '../../schema/field-names.js';
 import { charsetOf, toUtf8 } from '../../upstream/charset.js';
-import { header, networkError, refusedPageSize } from '../../upstream/http-answers.js';
+import { header, networkError, notAtPath, refusedPageSize } from '../../upstream/http-answers.js';
 import { openStream, type OpenResponse } from '../../upstream/open-stream.js';
 import { requestOptions } from '../../upstream/request-options.js';
 import { SyncError } from '../../util/errors.js';
@@ -92,7 +92,8 @@ async function openPage(ctx: ReadContext, url: URL): Promise<OpenResponse> {
       requestOptions(ctx.config, ctx, url, { accept: 'application/json', deadline: 'page' }),
     );
   } catch (err) {
-    throw refusedPageSize(err, 'REPORTS_RECENT_PAGE_SIZE', ctx.config.recentPageSize);
+    const refused = refusedPageSize(err, 'REPORTS_RECENT_PAGE_SIZE', ctx.config.recentPageSize);
+    throw url.searchParams.get('page') === '1' ? notAtPath(refused, 'REPORTS_LIST_PATH') : refused;
   }
 }
 
