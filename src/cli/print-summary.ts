@@ -5,7 +5,7 @@ import type { RunSummary } from '../sync/run-sync.js';
 import { wrapToWidth } from '../util/screen.js';
 import { currentCountsRelation } from '../warehouse/current-counts.js';
 import { runQualityFlags } from '../warehouse/quality-flags.js';
-import { rejectReasons, type RejectReason } from '../warehouse/reject-reasons.js';
+import { alsoIssuesText, rejectReasons, type RejectReason } from '../warehouse/reject-reasons.js';
 import { formatGrid, formatTable } from './format-table.js';
 import { readRunFacts, type RunFacts } from './run-facts.js';
 
@@ -73,7 +73,7 @@ export async function printRunSummaries(
       write('  rejected records (quarantined in rejected_records), by field and problem:\n');
       out.write(
         indent(
-          formatTable(reasons.map(reasonRow), {
+          formatTable(withoutEmptyColumn(reasons.map(reasonRow), 'also wrong'), {
             rightAlign: new Set(['records']),
             maxWidth: inner(width, 4),
           }),
@@ -146,7 +146,14 @@ function reasonRow(r: RejectReason): Record<string, unknown> {
     records: count(r.records),
     example: r.message,
     where: r.locations.join('; ') + (more > 0 ? ` (+${count(more)} more)` : ''),
+    'also wrong': alsoIssuesText(r.alsoIssues),
   };
+}
+
+/** `rows` without the column `key` when no row has a value there. */
+function withoutEmptyColumn(rows: Record<string, unknown>[], key: string): Record<string, unknown>[] {
+  if (rows.some((r) => r[key] !== '')) return rows;
+  return rows.map(({ [key]: _dropped, ...rest }) => rest);
 }
 
 function inner(width: number | undefined, indentBy: number): number | undefined {

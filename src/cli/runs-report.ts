@@ -11,6 +11,7 @@ import { SyncError } from '../util/errors.js';
 import { formatAge } from '../util/format-age.js';
 import { screenWidth, wrapToWidth } from '../util/screen.js';
 import { openForReading, type ReadingHandle } from '../warehouse/open-for-reading.js';
+import { alsoIssuesText } from '../warehouse/reject-reasons.js';
 import { formatTable } from './format-table.js';
 
 /** Runs `read` on the warehouse (the published copy while another process holds it). */
@@ -159,6 +160,7 @@ function runText(r: RunDetail, width: number | undefined): string {
           records: g.records,
           message: g.message,
           first: g.locations[0] ?? '',
+          'also wrong': alsoIssuesText(g.alsoIssues),
         })),
       )}`,
     );

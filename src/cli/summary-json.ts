@@ -30,7 +30,15 @@ export interface RunJson extends RunFacts {
    * Rejects grouped by the field (`path`) and issue `code` of each record's first issue
    * (warehouse/reject-reasons.ts): `reason` is `path: message` with the group's most frequent message.
    */
-  rejectsByReason: { reason: string; path: string; code: string; message: string; records: number }[];
+  /** Grouped by each record's first issue; `alsoIssues`: the group's later issues, by path and code. */
+  rejectsByReason: {
+    reason: string;
+    path: string;
+    code: string;
+    message: string;
+    records: number;
+    alsoIssues: { path: string; code: string; records: number }[];
+  }[];
   /** Versions the run wrote with impossible values (loaded and flagged), by data-quality rule. */
   qualityFlags: { rule: string; reports: number }[];
 }
@@ -75,6 +83,7 @@ export async function runSummariesJson(
         code: r.code,
         message: r.message,
         records: r.records,
+        alsoIssues: r.alsoIssues,
       })),
       qualityFlags: await runQualityFlags(connection, s.runId),
     });

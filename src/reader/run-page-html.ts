@@ -2,6 +2,7 @@ import { describe as describeDrift } from '../sync/drift-hooks.js';
 import { formatAge } from '../util/format-age.js';
 import { esc, htmlPage, n, tableSection, td, utc } from './html-parts.js';
 import type { RunDetail } from './run-details.js';
+import { alsoIssuesText } from '../warehouse/reject-reasons.js';
 
 /**
  * The page of one run (`GET /runs/<run id>`): its outcome with the error code and message, counters,
@@ -105,7 +106,10 @@ function rejects(r: RunDetail): string {
       td(g.code),
       td(g.path === '' ? '(record)' : g.path),
       td(n(g.records), 'n'),
-      td(g.message, 'wrap'),
+      td(
+        g.alsoIssues.length === 0 ? g.message : `${g.message} (also: ${alsoIssuesText(g.alsoIssues)})`,
+        'wrap',
+      ),
       td(examples || esc(g.locations.join(', ')), 'wrap', true),
     ];
   });

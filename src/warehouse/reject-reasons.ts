@@ -27,6 +27,12 @@ export interface RejectReason {
    * UTF-8, see `rejected_records.raw_encoding`), at most `examples`; empty unless asked for.
    */
   examples: { location: string; raw: string; encoding: string; truncated: boolean }[];
+  /**
+   * The group's records' later issues (after the first), by path and code, most records first: what else
+   * must change before they load (a record with the wrong `destination` may also have a zone-less
+   * `createdAt`). `records` counts records of the group with that issue.
+   */
+  alsoIssues: { path: string; code: string; records: number }[];
 }
 
 /** Options of {@link rejectReasons}. */
@@ -81,6 +87,7 @@ export async function rejectReasons(
       options.runId === undefined ? undefined : { run: options.runId },
     )
   ).getRowObjectsJS();
+  const also = await laterIssues(connection, where, options.runId);
   return rows.map((r) => {
     const path = String(r.path);
     const message = String(r.message);
@@ -99,6 +106,47 @@ export async function rejectReasons(
         encoding: String(e.encoding),
         truncated: e.truncated === true,
       })),
+      alsoIssues: also.get(`${path}\u0000${String(r.code)}`) ?? [],
     };
   });
+}
+
+/** Per first issue (`path` NUL `code`), the later issues of its records ({@link RejectReason.alsoIssues}). */
+async function laterIssues(
+  connection: DuckDBConnection,
+  where: string,
+  runId: string | undefined,
+): Promise<Map<string, RejectReason['alsoIssues']>> {
+  const rows = (
+    await connection.runAndReadAll(
+      `WITH r AS (
+         SELECT run_id, location, coalesce(issues->>'$[0].path', '') AS path,
+                coalesce(issues->>'$[0].code', issues->>'$[0].message', 'invalid') AS code,
+                json_extract(issues, '$[*]') AS all_issues
+         FROM rejected_records ${where}),
+       later AS (
+         SELECT run_id, location, path, code, coalesce(i->>'path', '') AS other_path,
+                coalesce(i->>'code', i->>'message', 'invalid') AS other_code
+         FROM r, unnest(all_issues[2:]) AS t(i))
+       SELECT path, code, other_path, other_code, count(DISTINCT (run_id, location))::DOUBLE AS records
+       FROM later WHERE (other_path, other_code) <> (path, code)
+       GROUP BY ALL ORDER BY records DESC, other_path, other_code`,
+      runId === undefined ? undefined : { run: runId },
+    )
+  ).getRowObjectsJS();
+  const byFirst = new Map<string, RejectReason['alsoIssues']>();
+  for (const row of rows) {
+    const key = `${String(row.path)}\u0000${String(row.code)}`;
+    const list = byFirst.get(key) ?? [];
+    list.push({ path: String(row.other_path), code: String(row.other_code), records: Number(row.records) });
+    byFirst.set(key, list);
+  }
+  return byFirst;
+}
+
+/** A group's later issues as one line: `createdAt invalid_timestamp 100; …` (empty when none). */
+export function alsoIssuesText(also: RejectReason['alsoIssues']): string {
+  return also
+    .map((a) => `${a.path === '' ? '(record)' : a.path} ${a.code} ${a.records.toLocaleString('en-US')}`)
+    .join('; ');
 }

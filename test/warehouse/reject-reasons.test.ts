@@ -109,4 +109,36 @@ describe('reject reasons: grouped by the path and code of the first issue', () =
       ['lat', 'too_big', 2],
     ]);
   });
+
+  it('tells, per group, the later issues of its records: what else must change before they load', async () => {
+    // Every record has a destination of the wrong type first, and some a zone-less createdAt too.
+    const lines = Array.from({ length: 12 }, (_, i) =>
+      valid(`two-${i}`, { destination: 7, ...(i < 5 ? { createdAt: '2024-04-16T03:03:15.000' } : {}) }),
+    );
+    const file = join(tmp.dir, 'data.ndjson');
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    const sim = await startTestSimulator({ dataset: await loadDataset(file) });
+    const env = {
+      REPORTS_BASE_URL: sim.url,
+      REPORTS_WAREHOUSE: join(tmp.dir, 'w.duckdb'),
+      REPORTS_MAX_REJECT_RATIO: '1',
+    };
+    const json = await runCli(['sync', '--source', 'ndjson', '--json'], env);
+    const doc = JSON.parse(json.stdout) as {
+      runs: { rejectsByReason: { path: string; code: string; records: number; alsoIssues: unknown[] }[] }[];
+    };
+    expect(doc.runs[0]!.rejectsByReason).toMatchObject([
+      {
+        path: 'destination',
+        records: 12,
+        alsoIssues: [{ path: 'createdAt', code: 'invalid_timestamp', records: 5 }],
+      },
+    ]);
+    const text = await runCli(['sync', '--source', 'ndjson'], {
+      ...env,
+      REPORTS_CONDITIONAL_EXPORTS: 'false',
+    });
+    expect(text.stdout).toMatch(/also wrong/);
+    expect(text.stdout).toMatch(/createdAt invalid_timestamp 5/);
+  });
 });
