@@ -1,6 +1,7 @@
 import { addSecret } from '../util/redact.js';
 import { z } from 'zod';
 import type { ExtraLimits } from '../schema/value-rules.js';
+import type { UpstreamReading } from '../schema/upstream-reading.js';
 import { SyncError } from '../util/errors.js';
 import { safeUrl } from '../util/safe-url.js';
 import { SETTINGS, webhookUrlList, type SettingDef, type SettingKey } from './settings.js';
@@ -45,7 +46,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       const def = SETTINGS[key];
       const where = origin[key] ?? def.env;
       const shown = (def as SettingDef).secret === true ? '[redacted]' : JSON.stringify(raw[key]);
-      return `${where}=${shown} is not valid: expected ${def.allowed}`;
+      // A refinement's own words say what exactly is wrong ("foo" is no report field).
+      const why =
+        issue.code === 'custom' && !/^Invalid input/i.test(issue.message) ? ` (${issue.message})` : '';
+      return `${where}=${shown} is not valid: expected ${def.allowed}${why}`;
     });
     throw new SyncError('CONFIG_INVALID', `Invalid configuration:\n  ${problems.join('\n  ')}`, {
       context: { problems },
@@ -288,6 +292,19 @@ export function apiUrl(config: Config, path: string): URL {
   const url = new URL(requireBaseUrl(config));
   url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
   return url;
+}
+
+/**
+ * The upstream's own field names and time zone (`REPORTS_FIELD_NAMES`, `REPORTS_SOURCE_TIME_ZONE`) as the
+ * validator reads them (schema/upstream-reading.ts): `fieldNames` maps each upstream name to its field.
+ */
+export function upstreamReadingOf(config: Config): UpstreamReading {
+  const fieldNames: Record<string, string> = {};
+  for (const pair of config.fieldNames.split(',')) {
+    const [field, name] = pair.split('=').map((p) => p.trim());
+    if (field && name) fieldNames[name] = field;
+  }
+  return { fieldNames, timeZone: config.sourceTimeZone };
 }
 
 /** The bounds on a record's unknown fields (`REPORTS_EXTRA_MAX_*`), as the validator takes them. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { autoMemoryLimit, autoReadMemoryLimit } from './machine-memory.js';
+import { MODELLED_KEYS, WIRE_FIELDS } from '../schema/wire-format.js';
 
 /**
  * One configurable setting: its config key, environment variable, zod schema (which also coerces the
@@ -32,6 +33,24 @@ const ratio = z.preprocess(numberText, z.number().min(0).max(1));
 // A size as DuckDB's settings take it (`memory_limit`).
 /** Where the NDJSON export is asked first: its path is not shown upstream (docs/upstream-contract.md). */
 export const DEFAULT_NDJSON_PATH = '/api/v1/public/reports.ndjson';
+
+// The report fields REPORTS_FIELD_NAMES may name (schema/wire-format.ts: WIRE_FIELDS, and the coordinates).
+const FIELDS = [...new Set<string>([...WIRE_FIELDS, 'lat', 'lng'])];
+
+/** Why a REPORTS_FIELD_NAMES value is refused, or undefined when it is a list of `field=name` pairs. */
+function fieldNamesProblem(text: string): string | undefined {
+  const seen = new Set<string>();
+  for (const pair of text.split(',').map((p) => p.trim())) {
+    if (pair === '') continue;
+    const [field, name, more] = pair.split('=').map((p) => p.trim());
+    if (more !== undefined || !field || !name) return `"${pair}" is not field=name`;
+    if (!FIELDS.includes(field)) return `"${field}" is no report field (one of ${FIELDS.join(', ')})`;
+    if (MODELLED_KEYS.has(name)) return `"${name}" is a report field's own name: it needs no mapping`;
+    if (seen.has(name)) return `"${name}" is mapped twice`;
+    seen.add(name);
+  }
+  return undefined;
+}
 
 const duckdbSize = z.string().regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i);
 const urlPath = z.string().regex(/^\/[^\s?#]*$/, 'must start with / and hold no query');
@@ -93,6 +112,35 @@ export const SETTINGS = {
       .default('total'),
     allowed: 'a dotted path of keys, e.g. total or data.count',
     doc: 'Where the total of published reports is in the `/stats` body (its counters are not shown): a dotted path of keys.',
+  },
+  fieldNames: {
+    env: 'REPORTS_FIELD_NAMES',
+    schema: z
+      .string()
+      .trim()
+      .default('')
+      .refine((text) => fieldNamesProblem(text) === undefined, {
+        error: (issue) => fieldNamesProblem(String(issue.input)) ?? 'invalid',
+      }),
+    shownDefault: '(none)',
+    allowed:
+      'field=upstream_name pairs, comma-separated, e.g. id=service_request_id,createdAt=requested_datetime',
+    doc:
+      "The upstream's names of report fields (not shown upstream), as `field=name` pairs: " +
+      '`id=service_request_id,createdAt=requested_datetime,destination=agency_responsible`. A field is one of ' +
+      `${FIELDS.join(', ')}. Names in another case or style (\`created_at\`, \`ID\`) are read without it.`,
+  },
+  sourceTimeZone: {
+    env: 'REPORTS_SOURCE_TIME_ZONE',
+    schema: z
+      .string()
+      .refine((zone) => isTimeZone(zone))
+      .optional(),
+    allowed: 'an IANA time zone such as America/New_York or Europe/Berlin',
+    doc:
+      'The time zone of upstream timestamps written without an offset (`2024-04-16T03:03:15.000`, as Socrata ' +
+      'exports write them). Unset: such a timestamp is quarantined (the instant is ambiguous). A wall time a ' +
+      'daylight-saving change repeats is its first instant; one it skips is read with the offset before it.',
   },
   csvPageSize: {
     env: 'REPORTS_CSV_PAGE_SIZE',

@@ -195,7 +195,8 @@ class PageParser {
       'CSV_HEADER_INVALID',
       `The header row of page ${options.page} of ${options.url} has no \`id\` column (it reads "${shown}"): ` +
         "every page must begin with the export's header row, naming the key column `id` in any case or " +
-        'style (does the server send it on page 1 only?); check that REPORTS_CSV_PATH points at the reports export',
+        'style, or by the name REPORTS_FIELD_NAMES maps (id=<its column>) (does the server send the header on ' +
+        'page 1 only?); check that REPORTS_CSV_PATH points at the reports export',
       { context: { url: options.url, page: options.page, header: shown } },
     );
   }

@@ -4,6 +4,7 @@
 // back, transferring the encoded lines.
 import { parentPort } from 'node:worker_threads';
 import type { ExtraLimits } from '../schema/value-rules.js';
+import { setUpstreamReading } from '../schema/upstream-reading.js';
 import { KnownLines, loadLineHasher } from './known-lines.js';
 import { SyncError } from '../util/errors.js';
 import { decodeCsvPage } from './csv-page-decode.js';
@@ -23,7 +24,8 @@ let run: Promise<RunContext> | undefined;
 // Jobs wait for the hasher (instantiated asynchronously); they still run in the order they came.
 parentPort?.on('message', (message: DecodeInit | DecodeJob) => {
   if (message.kind === 'init') {
-    const { known, rawMaxBytes, limits } = message;
+    const { known, rawMaxBytes, limits, reading } = message;
+    setUpstreamReading(reading);
     run = hasher.then(() => ({ set: KnownLines.fromState(known), rawMaxBytes, limits }));
     return;
   }

@@ -1,4 +1,5 @@
 import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from '../schema/value-rules.js';
+import { upstreamReading, type UpstreamReading } from '../schema/upstream-reading.js';
 import type { NdjsonBlock } from '../extract/block-packer.js';
 import type { CsvPageOptions } from '../extract/csv.js';
 import { SyncError, type RetryScope, type SyncErrorCode } from '../util/errors.js';
@@ -34,6 +35,8 @@ export interface DecodeInit {
   known: KnownLinesState;
   rawMaxBytes: number;
   limits: ExtraLimits;
+  /** The upstream's field names and time zone, as the run's thread has them (schema/upstream-reading.ts). */
+  reading: UpstreamReading;
 }
 
 /** A message to a decode worker after its {@link DecodeInit}. */
@@ -80,7 +83,13 @@ export function startDecoders(
       close: async () => undefined,
     };
   }
-  const init: DecodeInit = { kind: 'init', known: known.state(), rawMaxBytes, limits };
+  const init: DecodeInit = {
+    kind: 'init',
+    known: known.state(),
+    rawMaxBytes,
+    limits,
+    reading: upstreamReading(),
+  };
   return workerDecoders(script, workers, init);
 }
 

@@ -1,3 +1,4 @@
+import { upstreamReading } from './upstream-reading.js';
 import { MODELLED_KEYS } from './wire-format.js';
 
 // A column name as people style it: case, spaces, `_` and `-` aside (`ID`, `Created At`, `created_at`).
@@ -12,12 +13,14 @@ const BY_FOLD = new Map([...MODELLED_KEYS].map((key) => [fold(key), key]));
  * (docs/upstream-contract.md): a spreadsheet-styled header, or snake_case JSON, is the same export. A name is
  * renamed only when there is no name of that exact field and no other name folds to it (two candidates stay
  * as they are: their values go to `extra`, never one chosen silently). Every other name is kept as sent.
+ * A name `REPORTS_FIELD_NAMES` maps (`service_request_id` → `id`: schema/upstream-reading.ts) is renamed
+ * by the same rules.
  */
 export function canonicalNames(names: readonly string[]): string[] {
   const exact = new Set(names);
   const candidates = names.map((name) => {
     if (MODELLED_KEYS.has(name)) return undefined;
-    const key = BY_FOLD.get(fold(name));
+    const key = fieldOf(name);
     return key !== undefined && !exact.has(key) ? key : undefined;
   });
   const count = new Map<string, number>();
@@ -45,7 +48,13 @@ export function restyledObjectText(
 
 /** Whether a key not modelled as it is names a modelled field in another style (cheap pre-check). */
 export function isRestyledName(key: string): boolean {
-  return !MODELLED_KEYS.has(key) && BY_FOLD.has(fold(key));
+  return !MODELLED_KEYS.has(key) && fieldOf(key) !== undefined;
+}
+
+/** The modelled field `name` is mapped to (`REPORTS_FIELD_NAMES`), or names in another style; else undefined. */
+function fieldOf(name: string): string | undefined {
+  const mapped = upstreamReading().fieldNames;
+  return Object.hasOwn(mapped, name) ? mapped[name] : BY_FOLD.get(fold(name));
 }
 
 /**
@@ -58,7 +67,7 @@ export function ambiguousNames(names: readonly string[]): { field: string; names
   const byField = new Map<string, string[]>();
   for (const name of names) {
     if (MODELLED_KEYS.has(name)) continue;
-    const field = BY_FOLD.get(fold(name));
+    const field = fieldOf(name);
     if (field === undefined || exact.has(field)) continue;
     byField.set(field, [...(byField.get(field) ?? []), name]);
   }

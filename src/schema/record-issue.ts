@@ -39,4 +39,6 @@ export const RECORD_ISSUE_CODES = {
   incompleteLocation: 'incomplete_location',
   /** A value that is not of the type the field takes (zod's own code). */
   invalidType: 'invalid_type',
+  /** A field a report cannot be without that the record does not carry at all (no key, no column). */
+  missingField: 'missing_field',
 } as const;

@@ -167,7 +167,7 @@ export function validateWireReportWithZod(
   const loc = readLocation(obj);
   if ('issue' in loc) return { ok: false, issues: [loc.issue] };
   const extra = withLeftover(extraOf(obj, MODELLED_KEYS), loc.leftover);
-  return finish(core.safeParse({ ...obj, lat: loc.lat, lng: loc.lng }), extra, limits, source);
+  return finish(core.safeParse({ ...obj, lat: loc.lat, lng: loc.lng }), extra, limits, source, obj);
 }
 
 /**
@@ -207,7 +207,7 @@ export function validateCsvReport(
     row.updatedAt,
   );
   if (fast) return withExtra(fast, extra, limits);
-  return finish(core.safeParse({ ...row, lat: loc.lat, lng: loc.lng }), extra, limits);
+  return finish(core.safeParse({ ...row, lat: loc.lat, lng: loc.lng }), extra, limits, undefined, row);
 }
 
 /** {@link validateCsvReport} through the zod schema only (the hot path's reference in tests). */
@@ -219,7 +219,7 @@ export function validateCsvReportWithZod(
   const loc = readLocation(csvLocationCells(row));
   if ('issue' in loc) return { ok: false, issues: [loc.issue] };
   const extra = withLeftover(csvExtra(row), loc.leftover);
-  return finish(core.safeParse({ ...row, lat: loc.lat, lng: loc.lng }), extra, limits);
+  return finish(core.safeParse({ ...row, lat: loc.lat, lng: loc.lng }), extra, limits, undefined, row);
 }
 
 /**
@@ -313,10 +313,12 @@ function finish(
   extra: Record<string, unknown> | null,
   limits: ExtraLimits,
   source?: WireSource,
+  input?: Record<string, unknown>,
 ): ValidationResult {
   if (!parsed.success) {
     const issue = extra === null ? undefined : checkExtra(extra, limits);
-    return { ok: false, issues: issue ? [...toIssues(parsed.error), issue] : toIssues(parsed.error) };
+    const issues = toIssues(parsed.error, input);
+    return { ok: false, issues: issue ? [...issues, issue] : issues };
   }
   const data = parsed.data;
   return withExtra({ ...data, updatedAt: data.updatedAt ?? data.createdAt }, extra, limits, source);
@@ -348,10 +350,25 @@ function issueCode(issue: z.core.$ZodIssue): string {
   return typeof own === 'string' ? own : issue.code;
 }
 
-function toIssues(error: z.ZodError): RecordIssue[] {
-  return error.issues.map((issue) => ({
-    path: issue.path.map(String).join('.') || '',
-    message: issue.message,
-    code: issueCode(issue),
-  }));
+function toIssues(error: z.ZodError, input?: Record<string, unknown>): RecordIssue[] {
+  return error.issues.map((issue) => {
+    const path = issue.path.map(String).join('.') || '';
+    if (input !== undefined && REQUIRED_FIELDS.has(path) && !Object.hasOwn(input, path))
+      return missingField(path);
+    return { path, message: issue.message, code: issueCode(issue) };
+  });
+}
+
+// The fields a report cannot be without (schema/report-rules.ts).
+const REQUIRED_FIELDS = new Set(['id', 'status', 'destination', 'createdAt']);
+
+/** The issue of a required field the record does not carry: its name may be the service's own. */
+function missingField(field: string): RecordIssue {
+  return {
+    path: field,
+    message:
+      `the record has no \`${field}\` (if the service names it otherwise, REPORTS_FIELD_NAMES maps it: ` +
+      `${field}=<its name>)`,
+    code: RECORD_ISSUE_CODES.missingField,
+  };
 }

@@ -1,3 +1,5 @@
+import { upstreamReading } from './upstream-reading.js';
+
 // ISO 8601 date-time with a UTC offset or `Z` (RFC 3339's profile, plus what ISO 8601 and PostgreSQL's text
 // for `timestamptz` also write: a space for `T`, `±HHMM`, an hour-only `±HH`). Seconds and fractions are
 // optional.
@@ -37,7 +39,7 @@ export function normalizeTimestamp(text: string): string | null {
 /** The general path of {@link normalizeTimestamp}: any accepted form, through `Date.parse`. */
 export function normalizeTimestampGeneral(text: string): string | null {
   const m = ISO_WITH_OFFSET.exec(text);
-  if (!m) return null;
+  if (!m) return localTimestamp(text);
   const [, y, mo, d, h, mi, s] = m;
   const month = Number(mo);
   const day = Number(d);
@@ -57,9 +59,11 @@ export function normalizeTimestampGeneral(text: string): string | null {
 export function timestampIssue(text: string): string {
   const m = ISO_WITH_OFFSET.exec(text);
   if (!m) {
-    return ISO_WITH_OFFSET.test(`${text}Z`)
-      ? 'no UTC offset (`Z` or `±HH:MM`): the instant it names is ambiguous'
-      : 'not an ISO 8601 timestamp with offset';
+    if (!ISO_WITH_OFFSET.test(`${text}Z`)) return 'not an ISO 8601 timestamp with offset';
+    const zone = upstreamReading().timeZone;
+    return zone === undefined
+      ? 'no UTC offset (`Z` or `±HH:MM`): the instant it names is ambiguous (REPORTS_SOURCE_TIME_ZONE names the zone such times are written in)'
+      : `no such date or time of day in ${zone}`;
   }
   const [, y, mo, d, h, mi, s] = m;
   const month = Number(mo);
@@ -116,4 +120,65 @@ const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 function daysInMonth(year: number, month: number): number {
   if (month === 2 && (year % 4 === 0 ? year % 100 !== 0 || year % 400 === 0 : false)) return 29;
   return DAYS[month - 1] ?? 0;
+}
+
+/**
+ * A timestamp without an offset read in `REPORTS_SOURCE_TIME_ZONE` (an IANA zone, schema/upstream-reading.ts),
+ * as `normalizeTimestamp` gives it; `null` with no zone set, or for text that is not such a timestamp. A wall
+ * time a daylight-saving change repeats is its first instant; one it skips is read with the offset before
+ * the change (02:30 on a spring-forward night at 02:00 is 03:30 summer time).
+ */
+function localTimestamp(text: string): string | null {
+  const zone = upstreamReading().timeZone;
+  if (zone === undefined || ISO_WITH_OFFSET.test(text)) return null;
+  const utc = normalizeTimestampGeneral(`${text}Z`);
+  if (utc === null) return null;
+  const wall = Date.parse(utc);
+  const iso = new Date(instantOfWallTime(zone, wall)).toISOString();
+  return inRange(iso) ? iso : null;
+}
+
+/**
+ * The instant (ms) whose wall time in `zone` is `wall` (that wall time's fields read as UTC, ms): of the
+ * offsets the zone has a day around it, those giving that wall time back, the earliest instant; none (a
+ * wall time a change skips): read with the offset before the change.
+ */
+function instantOfWallTime(zone: string, wall: number): number {
+  const before = zoneOffsetMs(zone, wall - DAY_MS);
+  const offsets = new Set([before, zoneOffsetMs(zone, wall), zoneOffsetMs(zone, wall + DAY_MS)]);
+  const instants = [...offsets].map((o) => wall - o).filter((t) => zoneOffsetMs(zone, t) === wall - t);
+  return instants.length > 0 ? Math.min(...instants) : wall - before;
+}
+
+const DAY_MS = 86_400_000;
+
+const ZONE_FORMATS = new Map<string, Intl.DateTimeFormat>();
+
+/** The offset of `zone` from UTC at the instant `ms` (ms; positive east of Greenwich), to the second. */
+function zoneOffsetMs(zone: string, ms: number): number {
+  let format = ZONE_FORMATS.get(zone);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      era: 'short',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    ZONE_FORMATS.set(zone, format);
+  }
+  const part: Record<string, number> = {};
+  let bc = false;
+  for (const p of format.formatToParts(ms)) {
+    if (p.type === 'era') bc = p.value.startsWith('B');
+    else if (p.type !== 'literal') part[p.type] = Number(p.value);
+  }
+  const local = new Date(0);
+  local.setUTCFullYear(bc ? 1 - part.year! : part.year!, part.month! - 1, part.day!);
+  local.setUTCHours(part.hour!, part.minute!, part.second!, 0);
+  return local.getTime() - (ms - (((ms % 1000) + 1000) % 1000));
 }

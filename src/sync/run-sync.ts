@@ -1,3 +1,5 @@
+import { setUpstreamReading } from '../schema/upstream-reading.js';
+import { upstreamReadingOf } from '../config/config.js';
 import { tmpdir } from 'node:os';
 import type { KnownLines } from '../normalize/known-lines.js';
 import type { ExportValidator } from './export-source.js';
@@ -42,6 +44,8 @@ export type {
  * Throws (`WAREHOUSE_WRITE`) only when the warehouse cannot take even the failed run's record.
  */
 export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
+  // The upstream's field names and time zone: read by every validation of this run, here and in its workers.
+  setUpstreamReading(upstreamReadingOf(options.config));
   const run = await openRun(options);
   try {
     // Inside the try: once the run row exists, a failure here (DuckDB out of memory loading the known

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalNames } from '../../src/schema/field-names.js';
+import { setUpstreamReading } from '../../src/schema/upstream-reading.js';
 import { MODELLED_KEYS } from '../../src/schema/wire-format.js';
 
 describe('canonicalNames (CSV headers and JSON keys in another style)', () => {
@@ -48,5 +49,34 @@ describe('canonicalNames (CSV headers and JSON keys in another style)', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('with REPORTS_FIELD_NAMES, renames the mapped names by the same rules (property)', () => {
+    const fieldNames = { service_request_id: 'id', requested_datetime: 'createdAt', agency: 'destination' };
+    setUpstreamReading({ fieldNames, timeZone: undefined });
+    try {
+      expect(
+        canonicalNames(['service_request_id', 'status', 'agency', 'requested_datetime', 'long']),
+      ).toEqual(['id', 'status', 'destination', 'createdAt', 'long']);
+      // The field's own name wins over a mapped one, as over a restyled one.
+      expect(canonicalNames(['id', 'service_request_id'])).toEqual(['id', 'service_request_id']);
+      const names = fc.constantFrom(...Object.keys(fieldNames), ...MODELLED_KEYS, 'ID', 'Agency', 'x');
+      fc.assert(
+        fc.property(fc.array(names, { maxLength: 10 }), (given) => {
+          const out = canonicalNames(given);
+          out.forEach((name, i) => {
+            if (name === given[i]) return;
+            expect(name).toBe(
+              Object.hasOwn(fieldNames, given[i]!) ? fieldNames[given[i] as keyof typeof fieldNames] : name,
+            );
+            expect(given).not.toContain(name);
+            expect(out.filter((n) => n === name)).toHaveLength(1);
+          });
+        }),
+        { numRuns: 500 },
+      );
+    } finally {
+      setUpstreamReading(undefined);
+    }
   });
 });
