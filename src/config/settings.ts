@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { autoMemoryLimit, autoReadMemoryLimit } from './machine-memory.js';
 import { MODELLED_KEYS, WIRE_FIELDS } from '../schema/wire-format.js';
+import { metricKeys } from '../schema/flatten-stats.js';
 
 /**
  * One configurable setting: its config key, environment variable, zod schema (which also coerces the
@@ -108,10 +109,10 @@ export const SETTINGS = {
     env: 'REPORTS_STATS_TOTAL_PATH',
     schema: z
       .string()
-      .regex(/^[^.\s]+(?:\.[^.\s]+)*$/)
+      .refine((path) => metricKeys(path) !== undefined)
       .default('total'),
-    allowed: 'a dotted path of keys, e.g. total or data.count',
-    doc: 'Where the total of published reports is in the `/stats` body (its counters are not shown): a dotted path of keys.',
+    allowed: 'a metric name as stats_values writes it, e.g. total, data.count, 0.total or ["reports.total"]',
+    doc: 'Where the total of published reports is in the `/stats` body (its counters are not shown): a metric name as `stats_values` writes it (dotted keys, array indices, a key holding a dot as `["a.b"]`).',
   },
   fieldNames: {
     env: 'REPORTS_FIELD_NAMES',

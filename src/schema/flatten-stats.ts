@@ -49,14 +49,47 @@ const BARE_KEY = /^[^.[\]"]+$/;
  * text (`"6405"`). Anything else (`45.5`, `-1`, other text) is no total: compared with the warehouse's count,
  * it would be rounded in print and misread as complete or short, and tombstones hang on that comparison.
  *
- * @param path dotted keys into nested objects (`data.total`)
+ * @param path a metric's name as `stats_values` writes it ({@link StatsValue.metric}): dotted keys into
+ *   nested objects (`data.total`), array indices (`0.service_requests`), a key holding a dot in brackets
+ *   (`["reports.total"]`)
  */
 export function statsTotal(body: unknown, path = 'total'): number | undefined {
   let value: unknown = body;
-  for (const key of path.split('.')) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-    value = Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : undefined;
+  for (const key of metricKeys(path) ?? []) {
+    if (Array.isArray(value)) value = /^(0|[1-9]\d*)$/.test(key) ? value[Number(key)] : undefined;
+    else if (typeof value === 'object' && value !== null) {
+      value = Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : undefined;
+    } else return undefined;
   }
   const total = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
   return typeof total === 'number' && Number.isSafeInteger(total) && total >= 0 ? total : undefined;
+}
+
+/**
+ * The keys of a metric name ({@link StatsValue.metric}, as {@link flattenStats} writes it), root first:
+ * `a.b` → [a, b], `byStatus["IN.PROGRESS"]` → [byStatus, IN.PROGRESS], `$` → []; undefined when the text
+ * is no such name.
+ */
+export function metricKeys(name: string): string[] | undefined {
+  if (name === '$') return [];
+  const keys: string[] = [];
+  let at = 0;
+  while (at < name.length) {
+    if (name[at] === '[') {
+      const m = /^\[("(?:[^"\\]|\\.)*")\]/.exec(name.slice(at));
+      if (m === null) return undefined;
+      keys.push(JSON.parse(m[1]!) as string);
+      at += m[0].length;
+    } else {
+      const m = /^[^.[\]"]+/.exec(name.slice(at));
+      if (m === null) return undefined;
+      keys.push(m[0]);
+      at += m[0].length;
+    }
+    if (at < name.length && name[at] === '.') {
+      at++;
+      if (at === name.length || name[at] === '[') return undefined;
+    } else if (at < name.length && name[at] !== '[') return undefined;
+  }
+  return keys.length > 0 ? keys : undefined;
 }

@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { flattenStats, statsTotal } from '../../src/schema/flatten-stats.js';
+import { flattenStats, metricKeys, statsTotal } from '../../src/schema/flatten-stats.js';
 
 describe('flattenStats', () => {
   it('flattens every numeric leaf of any shape into dotted metrics, skipping text, booleans and nulls', () => {
@@ -39,5 +40,40 @@ describe('flattenStats', () => {
     expect(statsTotal({ count: 12 }, 'count')).toBe(12);
     // Inherited keys are no counters.
     expect(statsTotal({}, 'constructor')).toBeUndefined();
+  });
+});
+
+describe('statsTotal at a metric name', () => {
+  it('finds every count flattenStats names, whatever the keys and arrays around it (property)', () => {
+    const key = fc.oneof(
+      fc.constantFrom('total', 'a.b', '', '[x]', 'say "hi"', '0', 'count'),
+      fc.string({ maxLength: 5 }),
+    );
+    const tree = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: 'small' },
+        fc.nat({ max: 10_000 }),
+        fc.dictionary(key, tie('node'), { maxKeys: 3 }),
+        fc.array(tie('node'), { maxLength: 3 }),
+      ),
+    })).node;
+    fc.assert(
+      fc.property(tree, (body) => {
+        for (const { metric, value } of flattenStats(body)) {
+          expect(metricKeys(metric), metric).toBeDefined();
+          expect(statsTotal(body, metric), metric).toBe(value);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('reads a count in an array or under a key holding a dot', () => {
+    expect(statsTotal([{ service_requests: 999 }], '0.service_requests')).toBe(999);
+    expect(statsTotal({ 'reports.total': '6405' }, '["reports.total"]')).toBe(6405);
+    expect(statsTotal({ a: [1, 2] }, 'a.1')).toBe(2);
+    expect(statsTotal({ a: [1, 2] }, 'a.x')).toBeUndefined();
+    for (const bad of ['a..b', '.a', 'a.', '["unclosed', 'a["b"]x'])
+      expect(metricKeys(bad), bad).toBeUndefined();
   });
 });
