@@ -97,6 +97,18 @@ describe("the recent source's pager and its stop rules (recent-paging.ts)", () =
     expect(d).toEqual({ next: false, reason: 'end', complete: true, use: false });
   });
 
+  it('a page 1 longer than pageSize read again (the server ignores paging: Open311 sends its whole list) is the whole list', () => {
+    const p1 = ['a', 'b', 'c', 'd'].map((id) => record(id, false));
+    const d = decidePage({
+      page: 2,
+      pageSize: 3,
+      maxPages: 9,
+      records: p1,
+      previousIds: ['a', 'b', 'c', 'd'],
+    });
+    expect(d).toEqual({ next: false, reason: 'end', complete: true, use: false });
+  });
+
   it('a page with the previous page ids in order is a repeat: incomplete, its records dropped', () => {
     const p1 = [record('a', false), record('b', false)];
     const d = decidePage({ page: 2, pageSize: 2, maxPages: 9, records: p1, previousIds: ['a', 'b'] });

@@ -60,7 +60,8 @@ export interface PageInput {
  * Decides what follows a list page, in this order:
  * 1. an empty page ends the list (`end`, complete);
  * 2. a page whose ids equal the previous page's, in order, is a repeat (`repeated`, incomplete, its records
- *    are dropped: they were all just read), unless it repeats a short page 1: the list was that page (`end`). A window that merely shifted (reports published between two
+ *    are dropped: they were all just read), unless it repeats a page 1 shorter or longer than `pageSize`: the
+ *    server ignores paging, and the list was that page (`end`). A window that merely shifted (reports published between two
  *    reads) overlaps the previous page only in part and is read normally: the merge dedupes by id;
  * 3. a valid record newer (`createdAt`) than the one before it, on this page or the previous one, means
  *    the list is not newest first (`unordered`, incomplete, the page is used): rule 4 would stop at known
@@ -86,8 +87,9 @@ export function decidePage(input: PageInput): PageDecision {
   const { records } = input;
   if (records.length === 0) return { next: false, reason: 'end', complete: true, use: true };
   if (input.previousIds !== undefined && sameIds(records, input.previousIds)) {
-    // A short page 1 read again: the server ignores `page`, and the list was all on page 1.
-    const whole = input.page === 2 && input.previousIds.length < input.pageSize;
+    // Page 1 read again, shorter or longer than asked: the server ignores `page` (and `pageSize`, when
+    // longer: an Open311 server sends its whole list), and the list was all on page 1.
+    const whole = input.page === 2 && input.previousIds.length !== input.pageSize;
     return whole
       ? { next: false, reason: 'end', complete: true, use: false }
       : { next: false, reason: 'repeated', complete: false, use: false };
