@@ -9,16 +9,18 @@ export interface RecordLocation {
   line: number;
   page?: number;
   row?: number;
+  /** An element of a JSON list page: it is where `page` and `row` say, and `line` repeats the row. */
+  element?: boolean;
 }
 
-/** Renders a location as people read it: `line 12`, `page 3, row 17, line 40`. */
+/** Renders a location as people read it: `line 12`, `page 3, row 17, line 40`, `page 2, row 5` (a list element). */
 export function formatLocation(loc: RecordLocation): string {
   const line = `line ${loc.line}`;
   if (loc.page === undefined && loc.row === undefined) return line; // NDJSON: once per staged line
   const parts: string[] = [];
   if (loc.page !== undefined) parts.push(`page ${loc.page}`);
   if (loc.row !== undefined) parts.push(`row ${loc.row}`);
-  parts.push(line);
+  if (loc.element !== true) parts.push(line);
   return parts.join(', ');
 }
 

@@ -247,8 +247,8 @@ describe('sync --source recent', () => {
         `SELECT source, location, page, "row"::INTEGER AS "row", record_id FROM rejected_records ORDER BY "row"`,
       );
       expect(rejected).toEqual([
-        { source: 'recent', location: 'page 1, row 2, line 2', page: 1, row: 2, record_id: valid[1]!.id },
-        { source: 'recent', location: 'page 1, row 3, line 3', page: 1, row: 3, record_id: null },
+        { source: 'recent', location: 'page 1, row 2', page: 1, row: 2, record_id: valid[1]!.id },
+        { source: 'recent', location: 'page 1, row 3', page: 1, row: 3, record_id: null },
       ]);
     } finally {
       await warehouse.close();

@@ -129,7 +129,7 @@ async function decodePage(
   })) {
     for (const r of block.rejects) {
       const row = r.location.line - page * PAGE_SEQ_STRIDE;
-      r.location = { page, row, line: row };
+      r.location = { page, row, line: row, element: true };
     }
     blocks.push(block);
   }
