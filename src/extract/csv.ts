@@ -21,6 +21,7 @@ import { csvRowValue, repeatedColumns, type RepeatedColumns } from './csv-row-va
 import { ambiguousNames, canonicalNames } from '../schema/field-names.js';
 import type { ExtractedRecord } from './record.js';
 import { invalidUtf8Offsets, invalidUtf8Reject } from './utf8.js';
+import { csvIdCell } from '../schema/csv-id.js';
 
 // The fields a report cannot be without (schema/report.ts), besides `id`.
 const REQUIRED = new Set(['status', 'destination', 'createdAt']);
@@ -427,7 +428,8 @@ class PageParser {
     const id = fields[this.idColumn];
     if (typeof id !== 'string' || id.trim() === '' || id.includes('\uFFFD')) return undefined;
     const agrees = this.repeated.every((g) => g.name !== 'id' || g.at.every((i) => fields[i] === id));
-    return agrees ? id : undefined;
+    // As the row's validation reads it (`17.0` is 17): the quarantined copy protects that report.
+    return agrees ? csvIdCell(id) : undefined;
   }
 
   private emit(record: ExtractedRecord): void {

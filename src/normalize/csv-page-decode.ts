@@ -1,4 +1,5 @@
-import { csvIdCell, validateCsvReport, type CsvRow } from '../schema/report.js';
+import { validateCsvReport, type CsvRow } from '../schema/report.js';
+import { csvIdCell } from '../schema/csv-id.js';
 import { canonicalJson, contentHash } from '../schema/wire-format.js';
 import { scanCsvPage, type CsvPage, type CsvPageOptions } from '../extract/csv.js';
 import type { ExtractedRecord } from '../extract/record.js';

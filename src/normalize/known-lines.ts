@@ -1,3 +1,4 @@
+import { upstreamReading } from '../schema/upstream-reading.js';
 import { hash } from 'node:crypto';
 import xxhash, { type XXHashAPI } from 'xxhash-wasm';
 
@@ -19,7 +20,9 @@ export async function loadLineHasher(): Promise<void> {
  * Bumped whenever a change to parsing or validation could load the same line differently: every stored
  * line hash then stops matching, and the next run validates every record again.
  */
-const RULES_VERSION = 3; // 2: xxHash64 instead of SHA-1 cut to 64 bits; 3: location keys kept, CR never left in a CSV cell
+// 2: xxHash64 instead of SHA-1 cut to 64 bits; 3: location keys kept, CR never left in a CSV cell;
+// 4: a CSV id `17.0` read as 17, required fields missing told apart.
+const RULES_VERSION = 4;
 
 /** A {@link KnownLines} set as passed to a worker thread (its tables are shared memory). */
 export interface KnownLinesState {
@@ -200,13 +203,16 @@ export class KnownLines {
   }
 
   /**
-   * Sets what a line's meaning depends on besides its text (the CSV header line; `''` for NDJSON), for
-   * the lines checked from now on. Hashes staged with one context never match lines read with another.
+   * Sets what a line's meaning depends on besides its text (the CSV header line; `''` for NDJSON; and the
+   * upstream's field names and time zone, `REPORTS_FIELD_NAMES`/`REPORTS_SOURCE_TIME_ZONE`, when set), for
+   * the lines checked from now on. Hashes staged with one context never match lines read with another: a
+   * changed setting reads every line again.
    */
   setContext(context: string): void {
+    const reading = readingContext();
     const key = hash(
       'md5',
-      `reports-sync/line-hash/v${RULES_VERSION}\u0000${this.#source}\u0000${context}`,
+      `reports-sync/line-hash/v${RULES_VERSION}\u0000${this.#source}\u0000${context}${reading}`,
       'buffer',
     );
     this.#seed = key.readBigUInt64LE(0);
@@ -312,4 +318,12 @@ function bucketBits(capacity: number): number {
   let bits = MIN_BITS;
   while (bits < 31 && 2 ** bits * 8 < capacity) bits++;
   return bits;
+}
+
+/** The upstream reading rules as part of a seed: `''` when none is set (the seeds of earlier versions). */
+function readingContext(): string {
+  const { fieldNames, timeZone } = upstreamReading();
+  const names = Object.entries(fieldNames).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  if (names.length === 0 && timeZone === undefined) return '';
+  return `\u0000${JSON.stringify({ names, timeZone: timeZone ?? null })}`;
 }

@@ -1,3 +1,4 @@
+import { csvIdCell } from './csv-id.js';
 import { z } from 'zod';
 import { fastCore, type CoreReport } from './fast-core.js';
 import { RECORD_ISSUE_CODES, type RecordIssue } from './record-issue.js';
@@ -230,18 +231,6 @@ function csvTimestampCells(row: CsvRow): CsvRow {
   const id = csvIdCell(row.id);
   if (row.updatedAt !== '' && id === row.id) return row;
   return { ...row, id, ...(row.updatedAt === '' ? { updatedAt: null } : {}) };
-}
-
-/**
- * A CSV `id` cell as its JSON reading gives it: an integer written with a zero fraction (`17.0`, as pandas
- * writes an id column that once held a NaN, so a float column) is the integer (`17`), as `"id": 17.0` in
- * NDJSON reads as 17. Any other text is kept as sent (`0017`, `2.10`, `1e3`: ids, not numbers).
- */
-export function csvIdCell<T extends string | null | undefined>(cell: T): T | string {
-  if (typeof cell !== 'string') return cell;
-  const m = /^(-?)(0|[1-9]\d*)\.0+$/.exec(cell);
-  if (m === null) return cell;
-  return m[2] === '0' ? '0' : `${m[1]}${m[2]}`;
 }
 
 // CSV alias columns: an empty cell (quoted or not) is no value, as a CSV cannot leave a column out.

@@ -63,7 +63,7 @@ export function timestampIssue(text: string): string {
     const zone = upstreamReading().timeZone;
     return zone === undefined
       ? 'no UTC offset (`Z` or `±HH:MM`): the instant it names is ambiguous (REPORTS_SOURCE_TIME_ZONE names the zone such times are written in)'
-      : `no such date or time of day in ${zone}`;
+      : `no such date or time of day in ${zone}, or outside the storable range ${TIMESTAMP_RANGE.min} … ${TIMESTAMP_RANGE.max} (UTC)`;
   }
   const [, y, mo, d, h, mi, s] = m;
   const month = Number(mo);
@@ -154,8 +154,28 @@ const DAY_MS = 86_400_000;
 
 const ZONE_FORMATS = new Map<string, Intl.DateTimeFormat>();
 
+// Offsets by zone and quarter hour: a zone changes its offset at most once in one (checked at both ends),
+// and formatting an instant in a zone costs ~3 µs, a zone-less timestamp up to six of them.
+const QUARTER_MS = 900_000;
+const OFFSETS = new Map<string, number>();
+
 /** The offset of `zone` from UTC at the instant `ms` (ms; positive east of Greenwich), to the second. */
 function zoneOffsetMs(zone: string, ms: number): number {
+  const quarter = Math.floor(ms / QUARTER_MS);
+  const key = `${zone}\u0000${quarter}`;
+  const cached = OFFSETS.get(key);
+  if (cached !== undefined) return cached;
+  const offset = offsetAt(zone, ms);
+  const start = quarter * QUARTER_MS;
+  // One offset over the whole quarter hour: cached for it (else this instant's is not kept).
+  if (offsetAt(zone, start) === offset && offsetAt(zone, start + QUARTER_MS - 1000) === offset) {
+    if (OFFSETS.size >= 100_000) OFFSETS.clear();
+    OFFSETS.set(key, offset);
+  }
+  return offset;
+}
+
+function offsetAt(zone: string, ms: number): number {
   let format = ZONE_FORMATS.get(zone);
   if (format === undefined) {
     format = new Intl.DateTimeFormat('en-US', {

@@ -132,11 +132,11 @@ async function batchSlice(
        CASE WHEN e.id IS NULL THEN 'insert'
             WHEN e.removed_at IS NOT NULL THEN 'revive'
             WHEN e.content_hash = s.content_hash THEN 'unchanged'
-            WHEN q.id IS NOT NULL AND coalesce(s.updated_at, '-infinity'::TIMESTAMPTZ)
-              <= coalesce(e.updated_at, '-infinity'::TIMESTAMPTZ) THEN 'held'
             -- CSV cells are text: the same report read from CSV differs from its NDJSON reading only in
             -- representation when their CSV projections agree (schema/csv-projection.ts).
             WHEN ${lossy} AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash THEN 'unchanged'
+            WHEN q.id IS NOT NULL AND coalesce(s.updated_at, '-infinity'::TIMESTAMPTZ)
+              <= coalesce(e.updated_at, '-infinity'::TIMESTAMPTZ) THEN 'held'
             WHEN NOT ${lossy} AND e.source IN (${LOSSY_SQL}) AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash
               THEN 'refine'
             ELSE 'update' END AS change,

@@ -127,4 +127,49 @@ describe('where the NDJSON export is, when REPORTS_NDJSON_PATH is unset', () => 
       '/exports/all.ndjson',
     ]);
   });
+
+  it('a paged export found by asking the list for NDJSON is asked so on every page', async () => {
+    const lines = NDJSON.trim().split('\n');
+    const server = await service((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname !== REPORTS || !String(req.headers.accept).startsWith('application/x-ndjson'))
+        return false;
+      const page = Number(url.searchParams.get('page') ?? '1');
+      const headers: Record<string, string> = { 'content-type': 'application/x-ndjson' };
+      if (page < lines.length) headers.link = `<${REPORTS}?page=${page + 1}>; rel="next"`;
+      res.writeHead(200, headers);
+      res.end(`${lines[page - 1]}\n`);
+      return true;
+    });
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'));
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+    expect(run?.status, run?.error?.message).toBe('succeeded');
+    expect(run?.counters).toMatchObject({ inserted: IDS.length, recordsRejected: 0 });
+    const pages = server.requests.filter((r) => r.url.startsWith(`${REPORTS}?page=`));
+    expect(pages.map((r) => r.headers.accept)).toEqual(
+      pages.map(() => expect.stringMatching(/^application\/x-ndjson, application\/ndjson/)),
+    );
+    expect(pages).toHaveLength(IDS.length - 1);
+  });
+
+  it('names the setting relative to a base URL with a path of its own', async () => {
+    const server = await service((req, res) => req.url === `/city${REPORTS}.jsonl` && ndjson(res));
+    const config = testConfig(`${server.url}/city`, join(tmp.dir, 'w.duckdb'));
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const { pino } = await import('pino');
+    const logged: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
+    const [run] = await syncTargetOnce(warehouse, config, 'ndjson', logger);
+    expect(run?.status, run?.error?.message).toBe('succeeded');
+    const found = logged.find((l) => l.includes('NDJSON export found'));
+    expect(found).toContain(`REPORTS_NDJSON_PATH=${REPORTS}.jsonl skips the search`);
+    // As told: the next run asks the export there, at once.
+    const set = testConfig(`${server.url}/city`, join(tmp.dir, 'w.duckdb'), {
+      ndjsonPath: `${REPORTS}.jsonl`,
+    });
+    expect((await syncTargetOnce(warehouse, set, 'ndjson'))[0]?.status).toBe('succeeded');
+  });
 });

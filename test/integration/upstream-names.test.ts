@@ -147,4 +147,49 @@ describe("the upstream's own field names and time zone", () => {
       { id: '60879418', created: '2024-01-17T04:30:00Z' }, // EST, UTC-5, the next day in UTC
     ]);
   });
+
+  it('a changed setting reads every line again, unchanged ones too', async () => {
+    const line = JSON.stringify({
+      id: 'T-1',
+      status: 'open',
+      destination: 'DOT',
+      createdAt: '2024-03-01T10:00:00',
+      details: 'pothole',
+    });
+    const server = await startRawServer((req, res) => {
+      if ((req.url ?? '').endsWith('/stats')) return void res.end(JSON.stringify({ total: 1 }));
+      res.end(`${line}\n`);
+    });
+    onTestFinished(() => server.close());
+    const file = join(tmp.dir, 'w.duckdb');
+    const first = testConfig(server.url, file, {
+      sourceTimeZone: 'America/New_York',
+      conditionalExports: false,
+    });
+    const warehouse = await openTestWarehouse(first);
+    onTestFinished(() => warehouse.close());
+    const read = async (overrides: Parameters<typeof testConfig>[2]) => {
+      const [run] = await syncTargetOnce(
+        warehouse,
+        testConfig(server.url, file, { conditionalExports: false, ...overrides }),
+        'ndjson',
+      );
+      expect(run?.status, run?.error?.message).toBe('succeeded');
+      const [row] = await query(
+        warehouse,
+        `SELECT strftime(created_at, '%H:%MZ') AS created, description, extra::VARCHAR AS extra FROM reports`,
+      );
+      return row;
+    };
+    expect(await read({ sourceTimeZone: 'America/New_York' })).toEqual({
+      created: '15:00Z',
+      description: null,
+      extra: '{"details":"pothole"}',
+    });
+    expect(await read({ sourceTimeZone: 'Europe/Berlin', fieldNames: 'description=details' })).toEqual({
+      created: '09:00Z',
+      description: 'pothole',
+      extra: null,
+    });
+  });
 });

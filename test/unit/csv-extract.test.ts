@@ -255,3 +255,15 @@ describe('parseCsvPage: the bytes of a row', () => {
     );
   });
 });
+
+describe('the id of a CSV row quarantined before validation', () => {
+  it('is read as its validation would read it: `17.0` is 17, so the quarantined copy protects report 17', () => {
+    const body = Buffer.concat([
+      Buffer.from('id,status,destination,createdAt,note\n17.0,SUBMITTED,ROAD_CONTROL,2024-01-01T00:00:00Z,'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('\n18.0,SUBMITTED,ROAD_CONTROL,2024-01-01T00:00:00Z,ok\n'),
+    ]);
+    const broken = page(body).records.find((r) => r.kind === 'malformed');
+    expect(broken).toMatchObject({ kind: 'malformed', recordId: '17' });
+  });
+});

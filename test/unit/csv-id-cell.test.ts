@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { csvIdCell, validateCsvReport, validateWireReport } from '../../src/schema/report.js';
+import { csvIdCell } from '../../src/schema/csv-id.js';
+import { validateCsvReport, validateWireReport } from '../../src/schema/report.js';
 
 // A report read through CSV equals its JSON reading: an id column written as floats (`17.0`, as pandas
 // writes a column that once held a NaN) names the same reports as the JSON numbers it came from.

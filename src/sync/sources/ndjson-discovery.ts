@@ -22,7 +22,7 @@ const NOT_HERE = new Set([400, 404, 405, 406, 410, 415, 501]);
 /** One place the NDJSON export may be. */
 export interface ExportCandidate {
   url: URL;
-  /** The request's `Accept`. */
+  /** The request's `Accept`: every page of the export is asked with it. */
   accept: string;
   /**
    * Whether a 2xx with this `Content-Type` (`''` when none) is the export: any for the configured path;
@@ -32,6 +32,8 @@ export interface ExportCandidate {
   takes: (contentType: string) => boolean;
   /** How the place is named in logs and errors. */
   label: string;
+  /** The `REPORTS_NDJSON_PATH` that names this place, when a path alone can (not for `Accept` or a query). */
+  path: string | undefined;
   /**
    * Asked conditionally (the last complete run's validators): only the first place. The run log does not
    * keep where a run found the export, and a list answering 304 for another resource's date is no export.
@@ -42,40 +44,36 @@ export interface ExportCandidate {
 /**
  * Where the NDJSON export is asked, in order. The upstream does not show its path ("NDJSON endpoint path: not
  * shown"), so unless `REPORTS_NDJSON_PATH` is set, the default path is asked first and then the forms
- * services give such an export next to the list endpoint (`<list>.jsonl`, `<list>.ndjson.gz`,
- * `<list>?format=ndjson`, and `<list>` asked for `application/x-ndjson`): the base is the default path
- * without `.ndjson`. A path that is set is the only candidate.
+ * services give such an export: `/api/v1/public/reports.jsonl` and `.ndjson.gz`, then the list path
+ * (`REPORTS_LIST_PATH`) with `?format=ndjson`, and asked for `application/x-ndjson`. A path that is set is
+ * the only candidate.
  */
 export function exportCandidates(config: Config): ExportCandidate[] {
-  const first = { url: apiUrl(config, config.ndjsonPath), accept: NDJSON_ACCEPT, takes: () => true };
-  if (config.ndjsonPath !== DEFAULT_NDJSON_PATH) {
-    return [{ ...first, label: safeUrl(first.url), conditional: true }];
-  }
+  const at = (path: string, accept: string, takes: ExportCandidate['takes'], conditional = false) => {
+    const url = apiUrl(config, path);
+    return { url, accept, takes, label: safeUrl(url), path, conditional };
+  };
+  const first = at(config.ndjsonPath, NDJSON_ACCEPT, () => true, true);
+  if (config.ndjsonPath !== DEFAULT_NDJSON_PATH) return [first];
   const base = DEFAULT_NDJSON_PATH.replace(/\.ndjson$/, '');
-  const format = apiUrl(config, base);
-  format.searchParams.set('format', 'ndjson');
-  const places = [
+  const format = at(config.listPath, STRICT_ACCEPT, isNdjsonType);
+  format.url.searchParams.set('format', 'ndjson');
+  const negotiated = at(config.listPath, STRICT_ACCEPT, isNdjsonType);
+  return [
     first,
-    { url: apiUrl(config, `${base}.jsonl`), accept: NDJSON_ACCEPT, takes: notJsonDocument },
-    { url: apiUrl(config, `${base}.ndjson.gz`), accept: NDJSON_ACCEPT, takes: notJsonDocument },
-    { url: format, accept: STRICT_ACCEPT, takes: isNdjsonType },
-  ].map((c, i) => ({ ...c, label: safeUrl(c.url), conditional: i === 0 }));
-  const negotiated = apiUrl(config, base);
-  places.push({
-    url: negotiated,
-    accept: STRICT_ACCEPT,
-    takes: isNdjsonType,
-    label: `${safeUrl(negotiated)} (Accept: application/x-ndjson)`,
-    conditional: false,
-  });
-  return places;
+    at(`${base}.jsonl`, NDJSON_ACCEPT, notJsonDocument),
+    at(`${base}.ndjson.gz`, NDJSON_ACCEPT, notJsonDocument),
+    { ...format, label: safeUrl(format.url), path: undefined },
+    { ...negotiated, label: `${negotiated.label} (Accept: application/x-ndjson)`, path: undefined },
+  ];
 }
 
 /**
  * Opens the first candidate ({@link exportCandidates}) that answers with the export, through `open` (which
- * makes the request, conditional or not, and may return `not-modified`). A candidate answering 400, 404,
- * 405, 406, 410, 415 or 501 is not the export, nor is a 2xx of a type the candidate does not take; any other failure (429, 5xx, the network, a 401) is the run's, thrown as it came. Logs where the
- * export was found when that is not the first place.
+ * makes the request, conditional or not, and may return `not-modified`), and returns it with its answer. A
+ * candidate answering 400, 404, 405, 406, 410, 415 or 501 is not the export, nor is a 2xx of a type the
+ * candidate does not take; any other failure (429, 5xx, the network, a 401) is the run's, thrown as it
+ * came. Logs where the export was found when that is not the first place.
  *
  * @throws SyncError `NDJSON_EXPORT_NOT_FOUND` when no candidate is the export: the message lists each
  *   place asked and its answer, and names `REPORTS_NDJSON_PATH` and `--source csv`
@@ -84,7 +82,7 @@ export async function openFoundExport<T extends OpenResponse | 'not-modified'>(
   config: Config,
   logger: Logger,
   open: (candidate: ExportCandidate) => Promise<T>,
-): Promise<T> {
+): Promise<{ res: T; candidate: ExportCandidate }> {
   const candidates = exportCandidates(config);
   const asked: string[] = [];
   for (const [i, candidate] of candidates.entries()) {
@@ -97,22 +95,21 @@ export async function openFoundExport<T extends OpenResponse | 'not-modified'>(
       asked.push(`${candidate.label}: HTTP ${String((err as SyncError).context.status)}`);
       continue;
     }
-    const type = res === 'not-modified' ? '' : (header(res.headers, 'content-type') ?? '');
-    if (res !== 'not-modified' && !candidate.takes(type)) {
+    if (res !== 'not-modified' && !takenBy(candidate, res)) {
       res.body.on('error', () => undefined);
       res.body.destroy();
-      asked.push(`${candidate.label}: ${res.status} with ${type || 'no Content-Type'}`);
+      asked.push(`${candidate.label}: ${res.status} with ${contentTypeOf(res) || 'no Content-Type'}`);
       continue;
     }
     if (i > 0) {
-      // A path can be set; the list path asked for NDJSON cannot (set, it would take the JSON list too).
+      // A path can be set; a query or an `Accept` cannot (set, the path would take the JSON list too).
       const hint =
-        candidate.accept === STRICT_ACCEPT
+        candidate.path === undefined
           ? ''
-          : `: REPORTS_NDJSON_PATH=${candidate.url.pathname} skips the search and asks it conditionally`;
+          : `: REPORTS_NDJSON_PATH=${candidate.path} skips the search and asks it conditionally`;
       logger.info({ url: candidate.label, notAt: asked }, `NDJSON export found at ${candidate.label}${hint}`);
     }
-    return res;
+    return { res, candidate };
   }
   throw new SyncError(
     'NDJSON_EXPORT_NOT_FOUND',
@@ -121,6 +118,15 @@ export async function openFoundExport<T extends OpenResponse | 'not-modified'>(
       "if /stats answers 404 too, REPORTS_BASE_URL is not the service's root",
     { context: { asked } },
   );
+}
+
+/** Whether the answer `res` to `candidate` (a later page of it too) is of a type the candidate takes. */
+export function takenBy(candidate: ExportCandidate, res: OpenResponse): boolean {
+  return candidate.takes(contentTypeOf(res));
+}
+
+function contentTypeOf(res: OpenResponse): string {
+  return header(res.headers, 'content-type') ?? '';
 }
 
 function isNotHere(err: unknown): boolean {

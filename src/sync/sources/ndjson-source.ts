@@ -3,7 +3,6 @@ import { startSourceDecoders } from './source-decoders.js';
 import { requestOptions } from '../../upstream/request-options.js';
 import { bodyEndChecked, header, networkError } from '../../upstream/http-answers.js';
 import { openStream, type OpenResponse } from '../../upstream/open-stream.js';
-import { apiUrl } from '../../config/config.js';
 import { decodeNdjson } from '../../normalize/ndjson-decode.js';
 import { charsetOf, utf8Chunks } from '../../upstream/charset.js';
 import { countBytes } from '../count-bytes.js';
@@ -15,8 +14,8 @@ import type { SourceItem } from '../export-source.js';
 import { NdjsonPages } from './ndjson-pages.js';
 import { isPastEndAnswer } from './csv-paging.js';
 import { withRetry } from '../../upstream/with-retry.js';
-import { errorMessage } from '../../util/errors.js';
-import { NDJSON_ACCEPT, openFoundExport } from './ndjson-discovery.js';
+import { errorMessage, SyncError } from '../../util/errors.js';
+import { openFoundExport, takenBy, type ExportCandidate } from './ndjson-discovery.js';
 
 /**
  * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the upstream does not show
@@ -29,11 +28,11 @@ export const ndjsonSource: ExportSource = {
   name: 'ndjson',
   fullExport: true,
   async *read(ctx: ReadContext) {
-    let url = apiUrl(ctx.config, ctx.config.ndjsonPath).toString();
-    const first = await openFoundExport(ctx.config, ctx.logger, (candidate) => {
-      url = candidate.url.toString();
-      return openExport(ctx, url, candidate.accept, candidate.conditional);
-    });
+    const found = await openFoundExport(ctx.config, ctx.logger, (candidate) =>
+      openExport(ctx, candidate.url.toString(), candidate.accept, candidate.conditional),
+    );
+    const { res: first, candidate } = found;
+    const url = candidate.url.toString();
     if (first === 'not-modified') {
       yield { kind: 'not-modified', url: safeUrl(url) };
       return { complete: true };
@@ -48,7 +47,7 @@ export const ndjsonSource: ExportSource = {
         const next = pages?.next(res);
         if (next === undefined || 'end' in next) break;
         if ('loop' in next) return { complete: false, reason: next.loop };
-        const opened = 'pastEnd' in next ? next : await openPage(ctx, next.url, pages!.page);
+        const opened = 'pastEnd' in next ? next : await openPage(ctx, next.url, pages!.page, candidate);
         if ('pastEnd' in opened) {
           const end = await confirmedEnd(ctx, pages!, opened.pastEnd);
           if (end === undefined) break;
@@ -110,16 +109,18 @@ async function openPage(
   ctx: ReadContext,
   url: URL,
   page: number,
+  candidate: ExportCandidate,
 ): Promise<OpenResponse | { pastEnd: string }> {
+  let res: OpenResponse;
   try {
-    return await withRetry(
+    res = await withRetry(
       `NDJSON page ${page}`,
       ctx.config,
       ctx.logger,
       () =>
         openStream(
           url,
-          requestOptions(ctx.config, ctx, url.toString(), { accept: NDJSON_ACCEPT, deadline: 'export' }),
+          requestOptions(ctx.config, ctx, url.toString(), { accept: candidate.accept, deadline: 'export' }),
         ),
       ctx.signal,
     );
@@ -129,6 +130,14 @@ async function openPage(
       pastEnd: `page ${page} of the NDJSON export, linked from the page before, answered ${errorMessage(err)}`,
     };
   }
+  if (takenBy(candidate, res)) return res;
+  res.body.on('error', () => undefined);
+  res.body.destroy();
+  throw new SyncError(
+    'UNEXPECTED_CONTENT_TYPE',
+    `page ${page} of the NDJSON export (${res.url}) answered ${header(res.headers, 'content-type') ?? 'no Content-Type'}, not the NDJSON its first page was`,
+    { context: { url: res.url, page } },
+  );
 }
 
 /**
