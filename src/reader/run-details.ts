@@ -58,7 +58,8 @@ export interface RunFilter {
   limit?: number | undefined;
 }
 
-const COUNTERS = ['duplicates', 'unchanged', 'refined', 'revived', 'records_loaded'] as const;
+/** The counters a run detail carries besides the run list's (`RunDetail.counters`). */
+export const COUNTERS = ['duplicates', 'unchanged', 'refined', 'revived', 'records_loaded'] as const;
 
 const SELECT_RUN = `SELECT run_id, job, source, status, epoch_ms(started_at)::DOUBLE AS started, epoch_ms(finished_at)::DOUBLE AS finished,
   (epoch_ms(finished_at) - epoch_ms(started_at))::DOUBLE AS duration, records_read::DOUBLE AS records_read,
@@ -112,14 +113,26 @@ export async function readRunDetail(
       `SELECT kind, field, value, count::DOUBLE AS n FROM drift_events WHERE run_id = $run ORDER BY kind, field, value`,
       { run: runId },
     )
-  )
-    .getRowObjectsJS()
-    .map((d) => ({
-      kind: String(d.kind) as DriftEvent['kind'],
-      field: String(d.field),
-      value: d.value === null ? null : String(d.value),
-      count: Number(d.n),
-    }));
+  ).getRowObjectsJS();
+  return runDetailOf(row, {
+    drift,
+    rejects: await rejectReasons(c, { runId, locations: 3, examples }),
+    qualityByRule: await runQualityFlags(c, runId),
+    alerts: (await hasTable(c, 'alert_events')) ? await eventsOfRun(c, runId) : [],
+  });
+}
+
+/**
+ * A {@link RunDetail} of one `sync_runs` row read with the columns {@link readRunDetail} names (on DuckDB, or
+ * the published run log on PostgreSQL): `run_id` … `error_message` as the run list, `upstream_url`,
+ * `attempts`, `bytes_read`, `bytes_wire`, `pages`, `complete`, `not_modified`, `tombstones_note`, `up`,
+ * `wh`, `diff` (the `/stats` totals), `error_json` (text) and the counters; `drift` rows as
+ * `{kind, field, value, n}`.
+ */
+export function runDetailOf(
+  row: Record<string, unknown>,
+  more: Pick<RunDetail, 'rejects' | 'qualityByRule' | 'alerts'> & { drift: Record<string, unknown>[] },
+): RunDetail {
   const num = (v: unknown) => (v === null || v === undefined ? 0 : Number(v));
   return {
     ...runRow(row),
@@ -141,10 +154,15 @@ export async function readRunDetail(
             difference: row.diff === null ? null : num(row.diff),
           },
     error: row.error_json === null ? null : (JSON.parse(String(row.error_json)) as Record<string, unknown>),
-    rejects: await rejectReasons(c, { runId, locations: 3, examples }),
-    drift,
-    qualityByRule: await runQualityFlags(c, runId),
-    alerts: (await hasTable(c, 'alert_events')) ? await eventsOfRun(c, runId) : [],
+    rejects: more.rejects,
+    drift: more.drift.map((d) => ({
+      kind: String(d.kind) as DriftEvent['kind'],
+      field: String(d.field),
+      value: d.value === null ? null : String(d.value),
+      count: Number(d.n),
+    })),
+    qualityByRule: more.qualityByRule,
+    alerts: more.alerts,
   };
 }
 
