@@ -76,6 +76,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     );
   }
   const parts = await openParts(options);
+  // Deliveries a stopped process left pending, before this one raises any: read after, an event raised
+  // here and still in flight was pending too, and was sent twice.
+  await parts.alerts.resumePending();
   // A run the last process left unfinished (an out-of-memory kill) is news before any catch-up runs.
   if (parts.warehouse.interruptedRuns.length > 0)
     await parts.alerts.afterRuns(parts.warehouse.interruptedRuns);
@@ -108,8 +111,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     throw err;
   }
   for (const task of tasks) await task.start();
-  // Deliveries a stopped process left pending, then the first check; later ones on their own timer.
-  await parts.alerts.resumePending();
+  // The first check; later ones on their own timer.
   void parts.watchdog.check();
   parts.watchdog.start(config.alertCheckIntervalMs);
   logStarted(logger, http.url, parts, options.jobs, config.timezone);

@@ -67,13 +67,12 @@ describe('a run a killed process left', { timeout: 120_000 }, () => {
     killed.child.kill('SIGKILL');
     await killed.exited;
 
+    // The receiver answers the first delivery late: still in flight as the daemon starts its jobs, it must
+    // not be taken for one a stopped process left pending and sent again.
+    receiver.setBehaviour((n) => ({ status: 204, delayMs: n === 1 ? 1500 : 0 }));
     const daemon = await spawnDaemon(daemonEnv);
     onTestFinished(() => daemon.cleanup());
-    // Deliveries are at least once: a retry of an event whose answer came late carries its webhook-id, on
-    // which receivers de-duplicate (docs/deployment.md). Count events, not deliveries.
-    const types = () => [
-      ...new Map(receiver.delivered().map((r) => [String(r.headers['webhook-id']), r.json.type])).values(),
-    ];
+    const types = () => receiver.delivered().map((r) => r.json.type);
     await waitFor('run.recovered', () => types().includes('run.recovered'));
     expect(types()).toEqual(['run.failed', 'run.recovered']);
     expect(receiver.delivered()[0]?.json.data).toMatchObject({
