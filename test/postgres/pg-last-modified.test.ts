@@ -16,17 +16,23 @@ afterEach(() => tmp.cleanup());
 // The PostgreSQL reader's validators: `ETag` the last applied run that changed the reports, `Last-Modified`
 // when it finished, as on the DuckDB reader. They move together: a publish that brings no run, a `/stats`
 // snapshot or a run that changed nothing changes neither, so a poller gets its 304.
+/** A simulator of 100 reports, a PostgreSQL database and a warehouse publishing to it (validators read fresh). */
+async function world(ctx: Parameters<typeof postgres.database>[0], seed: number) {
+  const db = await postgres.database(ctx);
+  const sim = await startTestSimulator({ generate: { n: 100, seed } });
+  const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, {
+    postgresUrl: db.url,
+    postgresSchema: db.schema,
+    readerValidatorsTtlMs: 0,
+  });
+  const warehouse = await openTestWarehouse(config);
+  onTestFinished(() => warehouse.close());
+  return { db, sim, config, warehouse };
+}
+
 describe('the PostgreSQL reader’s Last-Modified', () => {
   it('stays with its ETag across a publish that brings no run, and both move with the next run', async (ctx) => {
-    const db = await postgres.database(ctx);
-    const sim = await startTestSimulator({ generate: { n: 100, seed: 21 } });
-    const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, {
-      postgresUrl: db.url,
-      postgresSchema: db.schema,
-      readerValidatorsTtlMs: 0,
-    });
-    const warehouse = await openTestWarehouse(config);
-    onTestFinished(() => warehouse.close());
+    const { db, sim, config, warehouse } = await world(ctx, 21);
     expect((await syncTargetOnce(warehouse, config, 'ndjson'))[0]?.status).toBe('succeeded');
     await publishToPostgres(warehouse, db);
     const reader = await startTestPgReader(db, config);
@@ -56,15 +62,7 @@ describe('the PostgreSQL reader’s Last-Modified', () => {
   });
 
   it('a /stats snapshot and runs that changed nothing keep them, as the DuckDB reader does', async (ctx) => {
-    const db = await postgres.database(ctx);
-    const sim = await startTestSimulator({ generate: { n: 100, seed: 22 } });
-    const config = testConfig(sim.url, `${tmp.dir}/w.duckdb`, {
-      postgresUrl: db.url,
-      postgresSchema: db.schema,
-      readerValidatorsTtlMs: 0,
-    });
-    const warehouse = await openTestWarehouse(config);
-    onTestFinished(() => warehouse.close());
+    const { db, sim, config, warehouse } = await world(ctx, 22);
     const run = async (target: 'ndjson' | 'stats' | 'recent') => {
       expect((await syncTargetOnce(warehouse, config, target))[0]?.status).toBe('succeeded');
       await publishToPostgres(warehouse, db);
