@@ -2,8 +2,8 @@
 export interface StatsValue {
   /**
    * Object keys (and array indices) from the root, joined by `.`: `total`, `byStatus.SUBMITTED`, `series.0.n`.
-   * A key that is empty or holds `.`, `[`, `]` or `"` is written as its JSON string in brackets
-   * (`byStatus["IN.PROGRESS"]`, `[""]`), so two leaves never share a path (`{"a.b":1,"a":{"b":2}}` gives
+   * A key that is empty or holds `.`, `[`, `]` or `"`, and a root key `$`, is written as its JSON string in
+   * brackets (`byStatus["IN.PROGRESS"]`, `[""]`, `["$"]`), so two leaves never share a path (`{"a.b":1,"a":{"b":2}}` gives
    * `["a.b"]` and `a.b`).
    */
   metric: string;
@@ -37,7 +37,8 @@ export function flattenStats(body: unknown): StatsValue[] {
 }
 
 function pathOf(parent: string, key: string): string {
-  if (!BARE_KEY.test(key)) return `${parent}[${JSON.stringify(key)}]`;
+  // A root key `$` in brackets: bare, it would be the name of a number at the root.
+  if (!BARE_KEY.test(key) || (parent === '' && key === '$')) return `${parent}[${JSON.stringify(key)}]`;
   return parent === '' ? key : `${parent}.${key}`;
 }
 

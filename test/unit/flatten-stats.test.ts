@@ -24,6 +24,12 @@ describe('flattenStats', () => {
   it('names a bare number `$` and gives nothing for text', () => {
     expect(flattenStats(42)).toEqual([{ metric: '$', value: 42 }]);
     expect(flattenStats('42')).toEqual([]);
+    // A key `$` at the root is no bare number: it is named in brackets, and found there.
+    expect(flattenStats({ $: 0, a: { $: 1 } })).toEqual([
+      { metric: '["$"]', value: 0 },
+      { metric: 'a.$', value: 1 },
+    ]);
+    expect(statsTotal({ $: 5 }, '["$"]')).toBe(5);
   });
 
   it('reads the total at its path only when it is a count (an integer, or its digits as text)', () => {
@@ -46,7 +52,7 @@ describe('flattenStats', () => {
 describe('statsTotal at a metric name', () => {
   it('finds every count flattenStats names, whatever the keys and arrays around it (property)', () => {
     const key = fc.oneof(
-      fc.constantFrom('total', 'a.b', '', '[x]', 'say "hi"', '0', 'count'),
+      fc.constantFrom('total', 'a.b', '', '[x]', 'say "hi"', '0', 'count', '$'),
       fc.string({ maxLength: 5 }),
     );
     const tree = fc.letrec((tie) => ({
@@ -64,7 +70,7 @@ describe('statsTotal at a metric name', () => {
           expect(statsTotal(body, metric), metric).toBe(value);
         }
       }),
-      { numRuns: 500 },
+      { numRuns: 2_000 },
     );
   });
 
