@@ -38,12 +38,21 @@ export function publicQuery<E extends PublicEndpoint>(
  * simulator parses them (WHATWG URL), so both servers see the same parameters.
  */
 export function searchParams(target: string): URLSearchParams {
-  return URL.canParse(target, BASE) ? new URL(target, BASE).searchParams : new URLSearchParams();
+  return parsedTarget(target)?.searchParams ?? new URLSearchParams();
 }
 
 /** The decoded-as-sent path of a request target (WHATWG URL `pathname`), as the simulator routes by it. */
 export function pathOf(target: string): string {
-  return URL.canParse(target, BASE) ? new URL(target, BASE).pathname : '/';
+  return parsedTarget(target)?.pathname ?? '/';
+}
+
+/**
+ * A request target as a URL: origin-form (`/path?query`, RFC 9112 §3.2.1) is a path, so `//a/b` is the path
+ * `//a/b` and not the host `a`; absolute-form (`http://host/path`) is read as it stands.
+ */
+function parsedTarget(target: string): URL | undefined {
+  const url = target.startsWith('/') ? `${BASE}${target}` : target;
+  return URL.canParse(url) ? new URL(url) : undefined;
 }
 
 const BASE = 'http://reader.invalid';

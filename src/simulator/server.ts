@@ -163,7 +163,10 @@ export async function startSimulator(options: SimulatorOptions): Promise<Simulat
     const own = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     const origin =
       req.headers.host && URL.canParse(`http://${req.headers.host}`) ? `http://${req.headers.host}` : own;
-    const url = URL.canParse(req.url ?? '/', origin) ? new URL(req.url ?? '/', origin) : new URL('/', origin);
+    // Origin-form targets are paths (RFC 9112 §3.2.1): `//a/b` is the path `//a/b`, not the host `a`.
+    const target = req.url ?? '/';
+    const href = target.startsWith('/') ? `${origin}${target}` : target;
+    const url = URL.canParse(href) ? new URL(href) : new URL('/', origin);
     const method = req.method ?? 'GET';
     if (url.pathname.startsWith(`${ADMIN_PREFIX}/`)) return handleAdmin(req, res, url, controls);
     if (url.pathname === LOGIN_PATH || url.pathname === LOOP_PATH) {
