@@ -199,7 +199,7 @@ function corsOrigins(setting: string): string | string[] {
 
 /**
  * The URL fastify routes: the request target's path as the upstream reads it (WHATWG URL: dot segments
- * resolved, `%XX` left as sent) with its query. Fastify matches routes on the percent-decoded path, where
+ * resolved, `%XX` left as sent) with its query, without any fragment. Fastify matches routes on the percent-decoded path, where
  * `/api/v1/public/repo%72ts` would be the list the upstream answers 404 to, so a path still holding a `%`
  * after that is sent to no route (the 404 names it as sent).
  */
@@ -207,8 +207,10 @@ function routedUrl(req: { url?: string }): string {
   const target = req.url ?? '/';
   const path = pathOf(target);
   if (path.includes('%')) return UNROUTED;
-  const query = target.indexOf('?');
-  return query < 0 ? path : `${path}${target.slice(query)}`;
+  // A fragment is no part of the query, even when a `?` follows the `#` (`/reports#top?status=X`).
+  const [beforeFragment = target] = target.split('#', 1);
+  const query = beforeFragment.indexOf('?');
+  return query < 0 ? path : `${path}${beforeFragment.slice(query)}`;
 }
 
 const UNROUTED = '/.reports-sync-unrouted';
