@@ -320,6 +320,14 @@ function bucketBits(capacity: number): number {
   return bits;
 }
 
+/**
+ * How this process reads the upstream, as text (`sync_runs.reading`, migration 043): the rules' version and
+ * the reading settings set ({@link upstreamReading}). Two runs with the same text read a line the same way.
+ */
+export function readingKey(): string {
+  return `v${RULES_VERSION}${readingContext()}`;
+}
+
 /** The upstream reading rules as part of a seed: `''` when none is set (the seeds of earlier versions). */
 function readingContext(): string {
   const { fieldNames, timeZone } = upstreamReading();

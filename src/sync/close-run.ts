@@ -143,6 +143,8 @@ interface Merged {
   figures: MergeFigures;
   /** Distinct valid reports the merge took from the run (`MergeResult.unique`). */
   seen: number;
+  /** Reports kept as stored because the run's copy is older (`MergeResult.older`). */
+  older: number;
 }
 
 /**
@@ -168,6 +170,13 @@ async function mergeAndFlag(
       'reports kept as stored: a copy of each was quarantined, and its valid copy is not newer than the stored report',
     );
   }
+  if (merged.older > 0) {
+    run.logger.warn(
+      { older: merged.older },
+      'reports kept as stored: the copy read is older than the stored version (updatedAt), or, in an export ' +
+        'holding such copies, would revive a removed report: a stale copy of the upstream (a cache?)',
+    );
+  }
   const { duplicates, inserted, updated, unchanged, refined, revived } = merged;
   const figures = { duplicates, inserted, updated, unchanged, refined, revived, removed: 0, qualityFlags: 0 };
   if (inserted + updated + revived > 0) {
@@ -179,7 +188,7 @@ async function mergeAndFlag(
       );
     }
   }
-  return { figures, seen: merged.unique };
+  return { figures, seen: merged.unique, older: merged.older };
 }
 
 /** What `afterMerge` sees: the open transaction, and the run's counters as they are if it commits. */
@@ -190,7 +199,14 @@ function afterMergeContext(
   now: Date,
 ): AfterMergeContext {
   const { state } = run;
-  const { complete, incompleteReason, tombstonesBlocked } = state;
+  const { complete, incompleteReason } = state;
+  // An export holding copies older than the warehouse's is an older picture of the upstream: a report
+  // missing from it may have been added since.
+  const tombstonesBlocked =
+    state.tombstonesBlocked ??
+    (merged.older > 0
+      ? `${merged.older} of its reports are older than the stored versions or would be revived: a stale copy (a cache?)`
+      : undefined);
   return {
     connection,
     runId: run.runId,

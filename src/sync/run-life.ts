@@ -9,6 +9,7 @@ import type { RunCounters } from '../warehouse/run-counters.js';
 import { RunLog } from '../warehouse/runs.js';
 import { warehouseWriteError } from '../warehouse/warehouse-write-error.js';
 import { asSyncError } from './run-errors.js';
+import { readingKey } from '../normalize/known-lines.js';
 
 // The life cycle every run shares, an export run (run-sync.ts) and a stats snapshot
 // (run-stats-snapshot.ts) alike: open its run log row, work, pass the point of no return, then commit
@@ -46,7 +47,13 @@ export async function openRunLog(options: {
   const upstreamUrl = config.baseUrl === undefined ? undefined : safeUrl(config.baseUrl).replace(/\/$/, '');
   let log: RunLog;
   try {
-    log = await RunLog.open(connection, { job, source, upstreamUrl, startedAt: started });
+    log = await RunLog.open(connection, {
+      job,
+      source,
+      upstreamUrl,
+      startedAt: started,
+      reading: readingKey(),
+    });
   } catch (err) {
     throw warehouseWriteError(err, warehousePath) ?? err;
   }

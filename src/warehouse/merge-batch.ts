@@ -26,6 +26,13 @@ export interface BatchCounts {
    * not newer than the stored report (`updated_at`), so the quarantined copy may be the latest.
    */
   held: number;
+  /**
+   * Reports kept as stored (`older`) because the run's copy is older than the stored version (`updated_at`
+   * before the stored one's): the latest `updatedAt` wins across runs as within one. In a full export that
+   * holds such a copy, every revive is kept back too (counted here): the export is an older picture of the
+   * upstream than the warehouse (a cache, a lagging replica), and a report it still holds may be gone since.
+   */
+  older: number;
 }
 
 /** A slice of the staged ids: those whose `hash(id)` is `slice` modulo `slices` (all of them for 1 slice). */
@@ -61,11 +68,14 @@ export function inSlice(column: string, s: Slice): string {
  * counts as seen) when the run quarantined a copy of the same id (`rejected_records.record_id`) and the
  * winner's `updated_at` is not after the stored one's: "latest `updatedAt` wins" cannot be told for a copy
  * that did not validate, and it must not move the report back to an older state. An insert or revive goes
- * ahead: the valid copy is better than no report.
+ * ahead: the valid copy is better than no report. A winner older than the current report it would update
+ * is `older` (see {@link BatchCounts.older}) when the stored version was read as this run reads
+ * (`sync_runs.reading`): a changed time zone may move a timestamp back, and the correction is taken; nor
+ * against a stored `updated_at` in the future, which a correction must be able to replace.
  */
 export async function buildMergeBatch(
   c: DuckDBConnection,
-  run: { runId: string; source: string },
+  run: { runId: string; source: string; fullExport: boolean },
   slices: number,
 ): Promise<BatchCounts> {
   await c.run(
@@ -77,6 +87,12 @@ export async function buildMergeBatch(
     if (slice === 0 && slices > 1) await failpoint('merge-slice');
   }
   await c.run('DROP TABLE IF EXISTS merge_existing; DROP TABLE IF EXISTS merge_picked');
+  if (run.fullExport) {
+    await c.run(
+      `UPDATE merge_batch SET change = 'older'
+       WHERE change = 'revive' AND EXISTS (SELECT 1 FROM merge_batch WHERE change = 'older')`,
+    );
+  }
   const row = (
     await c.runAndReadAll(
       `SELECT count(*) AS "unique",
@@ -86,7 +102,8 @@ export async function buildMergeBatch(
          count(*) FILTER (WHERE change = 'refine') AS refined,
          count(*) FILTER (WHERE change = 'unchanged') AS unchanged,
          count(*) FILTER (WHERE change = 'known') AS known,
-         count(*) FILTER (WHERE change = 'held') AS held
+         count(*) FILTER (WHERE change = 'held') AS held,
+         count(*) FILTER (WHERE change = 'older') AS older
        FROM merge_batch`,
     )
   ).getRowObjectsJS()[0]!;
@@ -104,9 +121,13 @@ async function batchSlice(
   const lossy = LOSSY_SOURCES.includes(run.source) ? 'true' : 'false';
   await c.run(
     `CREATE OR REPLACE TEMP TABLE merge_existing AS
-     SELECT id, removed_at, updated_at, content_hash, csv_hash, source, ${lineHashColumn(run.source)} AS line_hash,
-       rowid AS row_id
-     FROM report_rows WHERE ${inSlice('id', s)} AND id IN (SELECT id FROM ${staged})`,
+     SELECT r.id, r.removed_at, r.updated_at, r.content_hash, r.csv_hash, r.source,
+       r.${lineHashColumn(run.source)} AS line_hash, r.rowid AS row_id,
+       -- read as this run reads: only then is an older copy stale rather than a reading corrected
+       coalesce(w.reading = (SELECT reading FROM sync_runs WHERE run_id = $run), false)
+         AS same_reading
+     FROM report_rows r LEFT JOIN sync_runs w ON w.run_id = r.version_run_id
+     WHERE ${inSlice('r.id', s)} AND r.id IN (SELECT id FROM ${staged})`,
     params,
   );
   await c.run(
@@ -137,6 +158,8 @@ async function batchSlice(
             WHEN ${lossy} AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash THEN 'unchanged'
             WHEN q.id IS NOT NULL AND coalesce(s.updated_at, '-infinity'::TIMESTAMPTZ)
               <= coalesce(e.updated_at, '-infinity'::TIMESTAMPTZ) THEN 'held'
+            -- a stored updatedAt in the future is an impossible value (quality-flags.ts), not a newer version
+            WHEN s.updated_at < e.updated_at AND e.same_reading AND e.updated_at <= now() THEN 'older'
             WHEN NOT ${lossy} AND e.source IN (${LOSSY_SQL}) AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash
               THEN 'refine'
             ELSE 'update' END AS change,
@@ -156,5 +179,15 @@ export async function emptyMergeBatch(c: DuckDBConnection): Promise<BatchCounts>
   await c.run(
     `CREATE OR REPLACE TEMP TABLE merge_batch (id VARCHAR, seq BIGINT, line_hash BIGINT, change VARCHAR, row_id BIGINT)`,
   );
-  return { unique: 0, inserted: 0, updated: 0, revived: 0, refined: 0, unchanged: 0, known: 0, held: 0 };
+  return {
+    unique: 0,
+    inserted: 0,
+    updated: 0,
+    revived: 0,
+    refined: 0,
+    unchanged: 0,
+    known: 0,
+    held: 0,
+    older: 0,
+  };
 }

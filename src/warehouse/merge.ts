@@ -26,6 +26,8 @@ export interface MergeResult {
   refined: number;
   /** Reports kept as stored because a copy of theirs was quarantined (merge-batch.ts); counted in `unchanged`. */
   held: number;
+  /** Reports kept as stored because the run's copy is older (merge-batch.ts); counted in `unchanged`. */
+  older: number;
 }
 
 /** The run a merge folds in. */
@@ -113,6 +115,7 @@ export async function mergeStaging(
     refined,
     unchanged: seen - inserted - updated - revived - refined,
     held: batch.held,
+    older: batch.older,
   };
 }
 

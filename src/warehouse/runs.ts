@@ -69,6 +69,8 @@ export interface RunStart {
   /** The upstream's base URL without credentials. */
   upstreamUrl?: string | undefined;
   startedAt: Date;
+  /** How the run reads the upstream (`sync_runs.reading`, migration 043; normalize/known-lines.ts `readingKey`). */
+  reading?: string | undefined;
 }
 
 /**
@@ -88,14 +90,15 @@ export class RunLog {
   static async open(connection: DuckDBConnection, run: RunStart): Promise<RunLog> {
     const runId = newRunId(run.source, run.startedAt);
     await connection.run(
-      `INSERT INTO sync_runs (run_id, job, source, status, started_at, upstream_url)
-       VALUES ($run, $job, $source, 'running', $started::TIMESTAMPTZ, $url)`,
+      `INSERT INTO sync_runs (run_id, job, source, status, started_at, upstream_url, reading)
+       VALUES ($run, $job, $source, 'running', $started::TIMESTAMPTZ, $url, $reading)`,
       {
         run: runId,
         job: run.job,
         source: run.source,
         started: run.startedAt.toISOString(),
         url: run.upstreamUrl ?? null,
+        reading: run.reading ?? null,
       },
     );
     return new RunLog(connection, runId);
