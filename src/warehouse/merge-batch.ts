@@ -71,7 +71,8 @@ export function inSlice(column: string, s: Slice): string {
  * ahead: the valid copy is better than no report. A winner older than the current report it would update
  * is `older` (see {@link BatchCounts.older}) when the stored version was read as this run reads
  * (`sync_runs.reading`): a changed time zone may move a timestamp back, and the correction is taken; nor
- * against a stored `updated_at` in the future, which a correction must be able to replace.
+ * against a stored `updated_at` in the future, which a correction must be able to replace, nor for a copy
+ * whose `updated_at` is before its `created_at` (both impossible values, flagged and loaded).
  */
 export async function buildMergeBatch(
   c: DuckDBConnection,
@@ -158,14 +159,17 @@ async function batchSlice(
             WHEN ${lossy} AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash THEN 'unchanged'
             WHEN q.id IS NOT NULL AND coalesce(s.updated_at, '-infinity'::TIMESTAMPTZ)
               <= coalesce(e.updated_at, '-infinity'::TIMESTAMPTZ) THEN 'held'
-            -- a stored updatedAt in the future is an impossible value (quality-flags.ts), not a newer version
-            WHEN s.updated_at < e.updated_at AND e.same_reading AND e.updated_at <= now() THEN 'older'
+            -- impossible values (quality-flags.ts) are not weighed: a stored updatedAt in the future, a copy's
+            -- before its own createdAt
+            WHEN s.updated_at < e.updated_at AND e.same_reading AND e.updated_at <= now()
+              AND s.updated_at >= s.created_at THEN 'older'
             WHEN NOT ${lossy} AND e.source IN (${LOSSY_SQL}) AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash
               THEN 'refine'
             ELSE 'update' END AS change,
        e.row_id
      FROM (SELECT * FROM merge_picked WHERE NOT known) p
-     LEFT JOIN (SELECT seq, line_hash, content_hash, coalesce(csv_hash, content_hash) AS csv_hash, updated_at
+     LEFT JOIN (SELECT seq, line_hash, content_hash, coalesce(csv_hash, content_hash) AS csv_hash, updated_at,
+                  created_at
                 FROM ${staged}) s ON s.seq = p.seq
      LEFT JOIN merge_existing e ON e.id = p.id
      LEFT JOIN (SELECT DISTINCT record_id AS id FROM rejected_records
