@@ -35,16 +35,31 @@ export function redactSecret(text: string, secret: string | undefined): string {
   return secret ? text.split(secret).join('[redacted]') : text;
 }
 
+// Enough of an error page for its excerpt: the rest is never read (it may be endless).
+const EXCERPT_READ_BYTES = 4096;
+
+/**
+ * The first 200 characters of an error body (whitespace runs as one space, `secret` redacted), from at
+ * most its first 4 KiB: the body is destroyed then, so its connection is closed, never reused half-read.
+ * Never throws: a body that fails gives what arrived before it failed ('' for nothing).
+ */
 export async function readExcerpt(body: Readable, secret?: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
   try {
-    const chunks: Buffer[] = [];
-    for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(Buffer.from(chunk));
-    // Redact before cutting, so no prefix of the key survives at the cut.
-    const text = redactSecret(Buffer.concat(chunks).toString('utf8'), secret);
-    return text.slice(0, 200).replace(/\s+/g, ' ').trim();
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      chunks.push(Buffer.from(chunk));
+      size += chunk.length;
+      if (size >= EXCERPT_READ_BYTES) break;
+    }
   } catch {
-    return '';
+    // What arrived before the failure still tells what the server said.
+  } finally {
+    body.destroy();
   }
+  // Redact before cutting, so no prefix of the key survives at the cut.
+  const text = redactSecret(Buffer.concat(chunks).subarray(0, EXCERPT_READ_BYTES).toString('utf8'), secret);
+  return text.slice(0, 200).replace(/\s+/g, ' ').trim();
 }
 
 /**
