@@ -1,4 +1,4 @@
-import { pipeline, Transform, type Readable } from 'node:stream';
+import { PassThrough, pipeline, Transform, type Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
 import { SyncError } from '../util/errors.js';
 
@@ -17,12 +17,19 @@ export interface DecodedBody {
 
 /**
  * Decodes a response body by its `Content-Encoding` (`gzip`/`x-gzip`, `deflate` — zlib-wrapped or, as some
- * servers send it, raw —, `br`; several codings are undone last first), counting the wire bytes. The
- * decoded stream is a pipeline: destroying it destroys the wire body, and an error of any stage reaches it.
+ * servers send it, raw —, `br`; several codings are undone last first), counting the wire bytes. A gzip
+ * file (`contentType` `application/gzip`) is read from inside, with a `Content-Encoding` or without
+ * ({@link codingsOf}). The decoded stream is a pipeline: destroying it destroys the wire body, and an error
+ * of any stage reaches it.
  *
  * @throws SyncError `CONTENT_ENCODING_UNSUPPORTED` (not retryable) for a coding not asked for (e.g. `zstd`)
  */
-export function decodeBody(wire: Readable, contentEncoding: string | undefined, url: string): DecodedBody {
+export function decodeBody(
+  wire: Readable,
+  contentEncoding: string | undefined,
+  url: string,
+  contentType?: string,
+): DecodedBody {
   let bytes = 0;
   const counter = new Transform({
     transform(chunk: Buffer, _enc, done) {
@@ -30,12 +37,18 @@ export function decodeBody(wire: Readable, contentEncoding: string | undefined, 
       done(null, chunk);
     },
   });
-  const encodings = (contentEncoding ?? '')
+  const codings = codingsOf(contentEncoding, contentType);
+  const encodings = (codings ?? '')
     .split(',')
     .map((e) => e.trim().toLowerCase())
     .filter((e) => e !== '' && e !== 'identity');
   const decoders = encodings.reverse().map((e) => decoderFor(e, url));
   encodings.reverse();
+  // A gzip file sent with a Content-Encoding: strictly, the coding wraps the file (two gzip layers), but
+  // servers also label the file itself so (one layer). The bytes under the coding tell.
+  if (codings === contentEncoding && encodings.length > 0 && isGzipType(contentType)) {
+    decoders.push(sniffing((head) => (isGzipStart(head) ? createGunzip() : new PassThrough())));
+  }
   const stages = [wire, counter, ...decoders];
   const body = pipeline(stages as [Readable, ...Transform[]], () => undefined) as unknown as Readable;
   return { body, wireBytes: () => bytes, encodings };
@@ -53,8 +66,17 @@ export function codingsOf(
   const coded = (contentEncoding ?? '')
     .split(',')
     .some((e) => !['', 'identity'].includes(e.trim().toLowerCase()));
-  if (coded || !/^application\/(?:x-)?gzip\s*(?:;|$)/i.test(contentType ?? '')) return contentEncoding;
+  if (coded || !isGzipType(contentType)) return contentEncoding;
   return 'gzip';
+}
+
+function isGzipType(contentType: string | undefined): boolean {
+  return /^application\/(?:x-)?gzip\s*(?:;|$)/i.test(contentType ?? '');
+}
+
+/** The gzip magic number (RFC 1952 §2.3.1). */
+function isGzipStart(head: Buffer): boolean {
+  return head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b;
 }
 
 function decoderFor(encoding: string, url: string): Transform {
@@ -80,11 +102,20 @@ function decoderFor(encoding: string, url: string): Transform {
  * two bytes tell (a zlib header is a multiple of 31 with compression method 8).
  */
 function deflateDecoder(): Transform {
+  return sniffing((head) =>
+    (head[0]! & 0x0f) === 8 && (head[0]! * 256 + head[1]!) % 31 === 0 ? createInflate() : createInflateRaw(),
+  );
+}
+
+/**
+ * A stage that passes the body through the transform `choose` picks by the body's first two bytes (fewer
+ * only when the body is shorter; an empty body chooses nothing).
+ */
+function sniffing(choose: (head: Buffer) => Transform): Transform {
   let inner: Transform | undefined;
   let head = Buffer.alloc(0);
   const start = (): Transform => {
-    const zlib = head.length >= 2 && (head[0]! & 0x0f) === 8 && (head[0]! * 256 + head[1]!) % 31 === 0;
-    const chosen = zlib ? createInflate() : createInflateRaw();
+    const chosen = choose(head);
     chosen.on('data', (c: Buffer) => self.push(c));
     chosen.once('error', (err) => self.destroy(err));
     inner = chosen;

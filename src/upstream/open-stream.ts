@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { request, type Dispatcher } from 'undici';
 import { SyncError } from '../util/errors.js';
-import { ACCEPT_ENCODING, codingsOf, decodeBody } from './content-encoding.js';
+import { ACCEPT_ENCODING, decodeBody } from './content-encoding.js';
 import { safeUrl } from '../util/safe-url.js';
 import { startDeadline, watchSpeed, type MinSpeed, type RequestDeadline } from './body-limits.js';
 import {
@@ -133,11 +133,12 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
     }
     let decoded;
     try {
-      const codings = codingsOf(
+      decoded = decodeBody(
+        res.body,
         headerList(res.headers, 'content-encoding'),
+        safeUrl(current),
         header(res.headers, 'content-type'),
       );
-      decoded = decodeBody(res.body, codings, safeUrl(current));
     } catch (err) {
       res.body.on('error', () => undefined); // the abort of an unread body is no failure of its own
       res.body.destroy();

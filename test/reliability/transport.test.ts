@@ -106,9 +106,22 @@ describe('compressed responses', () => {
     },
   );
 
-  it.each(['ndjson', 'csv'] as const)(
-    'a %s export served as a gzip file (Content-Type application/gzip, no Content-Encoding) is read from inside it',
-    async (target) => {
+  // A gzip file as served: alone; labelled with the coding too (one layer, as Apache does); and coded for
+  // transport on top of the file (two layers, the strict reading of both headers).
+  const GZIP_FILES = {
+    'no Content-Encoding': { coding: undefined, layers: 1 },
+    'Content-Encoding gzip, one layer': { coding: 'gzip', layers: 1 },
+    'Content-Encoding gzip, two layers': { coding: 'gzip', layers: 2 },
+    'Content-Encoding x-gzip, two layers': { coding: 'x-gzip', layers: 2 },
+  } as const;
+  it.each(
+    (['ndjson', 'csv'] as const).flatMap((target) =>
+      Object.keys(GZIP_FILES).map((variant) => [target, variant as keyof typeof GZIP_FILES] as const),
+    ),
+  )(
+    'a %s export served as a gzip file (Content-Type application/gzip, %s) is read from inside it',
+    async (target, variant) => {
+      const { coding, layers } = GZIP_FILES[variant];
       const server = await startRawServer((req, res) => {
         const url = new URL(req.url ?? '/', 'http://x');
         if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: ids.length }));
@@ -117,8 +130,12 @@ describe('compressed responses', () => {
           target === 'ndjson'
             ? ids.map(ndjsonLine).join('')
             : HEADER + (page === 1 ? ids.map(csvRow).join('') : '');
-        res.writeHead(200, { 'content-type': 'application/gzip' });
-        res.end(gzipSync(Buffer.from(text)));
+        const file = gzipSync(Buffer.from(text));
+        res.writeHead(200, {
+          'content-type': 'application/gzip',
+          ...(coding ? { 'content-encoding': coding } : {}),
+        });
+        res.end(layers === 2 ? gzipSync(file) : file);
       });
       onTestFinished(() => server.close());
       const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { retries: 0 });
