@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LastSuccess } from './last-success.js';
+import { parseHttpDate } from '../util/http-date.js';
 
 /** `ETag` and (when a run succeeded) `Last-Modified` of what the reader serves. */
 export interface Validators {
@@ -51,8 +52,9 @@ export function notModified(
   if (inm !== undefined) return ifNoneMatchHits(inm, v.etag);
   const ims = headers['if-modified-since'];
   if (ims === undefined || v.lastModified === undefined) return false;
-  const since = Date.parse(ims);
-  return !Number.isNaN(since) && Date.parse(v.lastModified) <= since;
+  const since = parseHttpDate(ims);
+  const modified = parseHttpDate(v.lastModified);
+  return since !== undefined && modified !== undefined && modified <= since;
 }
 
 /**

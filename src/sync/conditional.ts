@@ -1,6 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { LAST_RESET_SQL } from '../warehouse/data-tables.js';
 import { isSyncError } from '../util/errors.js';
+import { parseHttpDate } from '../util/http-date.js';
 import type { RunCounters } from '../warehouse/run-counters.js';
 import type { RunLog } from '../warehouse/runs.js';
 import { dropRunStaging, withTransaction } from '../warehouse/transaction.js';
@@ -65,7 +66,7 @@ export async function lastCompleteValidators(
 export function conditionalHeaders(v: ExportValidator | undefined): Record<string, string> {
   const headers: Record<string, string> = {};
   if (v?.etag) headers['if-none-match'] = v.etag;
-  if (v?.lastModified && !Number.isNaN(Date.parse(v.lastModified))) {
+  if (v?.lastModified && parseHttpDate(v.lastModified) !== undefined) {
     headers['if-modified-since'] = v.lastModified;
   }
   return headers;

@@ -1,3 +1,5 @@
+import { parseHttpDate } from '../util/http-date.js';
+
 /**
  * Parses an HTTP `Retry-After` header (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
  * Returns the wait in ms, or `undefined` when there is no usable hint (absent, malformed, 0 or in the past
@@ -16,8 +18,8 @@ export function parseRetryAfter(
     const seconds = Number(trimmed);
     return seconds > 0 ? seconds * 1000 : undefined;
   }
-  const at = Date.parse(trimmed);
-  if (Number.isNaN(at)) return undefined;
+  const at = parseHttpDate(trimmed, now);
+  if (at === undefined) return undefined;
   const wait = at - now;
   return wait > 0 ? wait : undefined;
 }

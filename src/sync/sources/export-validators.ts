@@ -1,5 +1,6 @@
 import { header } from '../../upstream/http-answers.js';
 import type { ExportValidator } from '../export-source.js';
+import { parseHttpDate } from '../../util/http-date.js';
 
 /**
  * The validators of an answer (an export, a CSV page, a list page) that can tell a version of the export:
@@ -11,9 +12,9 @@ import type { ExportValidator } from '../export-source.js';
  */
 export function pageValidator(headers: Record<string, string | string[] | undefined>): ExportValidator {
   const lastModified = header(headers, 'last-modified');
-  const modified = lastModified === undefined ? NaN : Date.parse(lastModified);
-  const answered = Date.parse(header(headers, 'date') ?? '');
-  const strong = !Number.isNaN(modified) && !Number.isNaN(answered) && answered - modified >= 1000;
+  const modified = lastModified === undefined ? undefined : parseHttpDate(lastModified);
+  const answered = parseHttpDate(header(headers, 'date') ?? '');
+  const strong = modified !== undefined && answered !== undefined && answered - modified >= 1000;
   return { etag: header(headers, 'etag'), lastModified: strong ? lastModified : undefined };
 }
 
