@@ -220,6 +220,12 @@ export const SETTINGS = {
     allowed: 'milliseconds from 1 to 3600000',
     doc: 'Time to wait for response headers (ms).',
   },
+  maxHeaderBytes: {
+    env: 'REPORTS_MAX_HEADER_BYTES',
+    schema: int(1_024, 16_777_216).default(16_384),
+    allowed: 'bytes from 1024 to 16777216',
+    doc: 'Largest response header section read (bytes, undici’s `maxHeaderSize`): an answer with larger headers fails at once with `HTTP_NETWORK`, not retried.',
+  },
   bodyTimeoutMs: {
     env: 'REPORTS_BODY_TIMEOUT_MS',
     schema: int(1, 3_600_000).default(60_000),

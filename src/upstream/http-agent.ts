@@ -10,16 +10,17 @@ export function userAgent(): string {
 /**
  * The one HTTP dispatcher of a process: undici's `EnvHttpProxyAgent` (`HTTP_PROXY`, `HTTPS_PROXY` and
  * `NO_PROXY`, lower case too, are honoured; without them it connects directly) with the configured
- * connect/headers/body timeouts (ms), and a `User-Agent: reports-sync/<version>` on every request that sets
+ * connect/headers/body timeouts (ms), the largest response header section (`REPORTS_MAX_HEADER_BYTES`), and a `User-Agent: reports-sync/<version>` on every request that sets
  * none. `bodyTimeout` is the longest silence between two body chunks, so a stalled body fails with
  * `UND_ERR_BODY_TIMEOUT` instead of hanging (docs/how-a-sync-works.md).
  */
 export function createHttpAgent(
-  config: Pick<Config, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs'>,
+  config: Pick<Config, 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'maxHeaderBytes'>,
 ): Dispatcher {
   return new EnvHttpProxyAgent({
     connect: { timeout: config.connectTimeoutMs },
     headersTimeout: config.headersTimeoutMs,
+    maxHeaderSize: config.maxHeaderBytes,
     bodyTimeout: config.bodyTimeoutMs,
   }).compose(withUserAgent(userAgent()));
 }

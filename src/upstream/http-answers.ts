@@ -91,11 +91,46 @@ export function networkError(err: unknown, url: URL | string): unknown {
       cause: err,
     });
   }
-  return new SyncError('HTTP_NETWORK', `${code} while reading ${safeUrl(url)}: ${message}`, {
+  const remedy = transportRemedy(code, message);
+  return new SyncError('HTTP_NETWORK', `${code} while reading ${safeUrl(url)}: ${remedy?.text ?? message}`, {
     context: { url: safeUrl(url), cause: code },
-    retryable: true,
+    retryable: remedy?.retryable ?? true,
     cause: err,
   });
+}
+
+// undici's timeouts, by the setting that sets each.
+const TIMEOUT_SETTINGS: Record<string, string> = {
+  UND_ERR_CONNECT_TIMEOUT: 'REPORTS_CONNECT_TIMEOUT_MS',
+  UND_ERR_HEADERS_TIMEOUT: 'REPORTS_HEADERS_TIMEOUT_MS',
+  UND_ERR_BODY_TIMEOUT: 'REPORTS_BODY_TIMEOUT_MS',
+};
+
+/** What an undici error means for the user, when its own message does not say what to change. */
+function transportRemedy(code: string, message: string): { text: string; retryable: boolean } | undefined {
+  if (code === 'UND_ERR_HEADERS_OVERFLOW') {
+    // The same headers come back on every attempt: retrying cannot help.
+    return {
+      text:
+        "the response headers exceed undici's maximum header size (REPORTS_MAX_HEADER_BYTES): raise it " +
+        'if the server really sends headers this large; not retried',
+      retryable: false,
+    };
+  }
+  const setting = TIMEOUT_SETTINGS[code];
+  if (setting !== undefined) {
+    return { text: `${message} (${setting}: raise it if the server is really this slow)`, retryable: true };
+  }
+  if (code === 'UND_ERR_SOCKET' && message === 'bad response') {
+    // undici's only two causes of this message (client-h1.js); neither tells which one it was.
+    return {
+      text:
+        'bad response: the server sent an answer no request was waiting for, or an unsolicited ' +
+        '`100 Continue` before its answer (undici cannot read one)',
+      retryable: true,
+    };
+  }
+  return undefined;
 }
 
 /**

@@ -57,7 +57,7 @@ export const ERROR_CODES = {
   HTTP_LISTEN: { meaning: 'The daemon cannot listen on its host and port.', retry: 'none' },
   HTTP_NETWORK: {
     meaning:
-      'The connection to the upstream failed (refused, reset, timed out: retried; a TLS failure such as https:// to a plain-HTTP port or a refused certificate: not retried).',
+      'The connection to the upstream failed (refused, reset, timed out: retried; a TLS failure such as https:// to a plain-HTTP port or a refused certificate, or response headers over REPORTS_MAX_HEADER_BYTES: not retried).',
     retry: 'request',
   },
   HTTP_STATUS: {
