@@ -43,7 +43,8 @@ export const ERROR_CODES = {
   CSV_INVALID_UTF8: { meaning: 'A CSV header holds bytes that are not UTF-8.', retry: 'none' },
   CSV_MAX_PAGES: { meaning: 'The CSV export still has rows past REPORTS_CSV_MAX_PAGES.', retry: 'none' },
   CSV_PAGE_TOO_LARGE: {
-    meaning: 'A CSV page holds more rows than a record sequence number can address.',
+    meaning:
+      'A CSV page holds more rows than a record sequence number can address, or more than 256 MiB (a page is read into memory whole).',
     retry: 'none',
   },
   DATASET_NOT_FOUND: { meaning: 'The simulator dataset file does not exist.', retry: 'none' },

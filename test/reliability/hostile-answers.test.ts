@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { startRawServer } from '../helpers/raw-server.js';
 import { openTestWarehouse, syncTargetOnce, tempDir, testConfig } from '../helpers/sync.js';
@@ -77,6 +78,28 @@ describe('error bodies', () => {
     expect(written).toHaveLength(2); // retried, each answer read as little
     for (const bytes of written) expect(bytes).toBeLessThan(limit / 4);
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+});
+
+describe('CSV pages', () => {
+  it('a page decoding to over 256 MiB fails with CSV_PAGE_TOO_LARGE, naming REPORTS_CSV_PAGE_SIZE', async () => {
+    // A decompression bomb: 320 gzip members of 1 MiB each (RFC 1952 §2.2), about 330 KB on the wire.
+    const member = gzipSync(Buffer.alloc(MiB, 'x'));
+    const wire = Buffer.concat(Array.from({ length: 320 }, () => member));
+    const server = await startRawServer((req, res) => {
+      if (req.url?.endsWith('/stats')) return void res.end(JSON.stringify({ total: 1 }));
+      res.writeHead(200, { 'content-type': 'text/csv', 'content-encoding': 'gzip' });
+      res.end(wire);
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { retries: 2 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(run?.status).toBe('failed');
+    expect(run?.error?.code).toBe('CSV_PAGE_TOO_LARGE');
+    expect(run?.error?.message).toMatch(/Page 1 of .* is over 256 MiB.*REPORTS_CSV_PAGE_SIZE/);
+    expect(server.requests.filter((r) => r.url.includes('.csv'))).toHaveLength(1); // not retried
   });
 });
 

@@ -8,7 +8,7 @@ import { nextLink } from '../../upstream/link-header.js';
 import { bodyEndChecked, header, networkError } from '../../upstream/http-answers.js';
 import { openStream } from '../../upstream/open-stream.js';
 import { safeUrl } from '../../util/safe-url.js';
-import { readBody } from '../../upstream/read-body.js';
+import { readBody, type BodyLimit } from '../../upstream/read-body.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../../util/errors.js';
 import type { ReadContext } from '../export-source.js';
@@ -23,6 +23,13 @@ export const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
  * last page, or its cap), else the fullest of them.
  */
 const CONFIRM_READS = 3;
+
+/**
+ * Bytes a CSV page may hold (decoded). A page is held whole while it is decoded (a 119 MB page took a sync
+ * to ~2 GB RSS), so an endless body or a decompression bomb must stop somewhere; as high as the list page's
+ * bound, so that a static file behind every page's redirect (the whole export in one answer) still fits.
+ */
+export const CSV_PAGE_MAX_BYTES = 256 * 1024 * 1024;
 
 /** Pages fetched ahead of the one being staged (downloaded and decoding in the workers meanwhile). */
 export const PAGES_AHEAD = 3;
@@ -214,7 +221,7 @@ async function fetchPageOnce(
   let body: Buffer;
   let wireBytes = 0;
   try {
-    body = await readBody(res.body);
+    body = await readBody(res.body, pageLimit(config, page, res.url));
   } catch (err) {
     throw networkError(err, res.url);
   } finally {
@@ -255,6 +262,19 @@ async function fetchPageOnce(
   // end. Only reading it again tells (fetchPage); the paging rule would read past it on /stats' word alone.
   const unconfirmedShort = !framing.delimited && rows < expected ? (true as const) : undefined;
   return { decoded, bytes, wireBytes, url: res.url, next, unconfirmedShort, ...pageValidator(res.headers) };
+}
+
+/** The bound of a CSV page's body: {@link CSV_PAGE_MAX_BYTES}, past which it fails, saying what to change. */
+function pageLimit(config: Config, page: number, url: string): BodyLimit {
+  const tooLarge = () =>
+    new SyncError(
+      'CSV_PAGE_TOO_LARGE',
+      `Page ${page} of ${url} is over ${CSV_PAGE_MAX_BYTES / 2 ** 20} MiB, more than a CSV page is read into ` +
+        `memory: lower REPORTS_CSV_PAGE_SIZE (${config.csvPageSize} rows asked); if the server ignores pageSize ` +
+        '(one file for the whole export), sync its NDJSON export instead (--source ndjson), which is streamed',
+      { context: { url, page, limitBytes: CSV_PAGE_MAX_BYTES, pageSize: config.csvPageSize } },
+    );
+  return { maxBytes: CSV_PAGE_MAX_BYTES, tooLarge };
 }
 
 /** URL of page `page` of the export: `pageSize` and the configured page parameter set. */
