@@ -111,8 +111,10 @@ describe('HTTP-dates where they are read', () => {
   });
 
   it('Last-Modified a second before Date is a strong validator, and If-Modified-Since matches, in any zone', () => {
+    // Date, a second later, must still be within RFC 850's window.
+    const modified = rfc850Instant.filter((at) => at < Date.UTC(2076, 11, 31, 23, 59, 59));
     fc.assert(
-      fc.property(fc.constantFrom(...Object.values(FORMATS)), rfc850Instant, zone, (format, at, tz) => {
+      fc.property(fc.constantFrom(...Object.values(FORMATS)), modified, zone, (format, at, tz) => {
         process.env.TZ = tz;
         const lastModified = FORMATS['IMF-fixdate'](at);
         const headers = { 'last-modified': lastModified, date: format(at + 1000) };
