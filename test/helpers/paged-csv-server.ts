@@ -21,6 +21,8 @@ export interface PagedCsvOptions {
   emptyPages?: { at: number[]; shift: boolean };
   /** Called before a page is served (e.g. to unpublish a row mid-export). */
   beforePage?: (page: number) => void;
+  /** A page past the last one answers the last page again (a server clamping the page number). */
+  clampPastEnd?: boolean;
   /** The status answered for a page past the last one (instead of a header-only page). */
   pastEndStatus?: number;
   /** Every page links on, past the last row too (with `links`): the end is an empty page or `pastEndStatus`. */
@@ -99,7 +101,9 @@ export async function startPagedCsvServer(
             };
     const size = Math.min(asked, options.cap ?? asked);
     const empties = options.emptyPages?.at ?? [];
-    const dataPage = options.emptyPages?.shift ? page - empties.filter((p) => p < page).length : page;
+    const shifted = options.emptyPages?.shift ? page - empties.filter((p) => p < page).length : page;
+    const last = Math.max(1, Math.ceil(state.ids.length / size));
+    const dataPage = options.clampPastEnd ? Math.min(shifted, last) : shifted;
     const rows = empties.includes(page) ? [] : state.ids.slice((dataPage - 1) * size, dataPage * size);
     const headers: Record<string, string> = { 'content-type': 'text/csv; charset=utf-8', ...validators };
     if (options.links && (options.linksPastEnd || dataPage * size < state.ids.length)) {

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { csvRow, startPagedCsvServer, type PagedCsvOptions } from '../helpers/paged-csv-server.js';
 import { startRawServer } from '../helpers/raw-server.js';
+import { PAGES_AHEAD } from '../../src/sync/sources/csv-pages.js';
 import {
   capturingLogger,
   openTestWarehouse,
@@ -411,6 +412,46 @@ describe('paged CSV export: servers that end, loop or frame pages their own way'
     expect(await current()).toEqual(start);
     expect(await lastRun()).toMatchObject({ complete: false, records_read: 25 });
     expect(server.requests.filter((r) => !r.url.includes('/stats')).length).toBeLessThan(8);
+  });
+
+  it.each([
+    ['without a Link', false],
+    ['linking on from every page', true],
+  ])(
+    'a server answering a page past its end with its last page (%s): the export ends there, complete, and deletes follow',
+    async (_, links) => {
+      const start = ids(30);
+      const { server, config, warehouse, lastRun, current } = await setup(
+        start,
+        { clampPastEnd: true, links, linksPastEnd: links },
+        2,
+      );
+      const pagesAsked = () => server.requests.filter((r) => r.url.includes('.csv')).length;
+      const [run] = await syncTargetOnce(warehouse, config, 'csv');
+      // Page 16 repeats page 15: read, neither counted nor staged (pages linked on may be fetched ahead).
+      expect(run?.counters).toMatchObject({ recordsRead: 30, pages: 15 });
+      expect(await lastRun()).toMatchObject({ status: 'succeeded', complete: true, records_read: 30 });
+      expect(pagesAsked()).toBeGreaterThanOrEqual(16);
+      expect(pagesAsked()).toBeLessThanOrEqual(16 + PAGES_AHEAD);
+      const asked = pagesAsked();
+      server.ids = start.slice(0, 28);
+      await syncTargetOnce(warehouse, config, 'csv');
+      expect(await lastRun()).toMatchObject({ complete: true, records_read: 28, removed: 2 });
+      expect(await current()).toEqual(start.slice(0, 28));
+      expect(pagesAsked() - asked).toBeLessThanOrEqual(15 + PAGES_AHEAD);
+    },
+  );
+
+  it('a clamping server whose one page is full: page 2 repeats page 1, the page parameter ignored as far as can be told', async () => {
+    const start = ids(5);
+    const { config, warehouse, lastRun, current } = await setup(start, { clampPastEnd: true }, 5);
+    await syncTargetOnce(warehouse, config, 'csv');
+    const run = await lastRun();
+    expect(run).toMatchObject({ status: 'succeeded', complete: false, records_read: 5 });
+    expect(String(run?.tombstones_note)).toContain(
+      'page 2 repeats the keys of page 1: the server ignores the `page` parameter (REPORTS_CSV_PAGE_PARAM?)',
+    );
+    expect(await current()).toEqual(start);
   });
 
   it('close-delimited pages of a server that caps pageSize and links on are read to the end', async () => {

@@ -450,3 +450,108 @@ describe('CsvPager: what stops an export incomplete or makes it read again', () 
     });
   });
 });
+
+describe('CSV paging of a server that answers a page past its end with its last page (a clamp)', () => {
+  /**
+   * Reads `total` rows served `size` a page; a page past the last answers the last page again (its keys
+   * too). Links: none, `more` (while rows follow) or `every` page. Returns the outcome, rows and requests.
+   */
+  function readClamped(total: number, size: number, links: 'none' | 'more' | 'every', statsTotal?: number) {
+    const pager = new CsvPager({
+      pageSize: size,
+      maxPages: 10_000,
+      pageParam: 'page',
+      pageUrl,
+      statsTotalAvailable: statsTotal !== undefined,
+    });
+    const pages = Math.ceil(total / size);
+    for (let requests = 1; requests < pages + 20; requests++) {
+      const served = Math.min(pager.page, Math.max(pages, 1));
+      const rows = Math.max(0, Math.min(size, total - (served - 1) * size));
+      const linked = links === 'every' || (links === 'more' && served < pages);
+      const answer: PageAnswer = {
+        url: pager.url.toString(),
+        rows,
+        keysDigest: rows > 0 ? `keys of page ${served}` : undefined,
+        etag: '"v1"',
+        next: linked ? new URL(`http://upstream.test/next/${pager.page + 1}`) : undefined,
+      };
+      pager.checkValidator(answer);
+      pager.countRows(answer);
+      let step = pager.decide(answer);
+      if (step === 'stats-total') {
+        pager.statsTotal = statsTotal;
+        step = pager.decide(answer);
+      }
+      if (step === 'stats-total') throw new Error('asked twice');
+      if (step.outcome) return { outcome: step.outcome, rowsSoFar: pager.rowsSoFar, requests, step };
+    }
+    throw new Error('no end');
+  }
+
+  it('ends complete at the repeated page once paging worked, reading every row once; a repeated page 1 is still the page parameter ignored (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 60 }),
+        fc.integer({ min: 1, max: 12 }),
+        fc.constantFrom('none' as const, 'more' as const, 'every' as const),
+        fc.boolean(),
+        (total, size, links, statsKnown) => {
+          const { outcome, rowsSoFar, requests, step } = readClamped(
+            total,
+            size,
+            links,
+            statsKnown ? total : undefined,
+          );
+          const pages = Math.ceil(total / size);
+          // A repeated page (a request past the last page) is never staged, nor counted.
+          if (requests > pages) expect(step.block).toBe(false);
+          expect(rowsSoFar).toBe(total);
+          expect(requests).toBeLessThanOrEqual(pages + 1);
+          if (total === size || (total < size && (!statsKnown || links === 'every'))) {
+            // Page 2 repeats page 1: paging never showed it works.
+            expect(outcome).toMatchObject({
+              complete: false,
+              reason: expect.stringContaining(
+                'page 2 repeats the keys of page 1: the server ignores the `page`',
+              ),
+            });
+          } else {
+            expect(outcome.complete).toBe(true);
+          }
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('a /stats total off from the export does not change where it ends: the tombstone guards compare the counts', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 2, max: 6 }),
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: -3, max: 3 }),
+        (pages, size, drift) => {
+          const total = pages * size;
+          const { outcome, rowsSoFar, requests } = readClamped(total, size, 'none', total + drift);
+          expect(outcome.complete).toBe(true);
+          expect(rowsSoFar).toBe(total);
+          expect(requests).toBe(pages + 1);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('says why it ended: the clamp at info, with the pages named', () => {
+    const { outcome, step } = readClamped(25, 5, 'none', 25);
+    expect(outcome).toEqual({ complete: true, tombstonesBlocked: undefined });
+    expect(step.logs).toEqual([
+      expect.objectContaining({
+        level: 'info',
+        message:
+          'page 6 repeats the keys of page 5: the server answers a page past its last with its last page; end of the export',
+      }),
+    ]);
+  });
+});

@@ -1,7 +1,7 @@
 import { SyncError } from '../../util/errors.js';
 import { safeUrl } from '../../util/safe-url.js';
 import type { ExportValidator, ReadContext, ReadOutcome } from '../export-source.js';
-import { decidePaging, isPastEndAnswer, mayBeEnd } from './csv-paging.js';
+import { decidePaging, isPastEndAnswer, mayBeEnd, repeatedPage } from './csv-paging.js';
 import { resumedPageSize } from './csv-resume.js';
 import { PageValidators, type PageAnswer, type ValidatorStep } from './csv-page-validators.js';
 
@@ -51,9 +51,10 @@ export interface PageStep {
  *
  * The rules (docs/sources.md, docs/guarantees.md "Deletes and completeness"): the next page is the `Link:
  * rel="next"` target when there is one, else page P+1; where a short page ends the export is
- * {@link decidePaging}'s; a page repeating the keys of a page read, a `Link` back to a page read, rows
- * after a page answered with an error, and an error answer /stats does not confirm as the end stop the run
- * incomplete; every page must carry page 1's validator, else the export changed (`EXPORT_CHANGED`) unless
+ * {@link decidePaging}'s; a page repeating the previous one after paging worked ends the export (a server
+ * clamping the page number, {@link repeatedPage}); any other page repeating the keys of a page read, a
+ * `Link` back to a page read, rows after a page answered with an error, and an error answer /stats does
+ * not confirm as the end stop the run incomplete; every page must carry page 1's validator, else the export changed (`EXPORT_CHANGED`) unless
  * page 1 kept its own (a server validating each page: the run completes without tombstones).
  */
 export class CsvPager {
@@ -72,6 +73,8 @@ export class CsvPager {
   /** Digest of the keys of each page staged so far → its page number (a page repeating one is no new page). */
   readonly #pageKeys = new Map<string, number>();
   #linkSeen = false;
+  /** A page read was full (as many rows as the page size in force): a repeat of it may be a clamp. */
+  #fullSeen = false;
   #pastEndAt: number | undefined;
   #missing: string | undefined;
   #gap = 0;
@@ -162,7 +165,7 @@ export class CsvPager {
   #guards(answer: PageAnswer): PageStep | 'stats-total' | undefined {
     const { page } = this;
     const { rows } = answer;
-    const { maxPages, pageSize, pageParam } = this.#init;
+    const { maxPages, pageSize } = this.#init;
     if (page > maxPages) {
       if (rows === 0) return stop(false, `page ${page} is past REPORTS_CSV_MAX_PAGES=${maxPages} and empty`);
       throw new SyncError(
@@ -175,19 +178,29 @@ export class CsvPager {
     const repeated = answer.keysDigest === undefined ? undefined : this.#pageKeys.get(answer.keysDigest);
     if (rows > 0 && repeated !== undefined) {
       if (page === 2 && this.rowsSoFar > pageSize) return this.#wholeInOnePage(answer);
-      const reason =
-        repeated === page - 1
-          ? `page ${page} repeats the keys of page ${page - 1}: the server ignores the ` +
-            `\`${pageParam}\` parameter (REPORTS_CSV_PAGE_PARAM?); stopped, the export is incomplete`
-          : `page ${page} repeats the keys of page ${repeated} (asked as ${answer.url}): the server answers ` +
-            'a page it does not have with an earlier one; stopped, the export is incomplete';
-      return {
-        block: false,
-        outcome: { complete: false, reason },
-        logs: [warn({ page, url: answer.url }, reason)],
-      };
+      return this.#repeated(answer, repeated);
     }
     return undefined;
+  }
+
+  /** A page repeating the keys of page `repeated`: the end of the export or an incomplete stop ({@link repeatedPage}). */
+  #repeated(answer: PageAnswer, repeated: number): PageStep {
+    const { page, rowsSoFar, statsTotal } = this;
+    const ignored = `the \`${this.#init.pageParam}\` parameter (REPORTS_CSV_PAGE_PARAM?)`;
+    const seen = repeatedPage({ page, repeated, fullBefore: this.#fullSeen, url: answer.url, ignored });
+    if (!seen.complete)
+      return { ...stop(false, seen.reason), logs: [warn({ page, url: answer.url }, seen.reason)] };
+    const logs: PagerLog[] = [
+      { level: 'info', fields: { page, url: answer.url, rowsSoFar, statsTotal }, message: seen.reason },
+    ];
+    // A page known missing earlier still leaves the export incomplete.
+    const end = this.#missing === undefined ? undefined : stop(false, this.#missing);
+    if (end) return { ...end, logs: [...logs, ...end.logs] };
+    return {
+      block: false,
+      outcome: { complete: true, tombstonesBlocked: this.#validators.consistency },
+      logs,
+    };
   }
 
   /**
@@ -255,6 +268,7 @@ export class CsvPager {
         logs.push(warn({ page, rows, pageSize: this.size, rowsSoFar, statsTotal }, decision.reason));
       this.size = decision.size;
       this.#gap = decision.gap;
+      this.#fullSeen ||= rows > 0 && rows >= this.size;
     }
     if (next !== undefined && this.#visited.has(next.toString())) {
       const loop = stop(

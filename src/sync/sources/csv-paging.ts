@@ -124,6 +124,42 @@ export function decidePaging(facts: PageFacts): PagingDecision {
   };
 }
 
+/** A page that repeats the keys of an earlier page read, with what the pages before it showed. */
+export interface RepeatFacts {
+  /** 1-based number of the repeating page. */
+  page: number;
+  /** The page it repeats. */
+  repeated: number;
+  /** A page before it was full (as many rows as the page size in force). */
+  fullBefore: boolean;
+  /** Where the repeating page was asked (safe URL). */
+  url: string;
+  /** What a server repeating page 1 as page 2 ignores (the page parameter, or the `Link`'s page). */
+  ignored: string;
+}
+
+/**
+ * What a repeated page means; it is never staged. The previous page again, after a full page and once
+ * paging worked (page 2 differed from page 1): the server answers a page past its end with its last page,
+ * so the export ended there, complete (the /stats total and the tombstone guards still compare counts).
+ * Page 2 repeating page 1: the server ignores the page asked. An older page: it answers a page it does not
+ * have with an earlier one. Both stop the export incomplete.
+ */
+export function repeatedPage(facts: RepeatFacts): { complete: boolean; reason: string } {
+  const { page, repeated } = facts;
+  const again = `page ${page} repeats the keys of page ${repeated}`;
+  if (repeated === page - 1 && page > 2 && facts.fullBefore) {
+    const reason = `${again}: the server answers a page past its last with its last page; end of the export`;
+    return { complete: true, reason };
+  }
+  const stopped = 'stopped, the export is incomplete';
+  if (repeated === 1 && page === 2) {
+    return { complete: false, reason: `${again}: the server ignores ${facts.ignored}; ${stopped}` };
+  }
+  const earlier = 'the server answers a page it does not have with an earlier one';
+  return { complete: false, reason: `${again} (asked as ${facts.url}): ${earlier}; ${stopped}` };
+}
+
 /**
  * A close-delimited body (neither `Content-Length` nor chunked framing: HTTP/1.1 ends it by closing the
  * connection) cannot tell a cut connection from its end, so undici cannot catch the cut. Such a page counts

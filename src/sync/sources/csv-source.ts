@@ -25,8 +25,10 @@ import type {
  * Paging (csv-paging.ts decides): the next page is the `Link: <…>; rel="next"` target when the server sends
  * one, else page P+1 by the `REPORTS_CSV_PAGE_PARAM` parameter. A short or empty page is the end only when
  * nothing says otherwise (a `Link`, a `/stats` total not reached, a capped first page whose served size is
- * adopted); a run that cannot tell stops incomplete. A page whose keys repeat the previous page's (the
- * server ignored `page`) stops the run incomplete too, as does a `Link` back to a page already read. A 400,
+ * adopted); a run that cannot tell stops incomplete. A page whose keys repeat the previous page's ends the
+ * export there once paging worked (a server answering a page past its end with its last page); page 2
+ * repeating page 1 (the server ignored `page`) stops the run incomplete, as does a `Link` back to a page
+ * already read. A 400,
  * 404, 410 or 416 to a page asked for by number reads as an empty page (some servers answer so past the end):
  * complete only when `/stats` confirms it and no rows follow. Over `REPORTS_CSV_MAX_PAGES` pages: an error.
  *
