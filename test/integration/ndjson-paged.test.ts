@@ -32,6 +32,8 @@ interface Paging {
   loop?: boolean;
   /** Every page links on, past the last line too (then empty pages, or `pastEndStatus`). */
   linksPastEnd?: boolean;
+  /** A page past the last answers the last page again (with `linksPastEnd`: a server clamping `page`). */
+  clamp?: boolean;
   /** The status a page past the last answers (instead of an empty page). */
   pastEndStatus?: number;
   /** The first request of this page is answered 429 with `Retry-After: 1`. */
@@ -51,7 +53,8 @@ async function pagedUpstream(lines: string[], total: number, paging: Paging) {
       paging.rateLimitedPage = undefined;
       return void res.writeHead(429, { 'retry-after': '1' }).end();
     }
-    const body = lines.slice((page - 1) * paging.size, page * paging.size).join('\n');
+    const served = paging.clamp ? Math.min(page, pages) : page;
+    const body = lines.slice((served - 1) * paging.size, served * paging.size).join('\n');
     const headers: Record<string, string> = { 'content-type': 'application/x-ndjson' };
     if (paging.tags === 'same') headers.etag = `"export-${total}"`;
     if (paging.tags === 'page') headers.etag = `"page-${page}"`;
@@ -230,10 +233,11 @@ describe('a paged NDJSON export', () => {
   );
 
   it('empty pages mid-export that still link on, after reports repeated across pages reached /stats: read on, nothing removed', async () => {
-    // Page 2 repeats page 1's reports (legal: the later one wins), then 3 empty pages link on to the last 5.
+    // Page 2 repeats page 1's reports in another order (legal: the later one wins; in the same order it
+    // would be page 1 again), then 3 empty pages link on to the last 5.
     const pages = [
       Array.from({ length: 10 }, (_, i) => report(i)),
-      Array.from({ length: 10 }, (_, i) => report(i)),
+      Array.from({ length: 10 }, (_, i) => report(9 - i)),
       [],
       [],
       [],
@@ -260,6 +264,48 @@ describe('a paged NDJSON export', () => {
       `SELECT count(*)::INTEGER AS n FROM reports WHERE removed_at IS NULL`,
     );
     expect(count?.n).toBe(15);
+  });
+
+  it('a server answering a page past its end with its last page, linking on from every page: ends at the repeat, complete past page 2, each record read once (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 9 }), async (n, size) => {
+        const lines = Array.from({ length: n }, (_, i) => report(i));
+        const server = await pagedUpstream(lines, n, { size, tags: 'same', linksPastEnd: true, clamp: true });
+        // A low page limit: a pager blind to the repeat stops at it, not after 100,000 pages.
+        const config = testConfig(server.url, `${tmp.dir}/w-${Math.random()}.duckdb`, { csvMaxPages: 60 });
+        const warehouse = await openTestWarehouse(config);
+        onTestFinished(() => warehouse.close());
+        const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+        const pages = Math.ceil(n / size);
+        const row = await runRow(warehouse, run!.runId);
+        // The repeated page is neither counted nor staged.
+        expect(row).toMatchObject({ status: 'succeeded', complete: pages > 1, read: n, loaded: n });
+        if (pages === 1) {
+          expect(String(row?.tombstones_note)).toContain(
+            'page 2 repeats the keys of page 1: the server ignores the page its `Link` asks for',
+          );
+        }
+        expect(server.requests.filter((r) => r.url.includes('.ndjson')).length).toBe(pages + 1);
+        warehouse.close();
+      }),
+      { numRuns: 12 },
+    );
+  });
+
+  it('a clamping server: deletes follow from the export that ended at its repeated page', async () => {
+    const lines = Array.from({ length: 30 }, (_, i) => report(i));
+    const paging = { size: 10, tags: 'same', linksPastEnd: true, clamp: true } as const;
+    const first = await pagedUpstream(lines, 30, paging);
+    const file = `${tmp.dir}/w.duckdb`;
+    const config = (url: string) => testConfig(url, file, { csvMaxPages: 60 });
+    const warehouse = await openTestWarehouse(config(first.url));
+    onTestFinished(() => warehouse.close());
+    await syncTargetOnce(warehouse, config(first.url), 'ndjson');
+    const next = await pagedUpstream(lines.slice(0, 28), 28, paging);
+    const [run] = await syncTargetOnce(warehouse, config(next.url), 'ndjson');
+    expect(run?.error?.message).toBeUndefined();
+    expect(await runRow(warehouse, run!.runId)).toMatchObject({ complete: true, read: 28 });
+    expect(run?.counters.removed).toBe(2);
   });
 
   it('a 429 on a later page is retried alone: page 1 is asked once', async () => {

@@ -3,7 +3,15 @@ import type { OpenResponse } from '../../upstream/open-stream.js';
 import type { ExportValidator } from '../export-source.js';
 import type { DecodedBlock } from '../../normalize/reject.js';
 import { compareValidators, describeValidator, pageValidator } from './export-validators.js';
-import { MAX_EMPTY_LINKED_PAGES } from './csv-paging.js';
+import { MAX_EMPTY_LINKED_PAGES, repeatedPage } from './csv-paging.js';
+import { RepeatedPageWatch } from './ndjson-repeat.js';
+import type { NdjsonBlock } from '../../extract/block-packer.js';
+
+/** How a repeated page ends the export: complete or not, and why (`repeatedPage` of csv-paging.ts). */
+export interface RepeatedEnd {
+  complete: boolean;
+  reason: string;
+}
 
 /**
  * The pages of an NDJSON export that answers in pages linked by `Link: <…>; rel="next"` (RFC 8288). The
@@ -11,6 +19,11 @@ import { MAX_EMPTY_LINKED_PAGES } from './csv-paging.js';
  * that links on is one page of the export, never the whole of it: the next pages are read in turn, their
  * lines numbered on from the page before (one arrival order for "last seen wins"), their rejects located by
  * page and line.
+ *
+ * A page repeating the record ids of the page before ends the export by the CSV export's rule
+ * (`repeatedPage` of csv-paging.ts): complete after page 2 (a server answering a page past its last with
+ * its last page), incomplete when page 2 repeats page 1 (the server ignores the page its `Link` asks for).
+ * The repeated page is never decoded ({@link RepeatedPageWatch}).
  *
  * Empty pages that still link on (a server linking on from every page) end the export after
  * {@link MAX_EMPTY_LINKED_PAGES} in a row: complete when the `/stats` total confirms every record was read, else
@@ -37,6 +50,7 @@ export class NdjsonPages {
   #pageRecords = 0;
   /** Empty pages in a row that still linked on (a server linking on past its last row). */
   #emptyRun = 0;
+  readonly #repeats = new RepeatedPageWatch();
 
   /**
    * @param first the answer of page 1 (the export's URL, after redirects)
@@ -66,6 +80,11 @@ export class NdjsonPages {
     }
   }
 
+  /** The page's raw blocks, a page repeating the one before held back ({@link RepeatedPageWatch}). */
+  rawBlocks(blocks: AsyncIterable<NdjsonBlock>): AsyncIterable<NdjsonBlock> {
+    return this.#repeats.filter(blocks);
+  }
+
   /** Locates a decoded block's rejects by page and line within the page (pages after the first, or all once paged). */
   locate(block: DecodedBlock): DecodedBlock {
     this.recordsSoFar += block.read;
@@ -77,9 +96,19 @@ export class NdjsonPages {
   /**
    * Where the export goes on after the page `res` answered, now read to its end: the next page's URL, or
    * `{ end }` (the last page: no `rel="next"`), or `{ loop }` (a link back to a page already read, or past
-   * `maxPages`: the export stops incomplete).
+   * `maxPages`: the export stops incomplete), or `{ repeated }` (the page repeated the one before: the end,
+   * complete or not as `repeatedPage` says).
    */
-  next(res: OpenResponse): { url: URL } | { end: true } | { loop: string } | { pastEnd: string } {
+  next(
+    res: OpenResponse,
+  ): { url: URL } | { end: true } | { loop: string } | { pastEnd: string } | { repeated: RepeatedEnd } {
+    if (this.#repeats.repeated) {
+      const { page } = this;
+      const ignored = 'the page its `Link` asks for';
+      return {
+        repeated: repeatedPage({ page, repeated: page - 1, fullBefore: true, url: res.url, ignored }),
+      };
+    }
     const url = nextLink(res.headers.link, res.finalUrl);
     if (url === undefined) return { end: true };
     this.#emptyRun = this.#pageRecords === 0 ? this.#emptyRun + 1 : 0;
@@ -98,6 +127,7 @@ export class NdjsonPages {
     this.#visited.add(url.href);
     this.lineOffset += this.#lines + (this.#endsWithNewline ? 0 : 1);
     this.page++;
+    this.#repeats.startPage();
     return { url };
   }
 

@@ -22,7 +22,8 @@ import { openFoundExport, takenBy, type ExportCandidate } from './ndjson-discove
  * the path, docs/upstream-contract.md; unset, other places are asked when that one answers 404:
  * ndjson-discovery.ts): one streamed GET, one report per line. A conditional GET answered 304 yields
  * only `not-modified`. An export that answers in pages linked by `Link: rel="next"` is read page after page
- * (ndjson-pages.ts); it completes with its tombstones blocked when its pages cannot be proven one version.
+ * (ndjson-pages.ts); it completes with its tombstones blocked when its pages cannot be proven one version,
+ * and ends at a page repeating the one before (complete past page 2, as the CSV export: csv-paging.ts).
  */
 export const ndjsonSource: ExportSource = {
   name: 'ndjson',
@@ -47,6 +48,11 @@ export const ndjsonSource: ExportSource = {
         const next = pages?.next(res);
         if (next === undefined || 'end' in next) break;
         if ('loop' in next) return { complete: false, reason: next.loop };
+        if ('repeated' in next) {
+          if (!next.repeated.complete) return { complete: false, reason: next.repeated.reason };
+          ctx.logger.info({ page: pages!.page, url: res.url }, next.repeated.reason);
+          break;
+        }
         const opened = 'pastEnd' in next ? next : await openPage(ctx, next.url, pages!.page, candidate);
         if ('pastEnd' in opened) {
           const end = await confirmedEnd(ctx, pages!, opened.pastEnd);
@@ -85,6 +91,7 @@ async function* readBody(
       endChecked: bodyEndChecked(res.headers),
       lineOffset: pages?.lineOffset,
       decoders,
+      rawBlocks: pages && ((raw) => pages.rawBlocks(raw)),
     })) {
       yield { kind: 'bytes', read };
       read = 0;
