@@ -51,6 +51,13 @@ export interface PagedCsvOptions {
    * close-delimited body cut between rows then ends at a member's end and decodes cleanly.
    */
   gzipRows?: boolean;
+  /** The body ends without a final line break (RFC 4180 §2.2 allows it), the header's too on an empty page. */
+  noFinalLineBreak?: boolean;
+  /**
+   * The first `times` answers of page `page` end inside the last row's last cell (a connection cut there,
+   * each time a few bytes earlier than the time before): the row still has all its cells.
+   */
+  cutLastCell?: { page: number; times: number };
   /** The line end of the header and rows (default CRLF). */
   lineEnd?: '\r\n' | '\n' | '\r';
 }
@@ -72,7 +79,7 @@ export async function startPagedCsvServer(
   ids: string[],
   options: PagedCsvOptions = {},
 ): Promise<PagedCsvServer> {
-  const state = { ids: [...ids] };
+  const state = { ids: [...ids], cuts: 0 };
   const server = await startRawServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname.endsWith('/stats')) {
@@ -122,6 +129,16 @@ export async function startPagedCsvServer(
     if (cutAt !== undefined) options.cutOnce = undefined;
     const served = cut ? rows.slice(0, 1) : cutAt !== undefined ? rows.slice(0, cutAt) : rows;
     const lines = [HEADER, ...served.map(csvRow)].map((l) => l.replace(/\r\n$/, options.lineEnd ?? '\r\n'));
+    if (options.noFinalLineBreak) lines.push(lines.pop()!.replace(/\r?\n$|\r$/, ''));
+    const cutCell = options.cutLastCell?.page === page && options.cutLastCell.times-- > 0;
+    // The last cell is a timestamp: 2 bytes more cut each time leave it shorter, never empty.
+    if (cutCell)
+      lines.push(
+        lines
+          .pop()!
+          .replace(/\r?\n$|\r$/, '')
+          .slice(0, -2 * ++state.cuts),
+      );
     const body = options.gzipRows ? Buffer.concat(lines.map((l) => gzipSync(l))) : lines.join('');
     if (options.gzipRows) headers['content-encoding'] = 'gzip';
     if (options.validators === 'per-page')

@@ -269,6 +269,73 @@ describe('paged CSV export: servers that end, loop or frame pages their own way'
     );
   });
 
+  it('close-delimited pages without a final line break (RFC 4180 §2.2) are kept once a second read gives the same bytes (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 30 }),
+        fc.integer({ min: 1, max: 10 }),
+        fc.boolean(),
+        async (count, pageSize, stats) => {
+          const start = ids(count);
+          const { server, config, warehouse, lastRun, current } = await setup(
+            start,
+            { closeDelimited: true, noFinalLineBreak: true, noStats: !stats },
+            pageSize,
+          );
+          const [run] = await syncTargetOnce(warehouse, config, 'csv');
+          expect(run?.status, run?.error?.message).toBe('succeeded');
+          expect(await current()).toEqual(start);
+          expect(await lastRun()).toMatchObject({ complete: true, records_read: count, records_rejected: 0 });
+          // Each page read twice: once, then once to confirm its end.
+          const perPage = new Map<string, number>();
+          for (const r of server.requests.filter((q) => q.url.includes('.csv'))) {
+            perPage.set(r.url, (perPage.get(r.url) ?? 0) + 1);
+          }
+          expect([...perPage.values()].every((n) => n === 2)).toBe(true);
+          warehouse.close();
+          await server.close();
+        },
+      ),
+      { numRuns: 8 },
+    );
+  });
+
+  it.each([
+    ['without', true],
+    ['with', false],
+  ])(
+    'a close-delimited page cut once inside its last cell (the row has every cell) is read again: the whole row stored (pages %s a final line break)',
+    async (_, noFinalLineBreak) => {
+      const start = ids(12);
+      const { config, warehouse, lastRun, current } = await setup(
+        start,
+        { closeDelimited: true, noFinalLineBreak, cutLastCell: { page: 3, times: 1 } },
+        5,
+      );
+      const [run] = await syncTargetOnce(warehouse, config, 'csv');
+      expect(run?.status, run?.error?.message).toBe('succeeded');
+      expect(await current()).toEqual(start);
+      expect(await lastRun()).toMatchObject({ complete: true, records_read: 12, records_rejected: 0 });
+      // A read cut in the timestamp would store another time (or quarantine the row).
+      const [last] = await query(
+        warehouse,
+        `SELECT epoch(updated_at)::BIGINT AS at FROM reports WHERE id = 'r-0011'`,
+      );
+      expect(Number(last?.at)).toBe(Date.parse('2024-01-02T00:00:00Z') / 1000);
+    },
+  );
+
+  it('a close-delimited page cut inside its last cell on every read, each time elsewhere: BODY_TRUNCATED, nothing merged', async () => {
+    const start = ids(12);
+    const options = { closeDelimited: true, cutLastCell: { page: 2, times: Infinity } };
+    const { config, warehouse, current } = await setup(start, options, 5);
+    const [run] = await syncTargetOnce(warehouse, { ...config, retries: 2 }, 'csv');
+    expect(run?.status).toBe('failed');
+    expect(run?.error?.code).toBe('BODY_TRUNCATED');
+    expect(run?.error?.message).toContain('ending without a line break');
+    expect(await current()).toEqual([]);
+  });
+
   it('pages whose rows end with CRLF, LF or a lone CR load every row, complete (property)', async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -12,7 +12,7 @@ import { readBody, type BodyLimit } from '../../upstream/read-body.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../../util/errors.js';
 import type { ReadContext } from '../export-source.js';
-import { checkCloseDelimited } from './csv-paging.js';
+import { checkCloseDelimited, unterminatedEnd } from './csv-paging.js';
 import { pageValidator } from './export-validators.js';
 
 /** What a CSV page request accepts. */
@@ -136,6 +136,8 @@ export interface FetchedPage {
   pastEnd?: true | undefined;
   /** Close-delimited and shorter than a full page: maybe cut at a row's end (read again, {@link fetchPage}). */
   unconfirmedShort?: true | undefined;
+  /** Close-delimited and ending without a line break, read once: maybe cut in its last row (read again). */
+  unconfirmedEnd?: true | undefined;
 }
 
 /**
@@ -143,6 +145,7 @@ export interface FetchedPage {
  * with-retry.ts says. A close-delimited page shorter than a full page is read again (up to
  * {@link CONFIRM_READS} reads) and kept once two reads agree, else the fullest read is kept: such a body
  * cannot tell a connection closed at a row's end from its end (`checkCloseDelimited` of csv-paging.ts).
+ * One ending without a line break is read again too, and kept once two reads give the same bytes.
  * `on.downloaded` is called with the page's `Link: rel="next"` once its body is in (before decoding); `on.fullest` gives the rows of the fullest page decoded so far, `on.decoded` reports
  * this page's. Once its retries are spent the error is no longer retryable: the runner must not restart
  * the whole export for a page that keeps failing.
@@ -154,7 +157,7 @@ async function fetchPage(
   decoders: BlockDecoders,
   on: PageEvents,
 ): Promise<FetchedPage> {
-  const short = { rows: undefined as number | undefined }; // rows of a read taken for cut short
+  const short: EarlierReads = { rows: undefined, ends: new Set() };
   const read = () =>
     withRetry(
       `CSV page ${page}`,
@@ -165,11 +168,13 @@ async function fetchPage(
     );
   try {
     let fetched = await read();
-    for (let reads = 1; fetched.unconfirmedShort === true && reads < CONFIRM_READS; reads++) {
+    for (let reads = 1; isUnconfirmed(fetched) && reads < CONFIRM_READS; reads++) {
       const rows = fetched.decoded.page.rows;
       ctx.logger.info(
         { page, rows, url: fetched.url },
-        'CSV page short and close-delimited: read again to confirm',
+        fetched.unconfirmedEnd
+          ? 'CSV page close-delimited and ending without a line break: read again to confirm'
+          : 'CSV page short and close-delimited: read again to confirm',
       );
       short.rows = rows;
       const again = await read();
@@ -189,6 +194,18 @@ async function fetchPage(
   }
 }
 
+/** What the reads of a page before this one showed (see {@link fetchPage}). */
+interface EarlierReads {
+  /** Rows of a read taken for cut short. */
+  rows: number | undefined;
+  /** Digests of the close-delimited reads that ended without a line break (`unterminatedEnd` of csv-paging.ts). */
+  ends: Set<string>;
+}
+
+function isUnconfirmed(fetched: FetchedPage): boolean {
+  return fetched.unconfirmedShort === true || fetched.unconfirmedEnd === true;
+}
+
 /** What {@link fetchPage} reports as a page comes in (see there). */
 interface PageEvents {
   downloaded: (next: URL | undefined) => void;
@@ -203,7 +220,7 @@ async function fetchPageOnce(
   page: number,
   decoders: BlockDecoders,
   on: PageEvents,
-  short: { rows: number | undefined },
+  short: EarlierReads,
 ): Promise<FetchedPage> {
   const { config } = ctx;
   const headers = page === 1 ? ctx.conditional : undefined;
@@ -232,11 +249,10 @@ async function fetchPageOnce(
   body = toUtf8(body, charsetOf(header(res.headers, 'content-type')), res.url);
   const next = nextLink(res.headers.link, res.finalUrl);
   on.downloaded(next);
-  const framing = {
-    delimited: bodyEndChecked(res.headers),
-    unterminated: body.length > 0 && body[body.length - 1] !== 0x0a,
-    linked: res.headers.link !== undefined,
-  };
+  const delimited = bodyEndChecked(res.headers);
+  const unterminated = !delimited && body.length > 0 && body[body.length - 1] !== 0x0a;
+  const end = unterminated ? unterminatedEnd(body, short.ends) : undefined;
+  const framing = { delimited, unterminated: end === 'cut', linked: res.headers.link !== undefined };
   const bytes = body.length;
   // The body's memory moves to the worker: `body` is unusable from here on.
   const decoded = await decoders.decodePage(body, {
@@ -261,7 +277,9 @@ async function fetchPageOnce(
   // Short without a Link, its end a line break: the end of the export, or a connection closed at a row's
   // end. Only reading it again tells (fetchPage); the paging rule would read past it on /stats' word alone.
   const unconfirmedShort = !framing.delimited && rows < expected ? (true as const) : undefined;
-  return { decoded, bytes, wireBytes, url: res.url, next, unconfirmedShort, ...pageValidator(res.headers) };
+  const unconfirmedEnd = end === 'first' ? (true as const) : undefined;
+  const read = { decoded, bytes, wireBytes, url: res.url, next, unconfirmedShort, unconfirmedEnd };
+  return { ...read, ...pageValidator(res.headers) };
 }
 
 /** The bound of a CSV page's body: {@link CSV_PAGE_MAX_BYTES}, past which it fails, saying what to change. */

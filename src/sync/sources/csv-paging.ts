@@ -18,6 +18,7 @@
  * ({@link checkCloseDelimited}).
  */
 
+import { createHash } from 'node:crypto';
 import { isSyncError, SyncError } from '../../util/errors.js';
 
 /** Consecutive short or empty pages read past (on the word of `/stats`) before giving up as incomplete. */
@@ -163,12 +164,13 @@ export function repeatedPage(facts: RepeatFacts): { complete: boolean; reason: s
 /**
  * A close-delimited body (neither `Content-Length` nor chunked framing: HTTP/1.1 ends it by closing the
  * connection) cannot tell a cut connection from its end, so undici cannot catch the cut. Such a page counts
- * as cut short when it does not end with a line break, or when it holds fewer rows than a full page yet links
- * a next page: either way the rest of the page would be lost silently (`csv:cut`). (The caller reads a short
- * page once more and keeps it when it holds as many rows again: a server capping its pages.)
+ * as cut short when it ends without a line break and a read before gave other bytes ({@link unterminatedEnd}),
+ * or when it holds fewer rows than a full page yet links a next page: either way the rest of the page would
+ * be lost silently (`csv:cut`). (The caller reads a short page once more and keeps it when it holds as many
+ * rows again: a server capping its pages.)
  *
- * @param framing whether the response was length-delimited or chunked, ended without a line break, and
- *   sent a `Link` header
+ * @param framing whether the response was length-delimited or chunked, ended without a line break unlike
+ *   a read before it, and sent a `Link` header
  * @param rows data rows of the page
  * @param where `pageSize`: the rows a full page holds as far as is known (0: no page counts as short)
  * @throws SyncError `BODY_TRUNCATED` (retryable: the page is fetched again)
@@ -185,10 +187,25 @@ export function checkCloseDelimited(
     'BODY_TRUNCATED',
     `CSV page ${where.page} from ${where.url} looks cut short: a close-delimited body ` +
       (framing.unterminated
-        ? 'ending without a line break'
+        ? 'ending without a line break, other bytes than a read of it before'
         : `of ${rows} rows (pageSize ${where.pageSize}) that links a next page`),
     { context: { url: where.url, page: where.page, rows }, retry: 'request' },
   );
+}
+
+/**
+ * How a close-delimited body ending without a line break reads. RFC 4180 §2.2 allows a last record without
+ * one, but a connection cut in the last row looks the same (a cut in its last cell even leaves a whole row):
+ * `confirmed` once a read of the page gave the same bytes before (a cut rarely repeats byte for byte),
+ * `first` on the first such read (read it again to tell), `cut` when the reads before gave other bytes.
+ *
+ * @param reads digests of the page's earlier reads that ended so (this read's is added)
+ */
+export function unterminatedEnd(body: Uint8Array, reads: Set<string>): 'confirmed' | 'first' | 'cut' {
+  const digest = createHash('sha256').update(body).digest('base64');
+  if (reads.has(digest)) return 'confirmed';
+  reads.add(digest);
+  return reads.size === 1 ? 'first' : 'cut';
 }
 
 /**
