@@ -159,8 +159,6 @@ async function batchSlice(
             WHEN ${lossy} AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash THEN 'unchanged'
             WHEN q.id IS NOT NULL AND coalesce(s.updated_at, '-infinity'::TIMESTAMPTZ)
               <= coalesce(e.updated_at, '-infinity'::TIMESTAMPTZ) THEN 'held'
-            -- impossible values (quality-flags.ts) are not weighed: a stored updatedAt in the future, a copy's
-            -- before its own createdAt
             WHEN s.updated_at < e.updated_at AND e.same_reading AND e.updated_at <= now()
               AND s.updated_at >= s.created_at THEN 'older'
             WHEN NOT ${lossy} AND e.source IN (${LOSSY_SQL}) AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash
