@@ -3,8 +3,6 @@ import { SyncError } from '../util/errors.js';
 
 /** Charset labels that name UTF-8 itself, or a subset of it (US-ASCII). */
 const UTF8 = new Set(['utf-8', 'utf8', 'unicode-1-1-utf-8', 'us-ascii', 'ascii']);
-/** Labels of ISO-8859-1 proper: decoded byte for byte to U+0000–U+00FF (WHATWG would read windows-1252). */
-const LATIN1 = new Set(['iso-8859-1', 'iso8859-1', 'iso_8859-1', 'latin1', 'l1', 'cp819', 'ibm819']);
 
 /** The `charset` parameter of a `Content-Type` header, lower-cased and unquoted, or undefined. */
 export function charsetOf(contentType: string | undefined): string | undefined {
@@ -14,9 +12,10 @@ export function charsetOf(contentType: string | undefined): string | undefined {
 
 /**
  * A decoder from the declared `charset` to UTF-8 bytes, or `undefined` when the body is UTF-8 already
- * (no charset, `utf-8`, `us-ascii`: then invalid bytes are quarantined, see extract/utf8.ts). ISO-8859-1
- * is decoded byte for byte; any other label the WHATWG Encoding Standard knows (windows-1252, shift_jis…)
- * through `TextDecoder` with `fatal: true`, so a byte the charset does not define fails loudly instead of
+ * (no charset, `utf-8`, `us-ascii`: then invalid bytes are quarantined, see extract/utf8.ts). Any other
+ * label the WHATWG Encoding Standard knows (windows-1252, shift_jis…) is decoded as that standard reads it,
+ * through `TextDecoder` with `fatal: true`: `iso-8859-1` and `latin1` as windows-1252, as browsers and
+ * `fetch` do, since servers label windows-1252 text so (byte 0x80 is `€`, not the control U+0080), so a byte the charset does not define fails loudly instead of
  * becoming U+FFFD. Feed chunks in order; `end()` flushes a sequence split at the last chunk.
  *
  * @throws SyncError `UNSUPPORTED_CHARSET` for a label no decoder knows (the export is refused, not guessed)
@@ -26,11 +25,6 @@ export function charsetDecoder(
   url: string,
 ): { write(chunk: Uint8Array): Buffer; end(): Buffer } | undefined {
   if (charset === undefined || UTF8.has(charset)) return undefined;
-  if (LATIN1.has(charset)) {
-    const latin1 = (chunk: Uint8Array) =>
-      Buffer.from(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('latin1'), 'utf8');
-    return { write: latin1, end: () => Buffer.alloc(0) };
-  }
   let decoder: TextDecoder;
   try {
     decoder = new TextDecoder(charset, { fatal: true });

@@ -54,7 +54,13 @@ describe('bodies with a byte order mark', () => {
     );
   });
 
-  it('bodies without one keep to their label: UTF-8 passes through, ISO-8859-1 is byte for byte', async () => {
+  it('bodies without one keep to their label: UTF-8 passes through, ISO-8859-1 as WHATWG reads it', async () => {
+    // Servers label windows-1252 text ISO-8859-1: its bytes 0x80–0x9F are characters, not C1 controls.
+    const euro = Buffer.from([0x80, 0x20, 0x93, 0x61, 0x94, 0x20, 0xe9, 0xff]);
+    expect(toUtf8(euro, 'iso-8859-1', URL).toString()).toBe('€ “a” éÿ');
+    expect(await collect(utf8Chunks(iterate([euro.subarray(0, 1), euro.subarray(1)]), 'latin1', URL))).toBe(
+      '€ “a” éÿ',
+    );
     expect(bomEncoding(Buffer.from('{"a":1}'))).toBeUndefined();
     const latin1 = Buffer.from('Köln', 'latin1');
     expect(toUtf8(latin1, 'iso-8859-1', URL).toString()).toBe('Köln');
