@@ -17,6 +17,7 @@ import {
   usesCrlf,
   type Cells,
 } from './csv-row-bounds.js';
+import { csvCellFromPrefix } from './csv-prefix-id.js';
 import { csvRowValue, repeatedColumns, type RepeatedColumns } from './csv-row-value.js';
 import { ambiguousNames, canonicalNames } from '../schema/field-names.js';
 import type { ExtractedRecord } from './record.js';
@@ -345,8 +346,10 @@ class PageParser {
       message: `malformed CSV: ${err.message}`,
       code: RECORD_ISSUE_CODES.malformedCsv,
     };
-    if (invalid === undefined) this.emit({ kind: 'malformed', location, ...text, issues: [issue] });
-    else {
+    if (invalid === undefined) {
+      const recordId = this.prefixId(body.subarray(start, lineEnd + (lineEnd < body.length ? 1 : 0)));
+      this.emit({ kind: 'malformed', location, ...text, ...(recordId ? { recordId } : {}), issues: [issue] });
+    } else {
       const {
         location: _l,
         issues,
@@ -430,6 +433,17 @@ class PageParser {
     const agrees = this.repeated.every((g) => g.name !== 'id' || g.at.every((i) => fields[i] === id));
     // As the row's validation reads it (`17.0` is 17): the quarantined copy protects that report.
     return agrees ? csvIdCell(id) : undefined;
+  }
+
+  /**
+   * The id of a row csv-parse refused whole, read from the row's first bytes (csv-prefix-id.ts) when the
+   * header has one `id` column; as {@link readableId} rules it otherwise.
+   */
+  private prefixId(row: Uint8Array): string | undefined {
+    if (this.repeated.some((g) => g.name === 'id')) return undefined;
+    const id = csvCellFromPrefix(row, this.idColumn);
+    if (id === undefined || id.trim() === '' || id.includes('\uFFFD')) return undefined;
+    return csvIdCell(id);
   }
 
   private emit(record: ExtractedRecord): void {

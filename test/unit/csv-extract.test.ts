@@ -153,6 +153,12 @@ describe('parseCsvPage', () => {
     expect(bad?.rawTruncated).toBe(true);
     expect(bad?.rawBytes).toBe(`1,SUBMITTED,"${giant}"`.length);
     expect(Buffer.byteLength(bad?.raw ?? '')).toBeLessThanOrEqual(64);
+    // Its id is read from its first bytes, so its quarantined copy still names report 1.
+    expect(bad?.recordId).toBe('1');
+    const [later] = malformed(page(`status,description,id\r\nS,"${giant}",r-7\r\n`));
+    expect(later?.recordId).toBe('r-7');
+    const [far] = malformed(page(`status,description,id\r\nS,"${giant.repeat(14)}",r-7\r\n`));
+    expect(far?.recordId).toBeUndefined(); // past the first 64 KiB: not looked for
   });
 
   it('treats a body cut inside a row as truncated (retryable), not as a bad row', () => {
