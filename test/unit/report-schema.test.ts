@@ -117,6 +117,17 @@ describe('validateWireReport', () => {
       ]);
   });
 
+  it('reads an integer id past 2^53 − 1 from the line as its digits (as a CSV cell of it reads)', () => {
+    const line = (id: string) => JSON.stringify({ ...base, id: 0 }).replace('"id":0', `"id":${id}`);
+    const big = validateWireLine(line('12345678901234567890'), JSON.parse(line('12345678901234567890')));
+    expect(big.ok && big.report.id).toBe('12345678901234567890');
+    // Two such ids JSON.parse reads as one double stay two reports.
+    const next = validateWireLine(line('12345678901234567891'), JSON.parse(line('12345678901234567891')));
+    expect(next.ok && next.report.id).toBe('12345678901234567891');
+    // Not plain digits: no text to take the id from, refused as before.
+    expect(validateWireLine(line('1.5e20'), JSON.parse(line('1.5e20'))).ok).toBe(false);
+  });
+
   it('says what a coordinate must be when it is no number at all (hex text, a boolean, an object)', () => {
     for (const lat of ['0x10', true, 'north', {}, [1]]) {
       const r = validateWireReport({ ...base, location: undefined, lat, lng: 6.96 });
