@@ -79,7 +79,7 @@ async function* readRecent(
         };
       }
       const decoded = await decodePage(ctx, decoders, page, list);
-      const { records, stored } = await pageRecords(list.values, decoded, lookup);
+      const { records, stored } = await pageRecords(list, decoded, lookup);
       const blocks = (await completedPage(ctx, decoders, page, list, records, stored, patches)) ?? decoded;
       const step = pager.onPage(records);
       if (step.use) for (const block of blocks) yield { kind: 'block', block };
@@ -137,19 +137,21 @@ async function decodePage(
 }
 
 /**
- * The page's records as the stop rules see them: valid unless the decoders quarantined their row (each
- * element is validated once, there), and looked up by id among the current reports (`stored`: id → the
- * report's canonical wire JSON).
+ * The page's records (its parsed `values` and their `texts` as sent) as the stop rules see them: valid
+ * unless the decoders quarantined their row (each element is validated once, there), and looked up by id
+ * among the current reports (`stored`: id → the report's canonical wire JSON).
  */
 async function pageRecords(
-  values: readonly unknown[],
+  list: Pick<ListPage, 'values' | 'texts'>,
   blocks: readonly DecodedBlock[],
   lookup: DuckDBConnection,
 ): Promise<{ records: PageRecord[]; stored: Map<string, StoredWire> }> {
   const rejectedRows = new Set(blocks.flatMap((b) => b.rejects.map((r) => r.location.row)));
-  const checked = values.map((value, i) => {
+  const checked = list.values.map((value, i) => {
     const valid = !rejectedRows.has(i + 1);
-    return { id: recordIdOf(value), valid, createdAt: valid ? createdAtMs(value) : undefined };
+    // With its text: an integer id past 2^53 − 1 is its digits, as the decoders staged it.
+    const id = recordIdOf(value, list.texts[i]);
+    return { id, valid, createdAt: valid ? createdAtMs(value) : undefined };
   });
   const ids = [...new Set(checked.flatMap((c) => (c.valid && c.id !== undefined ? [c.id] : [])))];
   const stored = await currentWireTexts(lookup, ids);
