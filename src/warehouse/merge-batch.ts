@@ -69,7 +69,8 @@ export function inSlice(column: string, s: Slice): string {
  * winner's `updated_at` is not after the stored one's: "latest `updatedAt` wins" cannot be told for a copy
  * that did not validate, and it must not move the report back to an older state. An insert or revive goes
  * ahead: the valid copy is better than no report. A winner older than the current report it would update
- * is `older` (see {@link BatchCounts.older}) when the stored version was read as this run reads
+ * is `older` (see {@link BatchCounts.older}), compared to the second (an export that writes whole seconds
+ * is no older than one that writes milliseconds), when the stored version was read as this run reads
  * (`sync_runs.reading`): a changed time zone may move a timestamp back, and the correction is taken; nor
  * against a stored `updated_at` in the future, which a correction must be able to replace, nor for a copy
  * whose `updated_at` is before its `created_at` (both impossible values, flagged and loaded).
@@ -159,7 +160,8 @@ async function batchSlice(
             WHEN ${lossy} AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash THEN 'unchanged'
             WHEN q.id IS NOT NULL AND coalesce(s.updated_at, '-infinity'::TIMESTAMPTZ)
               <= coalesce(e.updated_at, '-infinity'::TIMESTAMPTZ) THEN 'held'
-            WHEN s.updated_at < e.updated_at AND e.same_reading AND e.updated_at <= now()
+            WHEN date_trunc('second', s.updated_at) < date_trunc('second', e.updated_at) AND e.same_reading
+              AND e.updated_at <= now()
               AND s.updated_at >= s.created_at THEN 'older'
             WHEN NOT ${lossy} AND e.source IN (${LOSSY_SQL}) AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash
               THEN 'refine'

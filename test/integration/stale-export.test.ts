@@ -89,6 +89,43 @@ describe('a full export older than the warehouse', () => {
     expect(day4?.counters).toMatchObject({ updated: 0, revived: 0, removed: 0 });
   });
 
+  it('is not what a CSV export writing whole seconds is, after an NDJSON export writing milliseconds', async () => {
+    const ms = [
+      report('A', 'SUBMITTED', '2024-01-02T00:00:00.500Z'),
+      report('B', 'SUBMITTED', '2024-01-02T00:00:00.250Z'),
+    ];
+    const header = 'id,status,destination,createdAt,updatedAt,lat,lng\r\n';
+    const csvRows = ['A', ...others.map((o) => (JSON.parse(o) as { id: string }).id)].map(
+      (id) =>
+        `${id},SUBMITTED,ROAD_CONTROL,2024-01-01T00:00:00Z,${id === 'A' ? '2024-01-02T00:00:00Z' : '2024-01-01T00:00:00Z'},50,10`,
+    );
+    const state = { lines: ms, total: 42 };
+    const server = await startRawServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: state.total }));
+      if (url.pathname.endsWith('.csv')) {
+        res.writeHead(200, { 'content-type': 'text/csv', etag: `"${csvRows.length}"` });
+        return void res.end(
+          url.searchParams.get('page') === '1' ? `${header}${csvRows.join('\r\n')}\r\n` : header,
+        );
+      }
+      res.end(`${[...others, ...state.lines].join('\n')}\n`);
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, join(tmp.dir, 'w.duckdb'), { csvPageSize: 100 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    await syncTargetOnce(warehouse, config, 'ndjson');
+    // B is unpublished: the CSV export, whose A differs from the stored A only below the second, removes it.
+    state.total = 41;
+    const [csv] = await syncTargetOnce(warehouse, config, 'csv');
+    expect(csv?.status, csv?.error?.message).toBe('succeeded');
+    const [note] = await query(warehouse, `SELECT tombstones_note FROM sync_runs WHERE run_id = $run`, {
+      run: csv!.runId,
+    });
+    expect(csv?.counters, String(note?.tombstones_note)).toMatchObject({ removed: 1, revived: 0 });
+  });
+
   it('takes a correction of an updatedAt in the future, though it is earlier', async () => {
     const state = { lines: [report('F', 'SUBMITTED', '2099-01-01T00:00:00Z')], total: 41 };
     const { config, warehouse } = await upstream(state);
