@@ -103,7 +103,7 @@ async function mergeInTransaction(
   const prepared = await times.timed('prepareMs', () =>
     prepareMerge(
       connection,
-      { runId, source, fullExport, sliceRows },
+      { runId, source, fullExport, sliceRows, fromCache: (run.state.exportInfo?.cacheAge ?? 0) > 0 },
       () => run.knownLines,
       () => releaseKnownLines(run),
     ),
@@ -173,8 +173,8 @@ async function mergeAndFlag(
   if (merged.older > 0) {
     run.logger.warn(
       { older: merged.older },
-      'reports kept as stored: the copy read is older than the stored version (updatedAt), or, in an export ' +
-        'holding such copies, would revive a removed report: a stale copy of the upstream (a cache?)',
+      'reports kept as stored: a cache served the export (Age), and its copy is older than the stored version ' +
+        '(updatedAt) or, in an export holding such copies, would revive a removed report: a stale cached copy',
     );
   }
   const { duplicates, inserted, updated, unchanged, refined, revived } = merged;
@@ -205,7 +205,7 @@ function afterMergeContext(
   const tombstonesBlocked =
     state.tombstonesBlocked ??
     (merged.older > 0
-      ? `${merged.older} of its reports are older than the stored versions or would be revived: a stale copy (a cache?)`
+      ? `a cache served it (Age), and ${merged.older} of its reports are older than the stored versions or would be revived: a stale cached copy`
       : undefined);
   return {
     connection,

@@ -69,6 +69,11 @@ export interface ExportInfo {
   /** The export's validator, for resume and the run log. */
   etag?: string | undefined;
   lastModified?: string | undefined;
+  /**
+   * The `Age` (s) of the export's first answer when a cache served it: the merge then weighs its copies
+   * against the stored versions (warehouse/merge-batch.ts `older`).
+   */
+  cacheAge?: number | undefined;
 }
 
 /** What a source reads with; provided by the runner. */

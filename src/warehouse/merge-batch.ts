@@ -27,12 +27,15 @@ export interface BatchCounts {
    */
   held: number;
   /**
-   * Reports kept as stored (`older`) because the run's copy is older than the stored version (`updated_at`
-   * before the stored one's): the latest `updatedAt` wins across runs as within one. In a full export that
+   * Reports kept as stored (`older`) because the run's copy, from an export a cache served (an `Age`
+   * header), is older than the stored version (`updated_at` before the stored one's). In a full export that
    * holds such a copy, every revive is kept back too (counted here): the export is an older picture of the
-   * upstream than the warehouse (a cache, a lagging replica), and a report it still holds may be gone since.
+   * upstream than the warehouse (a stale cached copy), and a report it still holds may be gone since. An
+   * export no cache served is the upstream's word: its copies are taken, older or not.
    */
   older: number;
+  /** Of {@link older}, the removed reports kept removed (their staged rows are not seen: no duplicates). */
+  olderRevives: number;
 }
 
 /** A slice of the staged ids: those whose `hash(id)` is `slice` modulo `slices` (all of them for 1 slice). */
@@ -68,30 +71,30 @@ export function inSlice(column: string, s: Slice): string {
  * counts as seen) when the run quarantined a copy of the same id (`rejected_records.record_id`) and the
  * winner's `updated_at` is not after the stored one's: "latest `updatedAt` wins" cannot be told for a copy
  * that did not validate, and it must not move the report back to an older state. An insert or revive goes
- * ahead: the valid copy is better than no report. A winner older than the current report it would update
- * is `older` (see {@link BatchCounts.older}), compared to the second (an export that writes whole seconds
- * is no older than one that writes milliseconds), when the stored version was read as this run reads
+ * ahead: the valid copy is better than no report. From an export a cache served (`fromCache`), a winner
+ * older than the current report it would update is `older` (see {@link BatchCounts.older}), by a second at least (an export that writes whole seconds,
+ * truncated or rounded, is no older than one that writes milliseconds), when the stored version was read as this run reads
  * (`sync_runs.reading`): a changed time zone may move a timestamp back, and the correction is taken; nor
  * against a stored `updated_at` in the future, which a correction must be able to replace, nor for a copy
  * whose `updated_at` is before its `created_at` (both impossible values, flagged and loaded).
  */
 export async function buildMergeBatch(
   c: DuckDBConnection,
-  run: { runId: string; source: string; fullExport: boolean },
+  run: { runId: string; source: string; fullExport: boolean; fromCache?: boolean | undefined },
   slices: number,
 ): Promise<BatchCounts> {
   await c.run(
     `CREATE OR REPLACE TEMP TABLE merge_batch (id VARCHAR, seq BIGINT, line_hash BIGINT, change VARCHAR, row_id BIGINT)`,
   );
   for (let slice = 0; slice < slices; slice++) {
-    await batchSlice(c, run, { slice, slices });
+    await batchSlice(c, { ...run, fromCache: run.fromCache === true }, { slice, slices });
     // A test kills the process here: slices are steps of the one merge transaction, never committed alone.
     if (slice === 0 && slices > 1) await failpoint('merge-slice');
   }
   await c.run('DROP TABLE IF EXISTS merge_existing; DROP TABLE IF EXISTS merge_picked');
-  if (run.fullExport) {
+  if (run.fullExport && run.fromCache === true) {
     await c.run(
-      `UPDATE merge_batch SET change = 'older'
+      `UPDATE merge_batch SET change = 'older_revive'
        WHERE change = 'revive' AND EXISTS (SELECT 1 FROM merge_batch WHERE change = 'older')`,
     );
   }
@@ -105,17 +108,19 @@ export async function buildMergeBatch(
          count(*) FILTER (WHERE change = 'unchanged') AS unchanged,
          count(*) FILTER (WHERE change = 'known') AS known,
          count(*) FILTER (WHERE change = 'held') AS held,
-         count(*) FILTER (WHERE change = 'older') AS older
+         count(*) FILTER (WHERE change IN ('older', 'older_revive')) AS older,
+         count(*) FILTER (WHERE change = 'older_revive') AS older_revives
        FROM merge_batch`,
     )
   ).getRowObjectsJS()[0]!;
-  return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(v)])) as unknown as BatchCounts;
+  const counts = Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(v)]));
+  return { ...counts, olderRevives: counts.older_revives } as unknown as BatchCounts;
 }
 
 /** Appends one slice's winners to `merge_batch` (see {@link buildMergeBatch}). */
 async function batchSlice(
   c: DuckDBConnection,
-  run: { runId: string; source: string },
+  run: { runId: string; source: string; fromCache: boolean },
   s: Slice,
 ): Promise<void> {
   const params = { run: run.runId };
@@ -125,7 +130,6 @@ async function batchSlice(
     `CREATE OR REPLACE TEMP TABLE merge_existing AS
      SELECT r.id, r.removed_at, r.updated_at, r.content_hash, r.csv_hash, r.source,
        r.${lineHashColumn(run.source)} AS line_hash, r.rowid AS row_id,
-       -- read as this run reads: only then is an older copy stale rather than a reading corrected
        coalesce(w.reading = (SELECT reading FROM sync_runs WHERE run_id = $run), false)
          AS same_reading
      FROM report_rows r LEFT JOIN sync_runs w ON w.run_id = r.version_run_id
@@ -160,7 +164,8 @@ async function batchSlice(
             WHEN ${lossy} AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash THEN 'unchanged'
             WHEN q.id IS NOT NULL AND coalesce(s.updated_at, '-infinity'::TIMESTAMPTZ)
               <= coalesce(e.updated_at, '-infinity'::TIMESTAMPTZ) THEN 'held'
-            WHEN date_trunc('second', s.updated_at) < date_trunc('second', e.updated_at) AND e.same_reading
+            WHEN ${run.fromCache} AND e.same_reading
+              AND s.updated_at <= e.updated_at - INTERVAL 1 SECOND
               AND e.updated_at <= now()
               AND s.updated_at >= s.created_at THEN 'older'
             WHEN NOT ${lossy} AND e.source IN (${LOSSY_SQL}) AND coalesce(e.csv_hash, e.content_hash) = s.csv_hash
@@ -193,5 +198,6 @@ export async function emptyMergeBatch(c: DuckDBConnection): Promise<BatchCounts>
     known: 0,
     held: 0,
     older: 0,
+    olderRevives: 0,
   };
 }

@@ -26,7 +26,10 @@ export interface MergeResult {
   refined: number;
   /** Reports kept as stored because a copy of theirs was quarantined (merge-batch.ts); counted in `unchanged`. */
   held: number;
-  /** Reports kept as stored because the run's copy is older (merge-batch.ts); counted in `unchanged`. */
+  /**
+   * Reports kept as stored because the run's copy, from a cache, is older (merge-batch.ts): counted in
+   * `unchanged`, except removed reports kept removed, which are not seen.
+   */
   older: number;
 }
 
@@ -44,6 +47,11 @@ export interface MergeRun {
   fullExport: boolean;
   /** Staged reports per slice of the merge (`REPORTS_MERGE_SLICE_ROWS` resolved: {@link mergeSliceRows}). */
   sliceRows: number;
+  /**
+   * A cache served the export (an `Age` header, RFC 9111): it may be an older picture of the upstream than
+   * the warehouse, so its copies older than the stored versions are kept back (merge-batch.ts `older`).
+   */
+  fromCache?: boolean | undefined;
 }
 
 /** Reports per slice at most: a slice's joins then need the same memory at 1M reports as at 40M. */
@@ -108,7 +116,8 @@ export async function mergeStaging(
   return {
     staged,
     unique: seen,
-    duplicates: staged - seen,
+    // A removed report kept removed (merge-batch.ts `olderRevives`) is not seen, yet its row is no duplicate.
+    duplicates: staged - seen - batch.olderRevives,
     inserted,
     updated,
     revived,
@@ -146,7 +155,7 @@ export interface PreparedMerge {
  */
 export async function prepareMerge(
   connection: DuckDBConnection,
-  run: Pick<MergeRun, 'runId' | 'source' | 'fullExport' | 'sliceRows'>,
+  run: Pick<MergeRun, 'runId' | 'source' | 'fullExport' | 'sliceRows' | 'fromCache'>,
   marks?: () => KnownLines | undefined,
   marksStaged?: () => void,
 ): Promise<PreparedMerge> {

@@ -11,9 +11,9 @@ import {
   testConfig,
 } from '../helpers/sync.js';
 
-// A full export served from a stale copy (a CDN or cache still "fresh" to HTTP, a lagging replica) is an
-// older picture of the upstream than the warehouse: it must not move a report back in time, bring back a
-// report removed since, or remove one added since.
+// A full export a cache served from a stale copy (a CDN copy still "fresh" to HTTP, sent with its `Age`) is
+// an older picture of the upstream than the warehouse: it must not move a report back in time, bring back a
+// report removed since, or remove one added since. An export no cache served is the upstream's word.
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
@@ -32,10 +32,11 @@ const report = (id: string, status: string, updatedAt: string) =>
   });
 const others = Array.from({ length: 40 }, (_, i) => report(`O-${i}`, 'SUBMITTED', '2024-01-01T00:00:00Z'));
 
-/** A server whose export and `/stats` total are what `state` holds when asked. */
-async function upstream(state: { lines: string[]; total: number }) {
+/** A server whose export and `/stats` total are what `state` holds when asked, the export with `Age: age`. */
+async function upstream(state: { lines: string[]; total: number; age?: number }) {
   const server = await startRawServer((req, res) => {
     if ((req.url ?? '').endsWith('/stats')) return void res.end(JSON.stringify({ total: state.total }));
+    if (state.age !== undefined) res.setHeader('age', String(state.age));
     res.end(`${[...others, ...state.lines].join('\n')}\n`);
   });
   onTestFinished(() => server.close());
@@ -51,7 +52,7 @@ describe('a full export older than the warehouse', () => {
       report('A', 'SUBMITTED', '2024-01-02T00:00:00Z'),
       report('B', 'SUBMITTED', '2024-01-02T00:00:00Z'),
     ];
-    const state = { lines: day1, total: 42 };
+    const state: { lines: string[]; total: number; age?: number } = { lines: day1, total: 42 };
     const { config, warehouse } = await upstream(state);
     await syncTargetOnce(warehouse, config, 'ndjson');
     // Day 2: A closed, B unpublished, C published.
@@ -61,12 +62,13 @@ describe('a full export older than the warehouse', () => {
     ];
     const [day2] = await syncTargetOnce(warehouse, config, 'ndjson');
     expect(day2?.counters).toMatchObject({ updated: 1, inserted: 1, removed: 1 });
-    // Day 3: the export is day 1's again (stale), while /stats is current: the counts agree (42).
+    // Day 3: a cache serves day 1's export again (stale), while /stats is current: the counts agree (42).
     state.lines = day1;
+    state.age = 86_400;
     const { logger, lines: logged } = await capturingLogger();
     const [stale] = await syncTargetOnce(warehouse, config, 'ndjson', logger);
     expect(stale?.status, stale?.error?.message).toBe('succeeded');
-    expect(stale?.counters).toMatchObject({ updated: 0, revived: 0, removed: 0, inserted: 0 });
+    expect(stale?.counters).toMatchObject({ updated: 0, revived: 0, removed: 0, inserted: 0, duplicates: 0 });
     const current = await query(
       warehouse,
       `SELECT id, status FROM reports WHERE removed_at IS NULL AND id IN ('A', 'B', 'C') ORDER BY id`,
@@ -79,8 +81,11 @@ describe('a full export older than the warehouse', () => {
     const [note] = await query(warehouse, `SELECT tombstones_note FROM sync_runs WHERE run_id = $run`, {
       run: stale!.runId,
     });
-    expect(String(note?.tombstones_note)).toMatch(/^no tombstones: .*older than the stored versions/);
+    expect(String(note?.tombstones_note)).toMatch(
+      /^no tombstones: .*a cache served it.*older than the stored/,
+    );
     // The next current export takes up where day 2 left off.
+    state.age = undefined;
     state.lines = [
       report('A', 'CLOSED', '2024-03-01T00:00:00Z'),
       report('C', 'SUBMITTED', '2024-03-01T00:00:00Z'),
@@ -104,7 +109,7 @@ describe('a full export older than the warehouse', () => {
       const url = new URL(req.url ?? '/', 'http://x');
       if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: state.total }));
       if (url.pathname.endsWith('.csv')) {
-        res.writeHead(200, { 'content-type': 'text/csv', etag: `"${csvRows.length}"` });
+        res.writeHead(200, { 'content-type': 'text/csv', etag: `"${csvRows.length}"`, age: '60' });
         return void res.end(
           url.searchParams.get('page') === '1' ? `${header}${csvRows.join('\r\n')}\r\n` : header,
         );
@@ -126,8 +131,26 @@ describe('a full export older than the warehouse', () => {
     expect(csv?.counters, String(note?.tombstones_note)).toMatchObject({ removed: 1, revived: 0 });
   });
 
+  it('served by no cache, is the upstream’s word: an older copy is taken, deletes inferred', async () => {
+    const state = {
+      lines: [
+        report('A', 'CLOSED', '2024-03-01T00:00:00Z'),
+        report('B', 'SUBMITTED', '2024-01-02T00:00:00Z'),
+      ],
+      total: 42,
+    };
+    const { config, warehouse } = await upstream(state);
+    await syncTargetOnce(warehouse, config, 'ndjson');
+    state.lines = [report('A', 'IN_PROGRESS', '2024-02-01T00:00:00Z')];
+    state.total = 41;
+    const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
+    expect(run?.counters).toMatchObject({ updated: 1, removed: 1 });
+    const [a] = await query(warehouse, `SELECT status FROM reports WHERE id = 'A'`);
+    expect(a?.status).toBe('IN_PROGRESS');
+  });
+
   it('takes a correction of an updatedAt in the future, though it is earlier', async () => {
-    const state = { lines: [report('F', 'SUBMITTED', '2099-01-01T00:00:00Z')], total: 41 };
+    const state = { lines: [report('F', 'SUBMITTED', '2099-01-01T00:00:00Z')], total: 41, age: 60 };
     const { config, warehouse } = await upstream(state);
     await syncTargetOnce(warehouse, config, 'ndjson');
     state.lines = [report('F', 'IN_PROGRESS', '2024-05-01T00:00:00Z')];
@@ -137,7 +160,7 @@ describe('a full export older than the warehouse', () => {
     expect(f).toEqual({ status: 'IN_PROGRESS', year: 2024 });
   });
 
-  it('keeps the copy with the latest updatedAt across runs, the last read among equals (property)', async () => {
+  it('from a cache, keeps the copy with the latest updatedAt across runs, the last read among equals (property)', async () => {
     const months = ['2024-01', '2024-02', '2024-03'];
     const copyArb = fc.record({
       month: fc.constantFrom(...months),
@@ -145,7 +168,7 @@ describe('a full export older than the warehouse', () => {
     });
     await fc.assert(
       fc.asyncProperty(fc.array(copyArb, { minLength: 2, maxLength: 4 }), async (copies) => {
-        const state = { lines: [] as string[], total: 41 };
+        const state = { lines: [] as string[], total: 41, age: 60 };
         const { config, warehouse } = await upstream(state);
         let latest = copies[0]!;
         for (const copy of copies) {

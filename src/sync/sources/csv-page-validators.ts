@@ -1,6 +1,6 @@
 import { SyncError } from '../../util/errors.js';
 import { safeUrl } from '../../util/safe-url.js';
-import type { ExportValidator, ReadContext } from '../export-source.js';
+import type { ExportInfo, ExportValidator, ReadContext } from '../export-source.js';
 import { compareValidators, describeValidator, hasValidator } from './export-validators.js';
 
 /** What one fetched page told the pager. */
@@ -13,6 +13,8 @@ export interface PageAnswer {
   keysDigest: string | undefined;
   etag?: string | undefined;
   lastModified?: string | undefined;
+  /** The answer's `Age` (s), when a cache served it. */
+  cacheAge?: number | undefined;
   /** The `Link: rel="next"` target. */
   next: URL | undefined;
   /** An error answer past the last page, or a 204 (no content), read as an empty page. */
@@ -20,8 +22,7 @@ export interface PageAnswer {
 }
 
 /** What the validator of a page means: nothing to do, a validator to record, or page 1 to be asked again. */
-export type ValidatorStep =
-  { kind: 'ok' } | { kind: 'export'; info: ExportValidator & { url: string } } | { kind: 'probe' };
+export type ValidatorStep = { kind: 'ok' } | { kind: 'export'; info: ExportInfo } | { kind: 'probe' };
 
 /**
  * Whether the pages of a CSV export are one version of it (docs/guarantees.md, "Consistent"): every page
@@ -38,6 +39,8 @@ export class PageValidators {
   #perPage = false;
   /** A page after page 1 carried page 1's validator: it is the export's. */
   #proven: boolean;
+  /** Page 1's `Age` (s), when a cache served it: kept with the export's info, validator or none. */
+  #cacheAge: number | undefined;
   /** Page 1's validator was withdrawn from the run's export info (not proven the export's). */
   #withdrawn = false;
 
@@ -64,7 +67,8 @@ export class PageValidators {
     if (answer.pastEnd) return this.#unproven();
     if (this.first === undefined) {
       this.first = seen;
-      return { kind: 'export', info: { url: answer.url, ...seen } };
+      this.#cacheAge = answer.cacheAge;
+      return { kind: 'export', info: { url: answer.url, ...seen, cacheAge: answer.cacheAge } };
     }
     const same = compareValidators(this.first, seen);
     if (same === 'unknown') {
@@ -91,7 +95,7 @@ export class PageValidators {
     if (this.#proven || this.#perPage || this.#withdrawn) return { kind: 'ok' };
     if (this.first === undefined || !hasValidator(this.first)) return { kind: 'ok' };
     this.#withdrawn = true;
-    return { kind: 'export', info: { url: safeUrl(this.page1) } };
+    return { kind: 'export', info: { url: safeUrl(this.page1), cacheAge: this.#cacheAge } };
   }
 
   /**
@@ -112,7 +116,7 @@ export class PageValidators {
         `${describeValidator(firstNow)}), as on an earlier attempt: it names no version that lasts a read, so ` +
         'the pages cannot be proven to be of one version';
       this.#perPage = true;
-      return { kind: 'export', info: { url: safeUrl(this.page1) } };
+      return { kind: 'export', info: { url: safeUrl(this.page1), cacheAge: this.#cacheAge } };
     }
     if (changed) {
       throw new SyncError(
@@ -128,7 +132,7 @@ export class PageValidators {
       'the server validates each page, not the export, so the pages cannot be proven to be of one version';
     if (this.#perPage) return { kind: 'ok' };
     this.#perPage = true;
-    return { kind: 'export', info: { url: safeUrl(this.page1) } };
+    return { kind: 'export', info: { url: safeUrl(this.page1), cacheAge: this.#cacheAge } };
   }
 
   /** A page (not an error answer) without any validator: the pages cannot be proven one version. */

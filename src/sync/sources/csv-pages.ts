@@ -13,7 +13,7 @@ import { withRetry } from '../../upstream/with-retry.js';
 import { isSyncError, SyncError } from '../../util/errors.js';
 import type { ReadContext } from '../export-source.js';
 import { checkCloseDelimited, unterminatedEnd } from './csv-paging.js';
-import { pageValidator } from './export-validators.js';
+import { cacheAgeOf, pageValidator } from './export-validators.js';
 
 /** What a CSV page request accepts. */
 export const ACCEPT = 'text/csv, application/csv;q=0.9, */*;q=0.1';
@@ -132,6 +132,8 @@ export interface FetchedPage {
   next: URL | undefined;
   etag?: string | undefined;
   lastModified?: string | undefined;
+  /** The answer's `Age` (s), when a cache served it. */
+  cacheAge?: number | undefined;
   /** An error answer past the last page, or a 204 (no content), read as an empty page ({@link pastEndPage}). */
   pastEnd?: true | undefined;
   /** Close-delimited and shorter than a full page: maybe cut at a row's end (read again, {@link fetchPage}). */
@@ -279,7 +281,7 @@ async function fetchPageOnce(
   const unconfirmedShort = !framing.delimited && rows < expected ? (true as const) : undefined;
   const unconfirmedEnd = end === 'first' ? (true as const) : undefined;
   const read = { decoded, bytes, wireBytes, url: res.url, next, unconfirmedShort, unconfirmedEnd };
-  return { ...read, ...pageValidator(res.headers) };
+  return { ...read, ...pageValidator(res.headers), cacheAge: cacheAgeOf(res.headers) };
 }
 
 /** The bound of a CSV page's body: {@link CSV_PAGE_MAX_BYTES}, past which it fails, saying what to change. */

@@ -18,6 +18,15 @@ export function pageValidator(headers: Record<string, string | string[] | undefi
   return { etag: header(headers, 'etag'), lastModified: strong ? lastModified : undefined };
 }
 
+/**
+ * The `Age` of an answer in seconds (RFC 9111 §5.1: the time it spent in a cache), when a cache served it
+ * and says so with a valid value; undefined otherwise.
+ */
+export function cacheAgeOf(headers: Record<string, string | string[] | undefined>): number | undefined {
+  const age = header(headers, 'age')?.trim();
+  return age !== undefined && /^\d{1,10}$/.test(age) ? Number(age) : undefined;
+}
+
 /** An entity tag's opaque part: `W/"x"` and `"x"` name the same version by weak comparison (RFC 9110 §8.8.3.2). */
 function opaqueTag(etag: string): string {
   return etag.startsWith('W/') ? etag.slice(2) : etag;

@@ -1,4 +1,4 @@
-import { pageValidator } from './export-validators.js';
+import { cacheAgeOf, pageValidator } from './export-validators.js';
 import { startSourceDecoders } from './source-decoders.js';
 import { requestOptions } from '../../upstream/request-options.js';
 import { bodyEndChecked, header, networkError } from '../../upstream/http-answers.js';
@@ -40,7 +40,10 @@ export const ndjsonSource: ExportSource = {
     }
     let res: OpenResponse = first;
     const pages = NdjsonPages.isPaged(res) ? new NdjsonPages(res, ctx.config.csvMaxPages) : undefined;
-    yield { kind: 'export', info: { url: res.url, ...pageValidator(res.headers) } };
+    yield {
+      kind: 'export',
+      info: { url: res.url, ...pageValidator(res.headers), cacheAge: cacheAgeOf(res.headers) },
+    };
     const decoders = await startSourceDecoders(ctx, 'ndjson');
     try {
       for (;;) {
