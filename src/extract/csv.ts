@@ -133,6 +133,8 @@ class PageParser {
   private rowLines = 0;
   private row = 0;
   private lastRowRagged = false;
+  /** Since the last refused line, no row of the header's width: lines may be a broken row's continuation. */
+  private afterRefusal = false;
   private lastRowEnd = 0;
   /** End offset of the last record csv-parse gave (the next row starts after it). */
   private end = 0;
@@ -346,8 +348,13 @@ class PageParser {
       message: `malformed CSV: ${err.message}`,
       code: RECORD_ISSUE_CODES.malformedCsv,
     };
+    // Only a row refused for its size alone, starting where the last good row ended, is known to begin at
+    // its id: after a refusal, a line may be the continuation of a broken row's quoted cell.
+    const whole = err instanceof CsvError && err.code === 'CSV_MAX_RECORD_SIZE' && !this.afterRefusal;
+    this.afterRefusal = true;
     if (invalid === undefined) {
-      const recordId = this.prefixId(body.subarray(start, lineEnd + (lineEnd < body.length ? 1 : 0)));
+      const rowBytes = body.subarray(start, lineEnd + (lineEnd < body.length ? 1 : 0));
+      const recordId = whole ? this.prefixId(rowBytes) : undefined;
       this.emit({ kind: 'malformed', location, ...text, ...(recordId ? { recordId } : {}), issues: [issue] });
     } else {
       const {
@@ -376,6 +383,7 @@ class PageParser {
     this.lastLine = location.line;
     this.lastRowEnd = end;
     this.lastRowRagged = fields.length !== columns.length;
+    if (!this.lastRowRagged) this.afterRefusal = false;
     const invalid = this.invalidIn(start, rawEnd);
     if (invalid !== undefined) {
       this.rejected++;

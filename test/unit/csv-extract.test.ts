@@ -159,6 +159,18 @@ describe('parseCsvPage', () => {
     expect(later?.recordId).toBe('r-7');
     const [far] = malformed(page(`status,description,id\r\nS,"${giant.repeat(14)}",r-7\r\n`));
     expect(far?.recordId).toBeUndefined(); // past the first 64 KiB: not looked for
+    // The lines after a refused multi-line row may be its continuation: no id is read from them, nor from
+    // a row refused for a broken quote (it may itself be such a line).
+    const multi = malformed(
+      page(
+        `${HEADER}1,SUBMITTED,"${giant}\r\nNear house 12, left side\r\n2, see ""photo"" attached"\r\n3,S,ok\r\n`,
+      ),
+    );
+    expect(multi.map((r) => r.recordId)).toEqual(['1', undefined, undefined]);
+    const quote = malformed(
+      page(`${HEADER}1,SUBMITTED,"first "bad" quote\r\nNear 12, left "side"\r\n4,S,ok\r\n`),
+    );
+    expect(quote.map((r) => r.recordId)).toEqual([undefined, undefined]);
   });
 
   it('treats a body cut inside a row as truncated (retryable), not as a bad row', () => {
