@@ -21,7 +21,8 @@ const ASCTIME = new RegExp(`^${DAY} ${MONTH} ([ \\d]\\d) ${TIME} (\\d{4})$`, 'i'
  * against the date.
  *
  * @param now the current time in ms since the epoch (injectable for tests)
- * @returns undefined for anything else (ISO 8601, a numeric offset, a day or time out of range); never throws
+ * @returns for any other text that names its zone (`… UTC`, `… +0000`, a one-digit day), what `Date.parse`
+ *   reads; undefined for text without a zone, or a day or time out of range; never throws
  */
 export function parseHttpDate(text: string, now: number = Date.now()): number | undefined {
   const value = text.trim();
@@ -30,11 +31,22 @@ export function parseHttpDate(text: string, now: number = Date.now()): number | 
   m = ASCTIME.exec(value);
   if (m) return utc(Number(m[6]), m[1]!, Number(m[2]!.trim()), m.slice(3, 6));
   m = RFC_850.exec(value);
-  if (!m) return undefined;
+  if (!m) return lenientDate(value);
   const thisYear = new Date(now).getUTCFullYear();
   let year = Math.floor(thisYear / 100) * 100 + Number(m[3]);
   if (year > thisYear + 50) year -= 100;
   return utc(year, m[2]!, Number(m[1]), m.slice(4, 7));
+}
+
+/**
+ * A date in another common form that names its zone (`Tue, 3 Jun 2008 11:05:30 GMT` as Java writes days
+ * below 10, `… UTC`, `… +0000`, ISO 8601 with `Z` or an offset): read by `Date.parse`, which needs no local
+ * time zone for it. Text without a zone is not guessed at.
+ */
+function lenientDate(value: string): number | undefined {
+  if (!/(?:\b(?:GMT|UTC|UT)|Z|[+-]\d{2}:?\d{2})$/i.test(value)) return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
 }
 
 function utc(year: number, monthName: string, day: number, time: string[]): number | undefined {

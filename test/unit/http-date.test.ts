@@ -81,16 +81,25 @@ describe('parseHttpDate', () => {
   });
 
   it.each([
-    '',
-    'soon',
     '2026-11-21T12:00:05Z',
     'Sat, 21 Nov 2026 12:00:05 +0000',
+    'Sat, 21 Nov 2026 12:00:05 UTC',
+    'Sat Nov 21 12:00:05 2026 GMT',
+  ])('reads %j, no HTTP-date but naming its zone, as that instant', (text) => {
+    expect(parseHttpDate(text, NOW)).toBe(Date.UTC(2026, 10, 21, 12, 0, 5));
+  });
+
+  it('reads a one-digit day as Java writes it', () => {
+    expect(parseHttpDate('Tue, 3 Jun 2008 11:05:30 GMT', NOW)).toBe(Date.UTC(2008, 5, 3, 11, 5, 30));
+  });
+
+  it.each([
+    '',
+    'soon',
     'Sat, 21 Nov 2026 12:00:05',
     'Mon, 31 Nov 2026 12:00:05 GMT',
     'Sat, 21 Nov 2026 24:00:00 GMT',
-    'Sat Nov 21 12:00:05 2026 GMT',
-    'Sat, 21-Nov-26 12:00:05 GMT',
-  ])('is undefined for %j (no HTTP-date)', (text) => {
+  ])('is undefined for %j (no zone, or no such day or time)', (text) => {
     expect(parseHttpDate(text, NOW)).toBeUndefined();
   });
 });
