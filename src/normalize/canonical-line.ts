@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import { projectedCell } from '../schema/csv-projection.js';
+import { isRestyledName } from '../schema/field-names.js';
 import { isModelledKey } from '../schema/wire-format.js';
 import {
   isLatitude,
@@ -96,14 +97,17 @@ interface ExtraField {
   valueText: string;
 }
 
-/** The unknown fields of `tail` (`,"k":v…`), or undefined when one is repeated, modelled, index-like or too many. */
+/**
+ * The unknown fields of `tail` (`,"k":v…`), or undefined when one is repeated, modelled (also in another
+ * style, `Lat`: the general path reads it as `lat`), index-like or too many.
+ */
 function extraFields(tail: string, limits: ExtraLimits): ExtraField[] | undefined {
   const fields: ExtraField[] = [];
   const keys = new Set<string>();
   EXTRA_FIELD.lastIndex = 0;
   for (let m = EXTRA_FIELD.exec(tail); m !== null; m = EXTRA_FIELD.exec(tail)) {
     const key = decode(m[1]!);
-    if (isModelledKey(key) || INDEX_LIKE.test(key) || keys.has(key)) return undefined;
+    if (isModelledKey(key) || isRestyledName(key) || INDEX_LIKE.test(key) || keys.has(key)) return undefined;
     const valueText = m[2]!;
     if (isNumberText(valueText) && String(Number(valueText)) !== valueText) return undefined;
     keys.add(key);

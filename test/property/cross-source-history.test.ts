@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isRestyledName } from '../../src/schema/field-names.js';
 import { isModelledKey } from '../../src/schema/wire-format.js';
 import { readRunState } from '../../src/reader/last-success.js';
 import { loadDataset } from '../../src/simulator/load-dataset.js';
@@ -23,7 +24,7 @@ const extraValue = fc.oneof(
 );
 const extraKey = fc
   .string({ minLength: 1, maxLength: 8 })
-  .filter((k) => !isModelledKey(k) && k.trim() !== '' && !/[\r\n]/.test(k));
+  .filter((k) => !isModelledKey(k) && !isRestyledName(k) && k.trim() !== '' && !/[\r\n]/.test(k));
 const report = (i: number) =>
   fc
     .record({

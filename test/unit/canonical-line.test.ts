@@ -5,6 +5,7 @@ import { canonicalLine } from '../../src/normalize/canonical-line.js';
 import { KnownLines } from '../../src/normalize/known-lines.js';
 import { decodeBlock } from '../../src/normalize/ndjson-block.js';
 import { validateWireReport } from '../../src/schema/report.js';
+import { isRestyledName } from '../../src/schema/field-names.js';
 import { canonicalJson, isModelledKey } from '../../src/schema/wire-format.js';
 import { REPORT_RULES } from '../../src/schema/report-rules.js';
 import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from '../../src/schema/value-rules.js';
@@ -74,6 +75,8 @@ const extraKey = fc.oneof(
     weight: 1,
     arbitrary: fc.constantFrom('__proto__', 'constructor', '', '1', '01', 'lat', 'id', 'longitude'),
   },
+  // Names of modelled fields in another style (field-names.ts): `Lat` is `lat` on the general path.
+  { weight: 1, arbitrary: fc.constantFrom('Lat', 'LONGITUDE', 'Location', 'ID', 'Created At', 'lon ') },
   { weight: 1, arbitrary: text },
 );
 const extraValue = fc.oneof(
@@ -177,6 +180,7 @@ describe('the canonical-line fast lane', () => {
           (k) =>
             /^(0|[1-9]\d*)$/.test(k) ||
             isModelledKey(k) ||
+            isRestyledName(k) ||
             (typeof extra[k] === 'object' && extra[k] !== null),
         );
         if (declinedByDesign) return;
