@@ -46,10 +46,23 @@ export function restyledObjectText(
   return `{${fields.map((f, i) => `${JSON.stringify(names[i])}:${text.slice(f.start, f.end)}`).join(',')}}`;
 }
 
-/** Whether a key not modelled as it is names a modelled field in another style (cheap pre-check). */
+/**
+ * Whether a key not modelled as it is names a modelled field in another style (cheap pre-check, run for
+ * every unknown key of every line: answers are remembered per rule set, up to 4,096 names).
+ */
 export function isRestyledName(key: string): boolean {
-  return !MODELLED_KEYS.has(key) && fieldOf(key) !== undefined;
+  if (MODELLED_KEYS.has(key)) return false;
+  const reading = upstreamReading().fieldNames;
+  if (reading !== remembered.reading) remembered = { reading, answers: new Map() };
+  let answer = remembered.answers.get(key);
+  if (answer === undefined) {
+    answer = fieldOf(key) !== undefined;
+    if (remembered.answers.size < 4096) remembered.answers.set(key, answer);
+  }
+  return answer;
 }
+
+let remembered: { reading: object; answers: Map<string, boolean> } = { reading: {}, answers: new Map() };
 
 /** The modelled field `name` is mapped to (`REPORTS_FIELD_NAMES`), or names in another style; else undefined. */
 function fieldOf(name: string): string | undefined {
