@@ -21,8 +21,9 @@ export async function loadLineHasher(): Promise<void> {
  * line hash then stops matching, and the next run validates every record again.
  */
 // 2: xxHash64 instead of SHA-1 cut to 64 bits; 3: location keys kept, CR never left in a CSV cell;
-// 4: a CSV id `17.0` read as 17, required fields missing told apart.
-const RULES_VERSION = 4;
+// 4: a CSV id `17.0` read as 17, required fields missing told apart; 5: the NDJSON fast lane leaves a key
+// naming a modelled field in another style (`Lat`) to the general path, which reads it as that field.
+const RULES_VERSION = 5;
 
 /** A {@link KnownLines} set as passed to a worker thread (its tables are shared memory). */
 export interface KnownLinesState {
