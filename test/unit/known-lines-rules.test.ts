@@ -38,4 +38,27 @@ describe('known lines across reading-rule changes', () => {
     expect(fresh.rejected).toBe(1);
     expect(again).toEqual(fresh);
   });
+
+  it('reads again a line stored under larger unknown-field limits once REPORTS_EXTRA_MAX_* are lowered', async () => {
+    const line =
+      '{"id":"R-1","status":"SUBMITTED","destination":"ROAD_CONTROL","category":null,"description":null,' +
+      '"location":null,"address":null,"createdAt":"2024-01-02T00:00:10.000Z",' +
+      '"updatedAt":"2024-01-02T00:00:10.000Z","a":1,"b":2,"c":3}';
+    const packer = new BlockPacker(4096);
+    packer.add(Buffer.from(line), 1);
+    const block = packer.take();
+    // The run before read it with the default limits (1,000 keys), and stored its report.
+    const stored = (await KnownLines.empty('ndjson')).check(line).hash;
+    const limits = { ...DEFAULT_EXTRA_LIMITS, maxKeys: 2 };
+    const known = await KnownLines.build(
+      'ndjson',
+      1,
+      async (visit) => visit(Number(stored >> 32n), Number(BigInt.asIntN(32, stored))),
+      false,
+      limits,
+    );
+    const fresh = decodeBlock(block, await KnownLines.empty('ndjson', limits), 1024, limits);
+    expect(fresh.rejected).toBe(1);
+    expect(decodeBlock(block, known, 1024, limits)).toEqual(fresh);
+  });
 });
