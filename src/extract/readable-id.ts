@@ -73,10 +73,11 @@ function idValue(token: Uint8Array): string | undefined {
     return undefined;
   }
   if (typeof value === 'number') {
-    // Past 2^53 − 1 the parsed integer is another one: its digits as sent, when they are plain digits.
+    // Past 2^53 − 1 the parsed integer is another one: its digits as sent (a zero fraction aside), when
+    // they are plain digits.
     if (Number.isInteger(value) && !Number.isSafeInteger(value)) {
       const digits = Buffer.from(token.buffer, token.byteOffset, token.byteLength).toString('latin1');
-      return /^-?(0|[1-9][0-9]*)$/.test(digits) ? digits : undefined;
+      return /^(-?(?:0|[1-9][0-9]*))(?:\.0+)?$/.exec(digits)?.[1];
     }
     return Number.isFinite(value) ? String(value) : undefined;
   }
