@@ -1,6 +1,7 @@
 import { upstreamReading } from '../schema/upstream-reading.js';
 import { hash } from 'node:crypto';
 import xxhash, { type XXHashAPI } from 'xxhash-wasm';
+import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from '../schema/value-rules.js';
 
 // xxHash64 (WebAssembly, instantiated once per thread): ~0.3 µs for a 460-byte line where SHA-1 through
 // node:crypto took ~1.6–2.2 µs, the largest cost of a no-change re-sync.
@@ -21,12 +22,15 @@ export async function loadLineHasher(): Promise<void> {
  * line hash then stops matching, and the next run validates every record again.
  */
 // 2: xxHash64 instead of SHA-1 cut to 64 bits; 3: location keys kept, CR never left in a CSV cell;
-// 4: a CSV id `17.0` read as 17, required fields missing told apart.
-const RULES_VERSION = 4;
+// 4: a CSV id `17.0` read as 17, required fields missing told apart; 5: the NDJSON fast lane leaves a key
+// naming a modelled field in another style (`Lat`) to the general path, which reads it as that field.
+const RULES_VERSION = 5;
 
 /** A {@link KnownLines} set as passed to a worker thread (its tables are shared memory). */
 export interface KnownLinesState {
   source: string;
+  /** The unknown-field limits the lines are read within, as part of the seed ({@link limitsContext}). */
+  limits: string;
   size: number;
   /** log2 of the number of buckets. */
   bits: number;
@@ -55,7 +59,7 @@ const MIN_BITS = 16;
  * (`staging_seen`), so the merge counts that report seen.
  *
  * A hash is xxHash64 of the line's UTF-8 bytes, seeded by the source, the export's header (CSV column order
- * changes what a row means) and {@link RULES_VERSION}. Two different lines share a hash with probability
+ * changes what a row means), {@link RULES_VERSION}, the reading settings and the unknown-field limits. Two different lines share a hash with probability
  * ~2^-64 per pair (with 4M lines ~4e-7 for any pair): such a changed line would be taken as unchanged until
  * it changes again. It is no defence against lines crafted to collide, and neither was a 64-bit cut of
  * SHA-1 (2^32 work); the upstream is trusted for its own records' identity anyway.
@@ -75,6 +79,7 @@ export class KnownLines {
   readonly #shift: number;
   readonly #midMask: number;
   readonly #source: string;
+  readonly #limits: string;
   /** Per hash, the largest line number it was read at (0: not read), when the set tracks seen lines. */
   readonly #seen: Uint32Array | undefined;
   /** `[0]`: the known lines read (duplicates included), when the set tracks seen lines. */
@@ -84,7 +89,13 @@ export class KnownLines {
   readonly #h64Raw: XXHashAPI['h64Raw'];
   #size: number;
 
-  private constructor(source: string, capacity: number, shared?: KnownLinesState, trackSeen = false) {
+  private constructor(
+    source: string,
+    capacity: number,
+    limits: string,
+    shared?: KnownLinesState,
+    trackSeen = false,
+  ) {
     const bits = shared?.bits ?? bucketBits(capacity);
     const buckets = 2 ** bits;
     // Shared memory, so the decode workers read the same table without a copy.
@@ -102,6 +113,7 @@ export class KnownLines {
     this.#shift = 32 - bits;
     this.#midMask = 2 ** this.#shift - 1;
     this.#source = source;
+    this.#limits = limits;
     this.#size = shared?.size ?? 0;
     if (hasher === undefined) throw new Error('KnownLines: call loadLineHasher() first');
     this.#h64 = hasher.h64;
@@ -124,6 +136,7 @@ export class KnownLines {
   state(): KnownLinesState {
     return {
       source: this.#source,
+      limits: this.#limits,
       size: this.size,
       bits: this.#bits,
       start: this.#start.buffer as SharedArrayBuffer,
@@ -143,13 +156,16 @@ export class KnownLines {
    * @throws Error when this thread has not awaited {@link loadLineHasher}
    */
   static fromState(state: KnownLinesState): KnownLines {
-    return new KnownLines(state.source, 0, state);
+    return new KnownLines(state.source, 0, state.limits, state);
   }
 
-  /** An empty set (nothing is skipped; hashes are still computed for staging). */
-  static async empty(source: string): Promise<KnownLines> {
+  /**
+   * An empty set (nothing is skipped; hashes are still computed for staging), for lines read within
+   * `limits` (the run's `REPORTS_EXTRA_MAX_*`: see {@link build}).
+   */
+  static async empty(source: string, limits: ExtraLimits = DEFAULT_EXTRA_LIMITS): Promise<KnownLines> {
     await loadLineHasher();
-    return new KnownLines(source, 0);
+    return new KnownLines(source, 0, limitsContext(limits));
   }
 
   /**
@@ -161,6 +177,9 @@ export class KnownLines {
    * With `trackSeen`, the set also records which of its hashes were read and at which line
    * ({@link tracksSeen}: 4 more bytes a hash).
    *
+   * `limits` are the unknown-field limits the run reads its lines within (`REPORTS_EXTRA_MAX_*`): they are
+   * part of a line's hash, since a line stored under larger limits may be quarantined under smaller ones.
+   *
    * @throws Error when the passes visit another number of hashes than `count` (the hashes changed between them)
    */
   static async build(
@@ -168,9 +187,10 @@ export class KnownLines {
     count: number,
     scan: (visit: (hi: number, lo: number) => void) => Promise<void>,
     trackSeen = false,
+    limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
   ): Promise<KnownLines> {
     await loadLineHasher();
-    const set = new KnownLines(source, count, undefined, trackSeen);
+    const set = new KnownLines(source, count, limitsContext(limits), undefined, trackSeen);
     await set.#fill(count, scan);
     return set;
   }
@@ -204,15 +224,15 @@ export class KnownLines {
 
   /**
    * Sets what a line's meaning depends on besides its text (the CSV header line; `''` for NDJSON; and the
-   * upstream's field names and time zone, `REPORTS_FIELD_NAMES`/`REPORTS_SOURCE_TIME_ZONE`, when set), for
-   * the lines checked from now on. Hashes staged with one context never match lines read with another: a
+   * upstream's field names and time zone, `REPORTS_FIELD_NAMES`/`REPORTS_SOURCE_TIME_ZONE`, when set; the
+   * set's unknown-field limits, when not the defaults), for the lines checked from now on. Hashes staged with one context never match lines read with another: a
    * changed setting reads every line again.
    */
   setContext(context: string): void {
     const reading = readingContext();
     const key = hash(
       'md5',
-      `reports-sync/line-hash/v${RULES_VERSION}\u0000${this.#source}\u0000${context}${reading}`,
+      `reports-sync/line-hash/v${RULES_VERSION}\u0000${this.#source}\u0000${context}${reading}${this.#limits}`,
       'buffer',
     );
     this.#seed = key.readBigUInt64LE(0);
@@ -334,4 +354,12 @@ function readingContext(): string {
   const names = Object.entries(fieldNames).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   if (names.length === 0 && timeZone === undefined) return '';
   return `\u0000${JSON.stringify({ names, timeZone: timeZone ?? null })}`;
+}
+
+/** Unknown-field limits as part of a seed: `''` for the defaults (the seeds of earlier versions). */
+function limitsContext(limits: ExtraLimits): string {
+  const { maxDepth, maxKeys, maxBytes } = limits;
+  const d = DEFAULT_EXTRA_LIMITS;
+  if (maxDepth === d.maxDepth && maxKeys === d.maxKeys && maxBytes === d.maxBytes) return '';
+  return `\u0000limits ${maxDepth} ${maxKeys} ${maxBytes}`;
 }

@@ -61,13 +61,14 @@ export function validateWireLine(
 
 /**
  * The digits of an `id` sent as an integer past 2^53 − 1 (64-bit keys: `12345678901234567890`), which
- * `JSON.parse` turned into another integer: the id is its text, as a CSV export's cell of the same id is.
- * Undefined for any other id, and for such a number not written as plain digits (`1.5e20`).
+ * `JSON.parse` turned into another integer: the id is its text, as a CSV export's cell of the same id is
+ * (with a zero fraction, `…890.0`, its digits, as a CSV cell `…890.0` reads: schema/csv-id.ts). Undefined
+ * for any other id, and for such a number not written as plain digits (`1.5e20`).
  */
 function exactIntegerId(text: string, obj: Record<string, unknown>): string | undefined {
   const id = obj.id;
   if (typeof id !== 'number' || !Number.isInteger(id) || Number.isSafeInteger(id)) return undefined;
   const field = scanJsonObject(text).fields.find((f) => f.key === 'id');
   const digits = field === undefined ? undefined : text.slice(field.start, field.end);
-  return digits !== undefined && /^[1-9][0-9]*$/.test(digits) ? digits : undefined;
+  return digits === undefined ? undefined : /^([1-9][0-9]*)(?:\.0+)?$/.exec(digits)?.[1];
 }

@@ -1,5 +1,5 @@
 import { setUpstreamReading } from '../schema/upstream-reading.js';
-import { upstreamReadingOf } from '../config/config.js';
+import { extraLimits, upstreamReadingOf } from '../config/config.js';
 import { tmpdir } from 'node:os';
 import type { KnownLines } from '../normalize/known-lines.js';
 import type { ExportValidator } from './export-source.js';
@@ -247,6 +247,12 @@ async function knownLinesOf(options: RunSyncOptions): Promise<KnownLines | undef
   // A paged export can be resumed: the known lines of the pages a resume adopts are in staging, not marks.
   const trackSeen = source.paging === undefined;
   return withMemoryLimit(connection, limit, (alone) =>
-    loadKnownLines(connection, source.name, trackSeen, alone ? options.evictCache : undefined),
+    loadKnownLines(
+      connection,
+      source.name,
+      trackSeen,
+      alone ? options.evictCache : undefined,
+      extraLimits(config),
+    ),
   );
 }

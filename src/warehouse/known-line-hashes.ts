@@ -1,5 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { KnownLines } from '../normalize/known-lines.js';
+import { DEFAULT_EXTRA_LIMITS, type ExtraLimits } from '../schema/value-rules.js';
 import { lineHashColumn } from './line-hash-column.js';
 import { withTransaction } from './transaction.js';
 
@@ -21,6 +22,8 @@ const SLICE_ROWS = 8 * 122_880;
  * took 5 s and 517 MiB of peak RSS at 10M reports, one `ORDER BY` ran out of memory; these two passes take
  * ~2 s and ~330 MiB (measured).
  *
+ * `limits` are the run's unknown-field limits (`REPORTS_EXTRA_MAX_*`), part of every line hash the set checks.
+ *
  * `afterSlice` runs after each slice's hashes are visited (the sync evicts the blocks the slice read there:
  * DuckDB would otherwise keep the whole column cached next to the set).
  */
@@ -29,6 +32,7 @@ export async function loadKnownLines(
   source: string,
   trackSeen = false,
   afterSlice?: () => Promise<void>,
+  limits: ExtraLimits = DEFAULT_EXTRA_LIMITS,
 ): Promise<KnownLines> {
   const column = lineHashColumn(source);
   const where = `${column} IS NOT NULL AND removed_at IS NULL`;
@@ -63,6 +67,7 @@ export async function loadKnownLines(
         }
       },
       trackSeen,
+      limits,
     );
   });
 }

@@ -78,4 +78,18 @@ describe('RepeatedPageWatch', () => {
       { numRuns: 500 },
     );
   });
+
+  it('compares the ids of records keyed in another style (`ID`) as it compares `id`s', async () => {
+    const pageOf = (status: string) =>
+      ['a', 'b'].map((id) => `{"ID":"${id}","status":"${status}"}\n`).join('');
+    const read = async (watch: RepeatedPageWatch, text: string) => {
+      const options = { maxRecordBytes: 1000, rejectRawMaxBytes: 100, url: 'x', endChecked: true };
+      for await (const block of watch.filter(ndjsonBlocks(chunks(text), options))) void block;
+    };
+    const watch = new RepeatedPageWatch();
+    await read(watch, pageOf('SUBMITTED'));
+    watch.startPage();
+    await read(watch, pageOf('RESOLVED'));
+    expect(watch.repeated).toBe(true);
+  });
 });

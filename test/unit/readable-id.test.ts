@@ -63,8 +63,10 @@ describe('readableJsonId', () => {
     );
     expect(recordIdOf({ id: 9007199254740991 })).toBe('9007199254740991');
     expect(recordIdOf({ id: 42 }, '{"id":42.0}')).toBe('42');
+    // A zero fraction: its digits, as the validator and a CSV cell read them.
+    expect(readableJsonId(Buffer.from('{"id":9007199254740993.0}'))).toBe('9007199254740993');
     // Not plain digits: the exact integer cannot be told from the token.
-    expect(readableJsonId(Buffer.from('{"id":9007199254740993.0}'))).toBe(undefined);
+    expect(readableJsonId(Buffer.from('{"id":1.5e20}'))).toBe(undefined);
     expect(readableJsonId(Buffer.from('{"id":1e400}'))).toBe(undefined);
   });
 });

@@ -128,6 +128,17 @@ describe('validateWireReport', () => {
     expect(validateWireLine(line('1.5e20'), JSON.parse(line('1.5e20'))).ok).toBe(false);
   });
 
+  it('reads an integer id past 2^53 − 1 with a zero fraction as its digits, as the CSV cell of the same text reads', () => {
+    const line = (id: string) => JSON.stringify({ ...base, id: 0 }).replace('"id":0', `"id":${id}`);
+    const { location: _location, ...row } = base;
+    for (const id of ['12345678901234567890.0', '9007199254740993.00', '17.0']) {
+      const wire = validateWireLine(line(id), JSON.parse(line(id)));
+      const csv = validateCsvReport({ ...row, id });
+      expect(csv.ok && csv.report.id, id).toBe(id.replace(/\.0+$/, ''));
+      expect(wire.ok && wire.report.id, id).toBe(csv.ok && csv.report.id);
+    }
+  });
+
   it('says what a coordinate must be when it is no number at all (hex text, a boolean, an object)', () => {
     for (const lat of ['0x10', true, 'north', {}, [1]]) {
       const r = validateWireReport({ ...base, location: undefined, lat, lng: 6.96 });

@@ -11,6 +11,6 @@ import type { ReadContext } from '../export-source.js';
  */
 export async function startSourceDecoders(ctx: ReadContext, source: string): Promise<BlockDecoders> {
   const { config } = ctx;
-  const known = ctx.knownLines ?? (await KnownLines.empty(source));
+  const known = ctx.knownLines ?? (await KnownLines.empty(source, extraLimits(config)));
   return startDecoders(config.decodeWorkers, known, config.rejectRawMaxBytes, extraLimits(config));
 }
