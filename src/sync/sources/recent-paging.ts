@@ -54,6 +54,10 @@ export interface PageInput {
    * page holding an older report.
    */
   tieAt?: number | undefined;
+  /** The page names a next page (`Link: rel="next"`, a next URL in its body): it is not the last, even short. */
+  linkNext?: boolean | undefined;
+  /** An earlier page named its next page: the list pages by links, so a page naming none is the last. */
+  linkSeen?: boolean | undefined;
 }
 
 /**
@@ -82,8 +86,20 @@ export interface PageInput {
  *    the size in force from then on (`size`);
  * 6. page `maxPages` is the last one read (`max-pages`, incomplete; `caught-up` when rule 4 applies);
  * 7. otherwise the next page is read.
+ *
+ * A list that names its next page (`linkNext`, a cursor-paged server) is read by its links: a short page
+ * that links on is not the last (rule 5 does not apply), and once a page linked on, a page that names
+ * no next page is the last (`end`, complete).
  */
 export function decidePage(input: PageInput): PageDecision {
+  const decision = decideByOrder(input);
+  if (decision.next && input.linkSeen === true && input.linkNext !== true) {
+    return { next: false, reason: 'end', complete: true, use: true };
+  }
+  return decision;
+}
+
+function decideByOrder(input: PageInput): PageDecision {
   const { records } = input;
   if (records.length === 0) return { next: false, reason: 'end', complete: true, use: true };
   if (input.previousIds !== undefined && sameIds(records, input.previousIds)) {
@@ -112,7 +128,7 @@ export function decidePage(input: PageInput): PageDecision {
     if (input.page > 1 || input.size !== undefined) return caughtUp;
     return { next: true, size: records.length, tieAt: last };
   }
-  if (records.length < size) {
+  if (records.length < size && input.linkNext !== true) {
     if (input.page > 1 || input.size !== undefined)
       return { next: false, reason: 'end', complete: true, use: true };
     if (input.page >= input.maxPages) return { next: false, reason: 'max-pages', complete: false, use: true };
@@ -162,6 +178,10 @@ export class RecentPager {
   #previousIds: (string | undefined)[] | undefined;
   #previousCreatedAt: number | undefined;
   #tieAt: number | undefined;
+  /** The next page the last page named, and whether any page named one. */
+  #next: URL | undefined;
+  #linkSeen = false;
+  readonly #visited = new Set<string>();
 
   /** `pageSize` asked for on every page (`REPORTS_RECENT_PAGE_SIZE`); `maxPages`: `REPORTS_RECENT_MAX_PAGES`. */
   constructor(pageSize: number, maxPages: number) {
@@ -169,15 +189,35 @@ export class RecentPager {
     this.#maxPages = maxPages;
   }
 
-  /** The query of the next page: `pageSize` and the 1-based `page`. */
-  request(): { page: number; pageSize: number } {
-    return { page: this.page, pageSize: this.#pageSize };
+  /**
+   * The next page to read: the 1-based `page` with `pageSize` to ask by number, and `url` when the page
+   * before named its next page (that URL is asked as it is).
+   */
+  request(): { page: number; pageSize: number; url?: URL | undefined } {
+    return { page: this.page, pageSize: this.#pageSize, url: this.#next };
   }
 
-  /** Takes the records of page {@link page} and moves on to the next page when the run goes on. */
-  onPage(records: readonly PageRecord[]): RecentStep {
+  /**
+   * Takes the records of page {@link page}, read at `link.url`, and the next page it names (`link.next`), and
+   * moves on to the next page when the run goes on. A next page already read (a link loop) stops the run
+   * incomplete.
+   */
+  onPage(records: readonly PageRecord[], link: { url?: URL; next?: URL | undefined } = {}): RecentStep {
     const { page } = this;
+    if (link.url) this.#visited.add(link.url.href);
+    const linkNext = link.next !== undefined;
+    if (link.next && this.#visited.has(link.next.href)) {
+      const reason = `list page ${page} links back to a page already read (${link.next.href}): reports past it are left to the next full export`;
+      const fields = { pages: page, stop: 'link-loop' };
+      return {
+        use: true,
+        outcome: { complete: false, reason },
+        logs: [{ level: 'warn', fields, message: reason }],
+      };
+    }
     const decision = decidePage({
+      linkNext,
+      linkSeen: this.#linkSeen,
       page,
       pageSize: this.#pageSize,
       size: this.#size,
@@ -190,6 +230,8 @@ export class RecentPager {
     if (decision.next) {
       this.#size = decision.size ?? this.#size;
       this.#tieAt = decision.tieAt ?? this.#tieAt;
+      this.#linkSeen ||= linkNext;
+      this.#next = link.next;
       this.#previousIds = records.map((r) => r.id);
       for (const r of records)
         if (r.valid && r.createdAt !== undefined) this.#previousCreatedAt = r.createdAt;
