@@ -109,7 +109,7 @@ async function openPage(ctx: ReadContext, url: URL): Promise<OpenResponse> {
  *
  * @throws SyncError `LIST_INVALID` for anything else (naming the keys of an object)
  */
-function listItems(body: unknown, text: string, url: string): Pick<ListPage, 'values' | 'texts'> {
+export function listItems(body: unknown, text: string, url: string): Pick<ListPage, 'values' | 'texts'> {
   return restyled(wrappedItems(body, text, url));
 }
 
