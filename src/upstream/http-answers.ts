@@ -65,10 +65,11 @@ export async function readExcerpt(body: Readable, secret?: string): Promise<stri
 /**
  * Wraps an undici/network error as a retryable `HTTP_NETWORK` SyncError that names the URL (without
  * secrets) and the cause code (`UND_ERR_BODY_TIMEOUT`, `ECONNRESET`, …); a TLS failure (url-mistakes.ts:
- * `https://` to a plain-HTTP port, a refused certificate) is not retryable and says what to change.
+ * `https://` to a plain-HTTP port, a refused certificate) is not retryable and says what to change (no
+ * setting when `redirected`: the URL is a redirect's target), nor is a request undici refuses to send.
  * Aborts pass through unchanged.
  */
-export function networkError(err: unknown, url: URL | string): unknown {
+export function networkError(err: unknown, url: URL | string, redirected = false): unknown {
   if (err instanceof SyncError) return err;
   const zlibCode = (err as { code?: string }).code;
   if (typeof zlibCode === 'string' && zlibCode.startsWith('Z_')) {
@@ -83,7 +84,7 @@ export function networkError(err: unknown, url: URL | string): unknown {
     return err;
   const code = (err as { code?: string }).code ?? 'UNKNOWN';
   const message = err instanceof Error ? err.message : String(err);
-  const tls = tlsMistake(code, message, new URL(String(url)));
+  const tls = tlsMistake(code, message, new URL(String(url)), redirected);
   if (tls !== undefined) {
     // Not retried: a server that does not speak TLS, or a certificate refused, stays so.
     return new SyncError('HTTP_NETWORK', `${code} while reading ${safeUrl(url)}: ${tls}`, {
@@ -108,6 +109,10 @@ const TIMEOUT_SETTINGS: Record<string, string> = {
 
 /** What an undici error means for the user, when its own message does not say what to change. */
 function transportRemedy(code: string, message: string): { text: string; retryable: boolean } | undefined {
+  if (code === 'UND_ERR_INVALID_ARG') {
+    // undici refused the request before sending it (a URL it cannot ask): the same on every attempt.
+    return { text: `${message} (not retried)`, retryable: false };
+  }
   if (code === 'UND_ERR_HEADERS_OVERFLOW') {
     // The same headers come back on every attempt: retrying cannot help.
     return {
@@ -133,18 +138,26 @@ function transportRemedy(code: string, message: string): { text: string; retryab
   return undefined;
 }
 
+// A 304 answers a conditional request only (RFC 9110 §15.4.5): to any other, something in between is at fault.
+const UNASKED_304 =
+  'Not Modified, to a request that sent no If-None-Match or If-Modified-Since: a cache or proxy between ' +
+  'us and the service answers for another client; it must pass this request on';
+
 /**
  * The `HTTP_STATUS` error of a non-200 answer, retryable for {@link RETRYABLE_STATUS}; a 404 whose path
- * repeats itself says the base URL may hold the API's prefix (url-mistakes.ts).
+ * repeats itself says the base URL may hold the API's prefix (url-mistakes.ts), a 304 to a request that
+ * was not `conditional` says it was never asked for.
  */
 export function statusError(
   status: number,
   headers: Dispatcher.ResponseData['headers'],
   url: URL,
   excerpt: string,
+  conditional = false,
 ): SyncError {
   const retryAfterMs = parseRetryAfter(headers['retry-after']);
-  const hint = status === 404 ? doubledPrefixHint(url) : undefined;
+  const hint =
+    status === 404 ? doubledPrefixHint(url) : status === 304 && !conditional ? UNASKED_304 : undefined;
   const text = `HTTP ${status} from ${safeUrl(url)}${hint ? ` (${hint})` : ''}${excerpt ? `: ${excerpt}` : ''}`;
   return new SyncError('HTTP_STATUS', text, {
     context: { url: safeUrl(url), status, retryAfterMs, excerpt },
@@ -158,8 +171,9 @@ export function statusError(
  * @throws SyncError `REDIRECT_INVALID` when it is no URL
  */
 export function redirectTarget(location: string, from: URL, status: number): URL {
+  let target: URL;
   try {
-    return new URL(location, from);
+    target = new URL(location, from);
   } catch {
     throw new SyncError(
       'REDIRECT_INVALID',
@@ -167,6 +181,30 @@ export function redirectTarget(location: string, from: URL, status: number): URL
       { context: { url: safeUrl(from), status } },
     );
   }
+  // Only HTTP is followed: a `file:`, `ftp:` or `data:` target fails the same way on every attempt.
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') {
+    throw new SyncError(
+      'REDIRECT_INVALID',
+      `${status} from ${safeUrl(from)} points at a ${target.protocol} URL (${safeUrl(target).slice(0, 200)}): only http: and https: redirects are followed`,
+      { context: { url: safeUrl(from), status } },
+    );
+  }
+  return target;
+}
+
+/**
+ * A failure of a request a redirect led to, naming where the redirects began: the URL that failed is the
+ * server's, not a setting (a TLS hint to change REPORTS_BASE_URL is about the redirect's target). Keeps
+ * the code and retry scope; anything but a SyncError passes unchanged.
+ */
+export function reachedByRedirect(err: unknown, first: URL, hops: number): unknown {
+  if (!(err instanceof SyncError)) return err;
+  const via = `reached by ${hops} redirect${hops === 1 ? '' : 's'} from ${safeUrl(first)}`;
+  return new SyncError(err.code, `${err.message} (${via}: the upstream's redirect chose this URL)`, {
+    context: { ...err.context, redirectedFrom: safeUrl(first), redirects: hops },
+    retry: err.retry,
+    cause: err,
+  });
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   headerList,
   networkError,
   readExcerpt,
+  reachedByRedirect,
   redirectTarget,
   statusError,
 } from './http-answers.js';
@@ -107,7 +108,9 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
         signal: options.signal,
       });
     } catch (err) {
-      throw networkError(options.signal?.aborted ? (options.signal.reason ?? err) : err, current);
+      const cause = options.signal?.aborted ? (options.signal.reason ?? err) : err;
+      const failed = networkError(cause, current, hop > 0);
+      throw hop > 0 ? reachedByRedirect(failed, first, hop) : failed;
     }
     if (REDIRECTS.has(res.statusCode)) {
       await res.body.dump().catch(() => undefined);
@@ -124,7 +127,8 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
       if (hop >= options.maxRedirects) {
         throw new SyncError(
           'REDIRECT_LIMIT',
-          `More than ${options.maxRedirects} redirects starting at ${safeUrl(first)} (last hop ${safeUrl(current)}): a redirect loop?`,
+          `More than ${options.maxRedirects} redirects starting at ${safeUrl(first)} (last hop ${safeUrl(current)}): ` +
+            'a redirect loop? (REPORTS_MAX_REDIRECTS sets how many are followed)',
           { context: { url: safeUrl(first), last: safeUrl(current), redirects: hop } },
         );
       }
@@ -150,7 +154,8 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
     if (!OK_STATUS.has(res.statusCode)) {
       // An error page may echo the request's headers (a 401 quoting the key it refused): never let the
       // key into the message, the log or the run log through it (docs/sources.md).
-      throw statusError(res.statusCode, res.headers, current, await readExcerpt(body, options.apiKey));
+      const excerpt = await readExcerpt(body, options.apiKey);
+      throw statusError(res.statusCode, res.headers, current, excerpt, isConditional(headers));
     }
     const contentType = header(res.headers, 'content-type') ?? '';
     if ((options.refuseContentTypes ?? /^text\/html\b/i).test(contentType)) {
@@ -171,4 +176,9 @@ async function openWithin(first: URL, options: OpenStreamOptions): Promise<OpenR
       status: res.statusCode,
     };
   }
+}
+
+/** True when the request asks conditionally (`If-None-Match`, `If-Modified-Since`: a 304 may answer it). */
+function isConditional(headers: Record<string, string>): boolean {
+  return Object.keys(headers).some((h) => /^if-(none-match|modified-since)$/i.test(h));
 }

@@ -21,12 +21,16 @@ const NOT_TLS = /wrong version number|packet length too long|unknown protocol|ht
  * the failure is not a TLS one. Such a failure is not retried: the server's protocol or certificate does not
  * change between two attempts.
  */
-export function tlsMistake(code: string, message: string, url: URL): string | undefined {
+export function tlsMistake(code: string, message: string, url: URL, redirected = false): string | undefined {
   const tls = TLS_PERMANENT.test(code) || (code === 'EPROTO' && NOT_TLS.test(message));
   if (!tls) return undefined;
   if (NOT_TLS.test(message) || code === 'ERR_SSL_WRONG_VERSION_NUMBER') {
     const plain = new URL(url.href);
     plain.protocol = 'http:';
+    if (redirected) {
+      // The URL is the upstream's redirect target, not a setting: nothing in REPORTS_BASE_URL fixes it.
+      return `${url.host} does not speak TLS (HTTPS) on this port: it answered the TLS handshake in plain HTTP; the upstream's redirect sends https:// to a plain-HTTP port`;
+    }
     return (
       `${url.host} does not speak TLS (HTTPS) on this port: it answered the TLS handshake in plain HTTP. ` +
       `Use http:// in REPORTS_BASE_URL (${plain.origin}), or the port where the server serves HTTPS`

@@ -72,6 +72,11 @@ export const ERROR_CODES = {
       'A list page of the recent source is neither a JSON array of reports nor an object holding one, is over 256 MiB or is not UTF-8.',
     retry: 'request',
   },
+  NDJSON_DOCUMENT_INVALID: {
+    meaning:
+      'The NDJSON export answered one JSON document instead of lines, and it is over 256 MiB, not JSON (retried: a cut body) or holds no array of reports.',
+    retry: 'request',
+  },
   NDJSON_EXPORT_NOT_FOUND: {
     meaning:
       'The NDJSON export answered 404 at its default path and at the other places asked (REPORTS_NDJSON_PATH names it).',

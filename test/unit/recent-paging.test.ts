@@ -173,4 +173,28 @@ describe("the recent source's pager and its stop rules (recent-paging.ts)", () =
     const desc = [4, 3, 5, 1].map((t) => ({ id: `d${t}`, valid: true, known: false, createdAt: t }));
     expect(readAll(desc, 2, 9)).toMatchObject({ pages: 2, complete: false });
   });
+
+  it('a list naming its next page is read by its links: a short page linking on is not the last, a page naming none is', () => {
+    const fresh = (id: string) => ({ id, valid: true, known: false });
+    const pager = new RecentPager(3, 9);
+    const u = (q: string) => new URL(`http://x/r?${q}`);
+    expect(
+      pager.onPage([fresh('a'), fresh('b')], { url: u('page=1'), next: u('c=2') }).outcome,
+    ).toBeUndefined();
+    expect(pager.request().url?.href).toBe('http://x/r?c=2');
+    expect(pager.onPage([fresh('c')], { url: u('c=2'), next: u('c=3') }).outcome).toBeUndefined();
+    // A full page that names no next page ends a linked list.
+    const last = pager.onPage([fresh('d'), fresh('e'), fresh('f')], { url: u('c=3') });
+    expect(last.outcome).toEqual({ complete: true });
+  });
+
+  it('a link to a page already read stops the run incomplete, the page used', () => {
+    const pager = new RecentPager(2, 9);
+    const u = (q: string) => new URL(`http://x/r?${q}`);
+    const rec = (id: string) => ({ id, valid: true, known: false });
+    expect(pager.onPage([rec('a'), rec('b')], { url: u('page=1'), next: u('c=2') }).outcome).toBeUndefined();
+    const step = pager.onPage([rec('c'), rec('d')], { url: u('c=2'), next: u('page=1') });
+    expect(step.use).toBe(true);
+    expect(step.outcome).toMatchObject({ complete: false, reason: expect.stringMatching(/links back/) });
+  });
 });

@@ -16,6 +16,7 @@ import { isPastEndAnswer } from './csv-paging.js';
 import { withRetry } from '../../upstream/with-retry.js';
 import { errorMessage, SyncError } from '../../util/errors.js';
 import { openFoundExport, takenBy, type ExportCandidate } from './ndjson-discovery.js';
+import { ndjsonLines } from './ndjson-document.js';
 
 /**
  * The NDJSON export (`REPORTS_NDJSON_PATH`, default `/api/v1/public/reports.ndjson`; the upstream does not show
@@ -85,7 +86,9 @@ async function* readBody(
   let read = 0; // body bytes since the last `bytes` item
   let wire = 0;
   const utf8 = utf8Body(res, (n) => (read += n));
-  const body = pages ? pages.countLines(utf8) : utf8;
+  // A JSON document answered instead of lines (an array, an object wrapping one) is read as its reports.
+  const lines = ndjsonLines(utf8, header(res.headers, 'content-type'), res.url);
+  const body = pages ? pages.countLines(lines) : lines;
   try {
     for await (const block of decodeNdjson(body, {
       maxRecordBytes: ctx.config.maxRecordBytes,

@@ -8,6 +8,7 @@ import { requestOptions } from '../../upstream/request-options.js';
 import { SyncError } from '../../util/errors.js';
 import type { ReadContext } from '../export-source.js';
 import { pageValidator } from './export-validators.js';
+import { listNextPage } from './list-next-page.js';
 
 // A list page is held whole to parse it as one JSON array: bounded so a runaway body cannot exhaust memory.
 const MAX_PAGE_BYTES = 256 * 1024 * 1024;
@@ -21,6 +22,8 @@ export interface ListPage {
   safeUrl: string;
   etag?: string | undefined;
   lastModified?: string | undefined;
+  /** The next page the answer names (`Link: rel="next"`, or a next-page URL in a wrapped body), if any. */
+  next?: URL | undefined;
 }
 
 /**
@@ -81,6 +84,7 @@ export async function fetchPage(ctx: ReadContext, url: URL): Promise<ListPage> {
     bytes: size,
     safeUrl: res.url,
     ...pageValidator(res.headers),
+    next: listNextPage(res.headers.link, body, res.finalUrl),
   };
 }
 
@@ -105,7 +109,7 @@ async function openPage(ctx: ReadContext, url: URL): Promise<OpenResponse> {
  *
  * @throws SyncError `LIST_INVALID` for anything else (naming the keys of an object)
  */
-function listItems(body: unknown, text: string, url: string): Pick<ListPage, 'values' | 'texts'> {
+export function listItems(body: unknown, text: string, url: string): Pick<ListPage, 'values' | 'texts'> {
   return restyled(wrappedItems(body, text, url));
 }
 

@@ -1,7 +1,11 @@
+import { stopStep, type PageDecision, type RecentStep } from './recent-stop.js';
+
 /**
  * The stop rules of the `recent` source, as pure decisions over one list page at a time (no I/O), so they
  * can be checked over generated pages.
  */
+
+export type { PageDecision, RecentStep, StopReason } from './recent-stop.js';
 
 /** One record of a list page as the stop rules see it. */
 export interface PageRecord {
@@ -14,24 +18,6 @@ export interface PageRecord {
   /** Its `createdAt` in ms since the epoch, when valid and given (the list's order: newest first). */
   createdAt?: number | undefined;
 }
-
-/** Why a `recent` run stops reading pages. */
-export type StopReason =
-  /** Every valid record of the page is already in the warehouse: older pages are too (newest first). */
-  | 'caught-up'
-  /** The page was empty or shorter than the page size: the list has no more pages. */
-  | 'end'
-  /** The page holds the same ids as the previous one (the server ignored `page`): the run is incomplete. */
-  | 'repeated'
-  /** `REPORTS_RECENT_MAX_PAGES` pages were read without catching up: the gap is left to the next full export. */
-  | 'max-pages'
-  /** A report is newer than the one before it: the list is not newest first, so no page says where new ones end. */
-  | 'unordered';
-
-/** What to do after a page: read the next one, or stop (with `use` false when the page itself is dropped). */
-export type PageDecision =
-  | { next: true; size?: number; tieAt?: number }
-  | { next: false; reason: StopReason; complete: boolean; use: boolean };
 
 /** Input of {@link decidePage}. */
 export interface PageInput {
@@ -54,6 +40,10 @@ export interface PageInput {
    * page holding an older report.
    */
   tieAt?: number | undefined;
+  /** The page names a next page (`Link: rel="next"`, a next URL in its body): it is not the last, even short. */
+  linkNext?: boolean | undefined;
+  /** An earlier page named its next page: the list pages by links, so a page naming none is the last. */
+  linkSeen?: boolean | undefined;
 }
 
 /**
@@ -82,8 +72,20 @@ export interface PageInput {
  *    the size in force from then on (`size`);
  * 6. page `maxPages` is the last one read (`max-pages`, incomplete; `caught-up` when rule 4 applies);
  * 7. otherwise the next page is read.
+ *
+ * A list that names its next page (`linkNext`, a cursor-paged server) is read by its links: a short page
+ * that links on is not the last (rule 5 does not apply), and once a page linked on, a page that names
+ * no next page is the last (`end`, complete).
  */
 export function decidePage(input: PageInput): PageDecision {
+  const decision = decideByOrder(input);
+  if (decision.next && input.linkSeen === true && input.linkNext !== true) {
+    return { next: false, reason: 'end', complete: true, use: true };
+  }
+  return decision;
+}
+
+function decideByOrder(input: PageInput): PageDecision {
   const { records } = input;
   if (records.length === 0) return { next: false, reason: 'end', complete: true, use: true };
   if (input.previousIds !== undefined && sameIds(records, input.previousIds)) {
@@ -112,7 +114,7 @@ export function decidePage(input: PageInput): PageDecision {
     if (input.page > 1 || input.size !== undefined) return caughtUp;
     return { next: true, size: records.length, tieAt: last };
   }
-  if (records.length < size) {
+  if (records.length < size && input.linkNext !== true) {
     if (input.page > 1 || input.size !== undefined)
       return { next: false, reason: 'end', complete: true, use: true };
     if (input.page >= input.maxPages) return { next: false, reason: 'max-pages', complete: false, use: true };
@@ -139,15 +141,6 @@ function sameIds(records: readonly PageRecord[], previous: readonly (string | un
   return records.every((r, i) => r.id === previous[i]);
 }
 
-/** What follows a list page for the read loop: hand its records on (`use`), then end with `outcome` or read on. */
-export interface RecentStep {
-  use: boolean;
-  /** Set when the run ends here (complete, or incomplete with the reason). */
-  outcome?: { complete: true } | { complete: false; reason: string } | undefined;
-  /** The log lines the loop writes when the run ends. */
-  logs: Array<{ level: 'info' | 'warn'; fields: Record<string, unknown>; message: string }>;
-}
-
 /**
  * The paging of the `recent` source as a pure state machine (no I/O): {@link request} names the next list
  * page, {@link onPage} takes what it held and says what follows ({@link decidePage}'s rules). The read loop
@@ -162,6 +155,10 @@ export class RecentPager {
   #previousIds: (string | undefined)[] | undefined;
   #previousCreatedAt: number | undefined;
   #tieAt: number | undefined;
+  /** The next page the last page named, and whether any page named one. */
+  #next: URL | undefined;
+  #linkSeen = false;
+  readonly #visited = new Set<string>();
 
   /** `pageSize` asked for on every page (`REPORTS_RECENT_PAGE_SIZE`); `maxPages`: `REPORTS_RECENT_MAX_PAGES`. */
   constructor(pageSize: number, maxPages: number) {
@@ -169,15 +166,27 @@ export class RecentPager {
     this.#maxPages = maxPages;
   }
 
-  /** The query of the next page: `pageSize` and the 1-based `page`. */
-  request(): { page: number; pageSize: number } {
-    return { page: this.page, pageSize: this.#pageSize };
+  /**
+   * The next page to read: the 1-based `page` with `pageSize` to ask by number, and `url` when the page
+   * before named its next page (that URL is asked as it is).
+   */
+  request(): { page: number; pageSize: number; url?: URL | undefined } {
+    return { page: this.page, pageSize: this.#pageSize, url: this.#next };
   }
 
-  /** Takes the records of page {@link page} and moves on to the next page when the run goes on. */
-  onPage(records: readonly PageRecord[]): RecentStep {
+  /**
+   * Takes the records of page {@link page}, read at `link.url`, and the next page it names (`link.next`), and
+   * moves on to the next page when the run goes on. A next page already read (a link loop) stops the run
+   * incomplete.
+   */
+  onPage(records: readonly PageRecord[], link: { url?: URL; next?: URL | undefined } = {}): RecentStep {
     const { page } = this;
+    const loop = this.#linkLoop(link);
+    if (loop) return loop;
+    const linkNext = link.next !== undefined;
     const decision = decidePage({
+      linkNext,
+      linkSeen: this.#linkSeen,
       page,
       pageSize: this.#pageSize,
       size: this.#size,
@@ -190,43 +199,27 @@ export class RecentPager {
     if (decision.next) {
       this.#size = decision.size ?? this.#size;
       this.#tieAt = decision.tieAt ?? this.#tieAt;
+      this.#linkSeen ||= linkNext;
+      this.#next = link.next;
       this.#previousIds = records.map((r) => r.id);
       for (const r of records)
         if (r.valid && r.createdAt !== undefined) this.#previousCreatedAt = r.createdAt;
       this.page++;
       return { use: true, logs: [] };
     }
-    const level = decision.complete ? 'info' : 'warn';
-    const logs: RecentStep['logs'] = [
-      { level, fields: { pages: page, stop: decision.reason }, message: 'recent: list read' },
-    ];
-    if (decision.reason === 'repeated') {
-      const reason =
-        `list page ${page} repeats page ${page - 1} (the server ignored \`page\`, or exactly a page of ` +
-        'reports was published between the two reads): reports past it are left to the next full export';
-      return { use: decision.use, outcome: { complete: false, reason }, logs };
-    }
-    if (decision.reason === 'unordered') {
-      logs.push({
-        level: 'warn',
-        fields: { page },
-        message:
-          'recent: the list is not ordered newest first by createdAt, so where the new reports end cannot be told: ' +
-          'the reports read are merged, the rest is left to the next full export (check REPORTS_LIST_PATH)',
-      });
-      const reason = `list page ${page} is not ordered newest first by createdAt: new reports past it are left to the next full export`;
-      return { use: decision.use, outcome: { complete: false, reason }, logs };
-    }
-    if (decision.reason === 'max-pages') {
-      logs.push({
-        level: 'warn',
-        fields: { pages: page, pageSize: this.#pageSize },
-        message:
-          'recent: REPORTS_RECENT_MAX_PAGES pages read without reaching known reports: the gap is left to the next full export',
-      });
-      const reason = `stopped after ${page} list pages (REPORTS_RECENT_MAX_PAGES)`;
-      return { use: decision.use, outcome: { complete: false, reason }, logs };
-    }
-    return { use: decision.use, outcome: { complete: true }, logs };
+    return stopStep(decision, page, this.#pageSize);
+  }
+
+  /** The stop of a page whose next page was read already (a link loop), else undefined. */
+  #linkLoop(link: { url?: URL; next?: URL | undefined }): RecentStep | undefined {
+    if (link.url) this.#visited.add(link.url.href);
+    if (!link.next || !this.#visited.has(link.next.href)) return undefined;
+    const reason = `list page ${this.page} links back to a page already read (${link.next.href}): reports past it are left to the next full export`;
+    const fields = { pages: this.page, stop: 'link-loop' };
+    return {
+      use: true,
+      outcome: { complete: false, reason },
+      logs: [{ level: 'warn', fields, message: reason }],
+    };
   }
 }

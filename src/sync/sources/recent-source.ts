@@ -18,7 +18,7 @@ import { withRetry } from '../../upstream/with-retry.js';
 
 /**
  * The `recent` source: an incremental sync from the list endpoint (`REPORTS_LIST_PATH`, docs/upstream-contract.md rule 3: "the
- * latest published reports when no filter is given", newest first). It reads `?pageSize=N&page=K` from
+ * latest published reports when no filter is given", newest first). It reads `?pageSize=N&page=K` (or the next page a page names: `Link: rel="next"`, a next URL in its body) from
  * page 1 and stops where its pager (recent-paging.ts) says: once caught up, past the first page whose reports are all
  * already current in the warehouse (by id, looked up through `lookup`, a connection of its own; changed ones on
  * the pages read are merged as updates) and the reports created at its last one's instant, on a list that is
@@ -54,10 +54,13 @@ async function* readRecent(
   const patches: PatchTally = { elements: 0, kept: new Set(), ignored: new Set() };
   try {
     for (;;) {
-      const { page, pageSize } = pager.request();
-      const url = apiUrl(config, config.listPath);
-      url.searchParams.set('pageSize', String(pageSize));
-      url.searchParams.set('page', String(page));
+      const { page, pageSize, url: linked } = pager.request();
+      // The page the last one named (a cursor-paged list), else page K by number.
+      const url = linked ?? apiUrl(config, config.listPath);
+      if (!linked) {
+        url.searchParams.set('pageSize', String(pageSize));
+        url.searchParams.set('page', String(page));
+      }
       // Each page retried on its own: a 429 on page 5 waits and asks page 5 again, not page 1.
       const fetched = withRetry(
         `list page ${page}`,
@@ -81,7 +84,7 @@ async function* readRecent(
       const decoded = await decodePage(ctx, decoders, page, list);
       const { records, stored } = await pageRecords(list, decoded, lookup);
       const blocks = (await completedPage(ctx, decoders, page, list, records, stored, patches)) ?? decoded;
-      const step = pager.onPage(records);
+      const step = pager.onPage(records, { url, next: list.next });
       if (step.use) for (const block of blocks) yield { kind: 'block', block };
       for (const { level, fields, message } of step.logs) ctx.logger[level](fields, message);
       if (step.outcome) {
