@@ -29,7 +29,7 @@ const RULES_VERSION = 5;
 /** A {@link KnownLines} set as passed to a worker thread (its tables are shared memory). */
 export interface KnownLinesState {
   source: string;
-  /** The unknown-field limits the lines are read within, as part of the seed ({@link limitsContext}). */
+  /** The unknown-field limits the lines are read within, mixed into every line hash ({@link limitsContext}). */
   limits: string;
   size: number;
   /** log2 of the number of buckets. */
