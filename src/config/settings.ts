@@ -114,6 +114,12 @@ export const SETTINGS = {
     allowed: 'a metric name as stats_values writes it, e.g. total, data.count, 0.total or ["reports.total"]',
     doc: 'Where the total of published reports is in the `/stats` body (its counters are not shown): a metric name as `stats_values` writes it (dotted keys, array indices, a key holding a dot as `["a.b"]`).',
   },
+  statsMaxValues: {
+    env: 'REPORTS_STATS_MAX_VALUES',
+    schema: int(1, 10_000_000).default(10_000),
+    allowed: 'an integer from 1 to 10000000',
+    doc: 'Most numeric leaves of one `/stats` body written to `stats_values` (in body order), so a body of many counters does not add as many rows every run; the body itself is kept whole in `stats_snapshots`, and the run warns with the count left out. The total is read from the body, whatever this cut.',
+  },
   fieldNames: {
     env: 'REPORTS_FIELD_NAMES',
     schema: z

@@ -80,6 +80,7 @@ export function exportFinisher(
         takenAt: ctx.now,
         upstream,
         totalPath: config.statsTotalPath,
+        maxValues: config.statsMaxValues,
       });
       warnOnDiff(totals, config.statsDiffWarn, logger);
       return {
@@ -103,8 +104,18 @@ export function totalsFacts(totals: SnapshotTotals): {
   };
 }
 
-/** Logs a warning when upstream and warehouse totals differ by more than `limit` reports. */
+/**
+ * Logs a warning when upstream and warehouse totals differ by more than `limit` reports, and one when the
+ * upstream body had more numeric leaves than `stats_values` took (`REPORTS_STATS_MAX_VALUES`).
+ */
 export function warnOnDiff(totals: SnapshotTotals, limit: number, logger: Logger): void {
+  if (totals.valuesLeftOut > 0) {
+    logger.warn(
+      { leftOut: totals.valuesLeftOut },
+      `the /stats body has ${totals.valuesLeftOut} more numeric values than stats_values takes from one ` +
+        'body (REPORTS_STATS_MAX_VALUES): they are in stats_snapshots.body only',
+    );
+  }
   if (totals.diff !== undefined && Math.abs(totals.diff) > limit) {
     logger.warn(
       { upstreamTotal: totals.upstream, warehouseTotal: totals.warehouse, diff: totals.diff, limit },

@@ -56,6 +56,7 @@ export async function runStatsSnapshot(options: RunStatsSnapshotOptions): Promis
         takenAt: now,
         upstream: stats.body,
         totalPath: config.statsTotalPath,
+        maxValues: config.statsMaxValues,
       });
       await log.succeed(counters, { ...totalsFacts(totals), complete: true, attempts: 1 });
       return totals;
