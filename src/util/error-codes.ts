@@ -74,7 +74,7 @@ export const ERROR_CODES = {
   },
   NDJSON_DOCUMENT_INVALID: {
     meaning:
-      'The NDJSON export answered one JSON document instead of lines, and it is over 256 MiB, not JSON (retried: a cut body) or holds no array of reports.',
+      'The NDJSON export answered one JSON document instead of lines, and it is over 256 MiB, not UTF-8, not JSON (retried: a cut body) or holds no array of reports.',
     retry: 'request',
   },
   NDJSON_EXPORT_NOT_FOUND: {

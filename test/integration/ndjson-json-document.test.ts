@@ -22,11 +22,10 @@ const report = (i: number) => ({
 const reports = [1, 2, 3].map(report);
 
 /** An upstream answering the export with `body` typed `type`, in chunks of 7 bytes. */
-async function upstream(body: string, type = 'application/json') {
+async function upstream(bytes: Buffer, type = 'application/json') {
   const server = await startRawServer((req, res) => {
     if (req.url?.endsWith('/stats')) return void res.end(JSON.stringify({ total: 3 }));
     res.writeHead(200, { 'content-type': type });
-    const bytes = Buffer.from(body);
     for (let i = 0; i < bytes.length; i += 7) res.write(bytes.subarray(i, i + 7));
     res.end();
   });
@@ -35,6 +34,10 @@ async function upstream(body: string, type = 'application/json') {
 }
 
 async function sync(body: string, type?: string) {
+  return syncBytes(Buffer.from(body), type);
+}
+
+async function syncBytes(body: Buffer, type?: string) {
   const server = await upstream(body, type);
   const config = testConfig(server.url, `${tmp.dir}/w.duckdb`, { maxRejectRatio: 0.5 });
   const warehouse = await openTestWarehouse(config);
@@ -78,6 +81,27 @@ describe('an NDJSON export answered as one JSON document', () => {
     tmp = tempDir();
     const one = await sync(JSON.stringify(reports[0]), 'application/json; charset=utf-8');
     expect([one.run?.status, one.run?.counters.recordsRead]).toEqual(['succeeded', 1]);
+  });
+
+  it('bytes that are not UTF-8 are never loaded as U+FFFD: a lone line is quarantined, a document refused', async () => {
+    // `é` as the Latin-1 byte 0xE9.
+    const line = Buffer.from(`${JSON.stringify({ ...reports[0], description: 'caf\u00e9' })}\n`, 'latin1');
+    const one = await syncBytes(line);
+    expect(await query(one.warehouse, `SELECT id FROM reports`)).toEqual([]);
+    expect(await query(one.warehouse, `SELECT line, record_id, raw_encoding FROM rejected_records`)).toEqual([
+      { line: 1, record_id: 'J-1', raw_encoding: 'base64' },
+    ]);
+    tmp.cleanup();
+    tmp = tempDir();
+    const doc = [reports[0], { ...reports[1], description: 'caf\u00e9' }, reports[2]];
+    for (const body of [JSON.stringify(doc), JSON.stringify({ data: doc }), JSON.stringify(doc, null, 2)]) {
+      const { run, warehouse } = await syncBytes(Buffer.from(body, 'latin1'));
+      expect([run?.status, run?.error?.code]).toEqual(['failed', 'NDJSON_DOCUMENT_INVALID']);
+      expect(run?.error?.message).toMatch(/not valid UTF-8/);
+      expect(await query(warehouse, `SELECT id FROM reports`)).toEqual([]);
+      tmp.cleanup();
+      tmp = tempDir();
+    }
   });
 
   it('a pretty-printed object holding no array of reports fails with NDJSON_DOCUMENT_INVALID naming REPORTS_NDJSON_PATH', async () => {

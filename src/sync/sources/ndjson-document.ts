@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { SyncError } from '../../util/errors.js';
 import { listItems } from './recent-list-page.js';
 
@@ -20,10 +21,12 @@ const isSpace = (b: number | undefined) => b === 0x20 || b === 0x0a || b === 0x0
  * most {@link DOCUMENT_MAX_BYTES}) and its reports handed on one a line, each element's text as sent
  * (line breaks outside strings made spaces), so they are validated, quarantined (by element number, as
  * `line`) and staged as lines are. Anything else passes through untouched and streamed: only its first
- * bytes are looked at (its first line, for a plain-JSON answer starting with an object).
+ * bytes are looked at (its first line, for a plain-JSON answer starting with an object). A lone object
+ * line that is not UTF-8 is handed on as sent, so it is quarantined as any such line is; a document that
+ * is not UTF-8 is refused whole, as a list page is (never read with U+FFFD in place of its bytes).
  *
- * @throws SyncError `NDJSON_DOCUMENT_INVALID` when the document is over the bound, is not JSON (retryable:
- *   a cut body), or holds no array of reports
+ * @throws SyncError `NDJSON_DOCUMENT_INVALID` when the document is over the bound, is not UTF-8, is not
+ *   JSON (retryable: a cut body), or holds no array of reports
  */
 export async function* ndjsonLines(
   body: AsyncIterable<Uint8Array>,
@@ -58,7 +61,17 @@ export async function* ndjsonLines(
     await it.return?.();
     throw invalid(url, `is one JSON document over ${DOCUMENT_MAX_BYTES} bytes`);
   }
-  const text = new TextDecoder('utf-8').decode(Buffer.concat(head)); // the decoder drops a BOM
+  const bytes = Buffer.concat(head);
+  if (!isUtf8(bytes)) {
+    // One line: NDJSON reading quarantines it as not UTF-8. A document's elements cannot be told apart
+    // from its bytes: refused, as a list page is, rather than loaded with U+FFFD for what was sent.
+    if (shape.verdict !== true && !wrapsReports(parsedOrUndefined(new TextDecoder().decode(bytes)))) {
+      yield bytes;
+      return;
+    }
+    throw invalid(url, 'is one JSON document that is not valid UTF-8 (nothing of it was loaded)');
+  }
+  const text = new TextDecoder('utf-8').decode(bytes); // the decoder drops a BOM
   yield* documentLines(text, url, shape.verdict === true);
 }
 
@@ -132,6 +145,14 @@ function wrapsReports(value: unknown): boolean {
   const obj = value as Record<string, unknown>;
   if ('id' in obj) return false;
   return ITEM_KEYS.some((k) => Array.isArray(obj[k]));
+}
+
+function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function invalid(url: string, what: string, retryable = false): SyncError {
