@@ -33,13 +33,13 @@ async function upstream(bytes: Buffer, type = 'application/json') {
   return server;
 }
 
-async function sync(body: string, type?: string) {
-  return syncBytes(Buffer.from(body), type);
+async function sync(body: string, type?: string, maxRecordBytes?: number) {
+  return syncBytes(Buffer.from(body), type, maxRecordBytes);
 }
 
-async function syncBytes(body: Buffer, type?: string) {
+async function syncBytes(body: Buffer, type?: string, maxRecordBytes = 8 * 1024 * 1024) {
   const server = await upstream(body, type);
-  const config = testConfig(server.url, `${tmp.dir}/w.duckdb`, { maxRejectRatio: 0.5 });
+  const config = testConfig(server.url, `${tmp.dir}/w.duckdb`, { maxRejectRatio: 0.5, maxRecordBytes });
   const warehouse = await openTestWarehouse(config);
   onTestFinished(() => warehouse.close());
   const [run] = await syncTargetOnce(warehouse, config, 'ndjson');
@@ -99,6 +99,34 @@ describe('an NDJSON export answered as one JSON document', () => {
       expect([run?.status, run?.error?.code]).toEqual(['failed', 'NDJSON_DOCUMENT_INVALID']);
       expect(run?.error?.message).toMatch(/not valid UTF-8/);
       expect(await query(warehouse, `SELECT id FROM reports`)).toEqual([]);
+      tmp.cleanup();
+      tmp = tempDir();
+    }
+  });
+
+  it('a wrapping object whose first line opens its array (`{"data": [`) is one document', async () => {
+    const items = reports.map((r) => `  ${JSON.stringify(r)}`).join(',\n');
+    const { run, warehouse } = await sync(`{"data": [\n${items}\n]}\n`);
+    expect(run?.status, run?.error?.message).toBe('succeeded');
+    expect([run?.counters.recordsRead, run?.counters.recordsRejected]).toEqual([3, 0]);
+    expect(await query(warehouse, `SELECT id FROM reports ORDER BY id`)).toEqual(
+      reports.map((r) => ({ id: r.id })),
+    );
+  });
+
+  it('NDJSON typed as plain JSON stays streamed lines: a first line that is broken, or longer than REPORTS_MAX_RECORD_BYTES, is quarantined and the rest load', async () => {
+    const rest = reports.slice(1).map((r) => JSON.stringify(r));
+    const long = JSON.stringify({ ...reports[0], description: 'x'.repeat(4096) });
+    for (const first of ['{"id":"J-1","status":', long]) {
+      const { run, warehouse } = await sync(`${[first, ...rest].join('\n')}\n`, 'application/json', 1024);
+      expect(run?.status, run?.error?.message).toBe('succeeded');
+      expect(await query(warehouse, `SELECT id FROM reports ORDER BY id`)).toEqual([
+        { id: 'J-2' },
+        { id: 'J-3' },
+      ]);
+      expect(await query(warehouse, `SELECT line, record_id FROM rejected_records`)).toEqual([
+        { line: 1, record_id: 'J-1' },
+      ]);
       tmp.cleanup();
       tmp = tempDir();
     }

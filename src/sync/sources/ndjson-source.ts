@@ -87,7 +87,7 @@ async function* readBody(
   let wire = 0;
   const utf8 = utf8Body(res, (n) => (read += n));
   // A JSON document answered instead of lines (an array, an object wrapping one) is read as its reports.
-  const lines = ndjsonLines(utf8, header(res.headers, 'content-type'), res.url);
+  const lines = ndjsonLines(utf8, header(res.headers, 'content-type'), res.url, ctx.config.maxRecordBytes);
   const body = pages ? pages.countLines(lines) : lines;
   try {
     for await (const block of decodeNdjson(body, {
