@@ -197,4 +197,16 @@ describe("the recent source's pager and its stop rules (recent-paging.ts)", () =
     expect(step.use).toBe(true);
     expect(step.outcome).toMatchObject({ complete: false, reason: expect.stringMatching(/links back/) });
   });
+
+  it('a page the stop rules end the run at ends it complete, whatever it links to', () => {
+    const pager = new RecentPager(2, 9);
+    const u = (q: string) => new URL(`http://x/r?${q}`);
+    const rec = (id: string, known: boolean) => ({ id, valid: true, known });
+    expect(
+      pager.onPage([rec('a', false), rec('b', false)], { url: u('page=1'), next: u('c=2') }).outcome,
+    ).toBeUndefined();
+    // Every report of page 2 is known: the run has caught up, so the link back to page 1 does not matter.
+    const step = pager.onPage([rec('c', true), rec('d', true)], { url: u('c=2'), next: u('page=1') });
+    expect(step.outcome).toEqual({ complete: true });
+  });
 });

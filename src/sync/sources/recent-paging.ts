@@ -176,13 +176,12 @@ export class RecentPager {
 
   /**
    * Takes the records of page {@link page}, read at `link.url`, and the next page it names (`link.next`), and
-   * moves on to the next page when the run goes on. A next page already read (a link loop) stops the run
-   * incomplete.
+   * moves on to the next page when the run goes on. A run that would go on to a page already read (a link
+   * loop) stops incomplete; a page the stop rules end the run at ends it as they say, whatever it links to.
    */
   onPage(records: readonly PageRecord[], link: { url?: URL; next?: URL | undefined } = {}): RecentStep {
     const { page } = this;
-    const loop = this.#linkLoop(link);
-    if (loop) return loop;
+    if (link.url) this.#visited.add(link.url.href);
     const linkNext = link.next !== undefined;
     const decision = decidePage({
       linkNext,
@@ -197,6 +196,8 @@ export class RecentPager {
       tieAt: this.#tieAt,
     });
     if (decision.next) {
+      const loop = this.#linkLoop(link.next);
+      if (loop) return loop;
       this.#size = decision.size ?? this.#size;
       this.#tieAt = decision.tieAt ?? this.#tieAt;
       this.#linkSeen ||= linkNext;
@@ -210,11 +211,10 @@ export class RecentPager {
     return stopStep(decision, page, this.#pageSize);
   }
 
-  /** The stop of a page whose next page was read already (a link loop), else undefined. */
-  #linkLoop(link: { url?: URL; next?: URL | undefined }): RecentStep | undefined {
-    if (link.url) this.#visited.add(link.url.href);
-    if (!link.next || !this.#visited.has(link.next.href)) return undefined;
-    const reason = `list page ${this.page} links back to a page already read (${link.next.href}): reports past it are left to the next full export`;
+  /** The stop of a page that would go on to a page already read (a link loop), else undefined. */
+  #linkLoop(next: URL | undefined): RecentStep | undefined {
+    if (!next || !this.#visited.has(next.href)) return undefined;
+    const reason = `list page ${this.page} links back to a page already read (${next.href}): reports past it are left to the next full export`;
     const fields = { pages: this.page, stop: 'link-loop' };
     return {
       use: true,
