@@ -130,7 +130,9 @@ function daysInMonth(year: number, month: number): number {
  */
 function localTimestamp(text: string): string | null {
   const zone = upstreamReading().timeZone;
-  if (zone === undefined || ISO_WITH_OFFSET.test(text)) return null;
+  // Only text that is an offset-less timestamp is read as one: anything else (`:27.7`, `null`) is refused
+  // here, never handed back to the general path with a `Z` added once more.
+  if (zone === undefined || ISO_WITH_OFFSET.test(text) || !ISO_WITH_OFFSET.test(`${text}Z`)) return null;
   const utc = normalizeTimestampGeneral(`${text}Z`);
   if (utc === null) return null;
   const wall = Date.parse(utc);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { normalizeTimestamp } from '../../src/schema/timestamp.js';
+import { normalizeTimestamp, timestampIssue } from '../../src/schema/timestamp.js';
 import { setUpstreamReading } from '../../src/schema/upstream-reading.js';
 
 // A timestamp written without an offset is read in REPORTS_SOURCE_TIME_ZONE: the instant whose wall time
@@ -70,5 +70,15 @@ describe('REPORTS_SOURCE_TIME_ZONE', () => {
     setUpstreamReading({ fieldNames: {}, timeZone: 'America/New_York' });
     expect(normalizeTimestamp('2024-03-10T02:30:00')).toBe('2024-03-10T07:30:00.000Z'); // 03:30 EDT
     expect(normalizeTimestamp('2024-11-03T01:30:00')).toBe('2024-11-03T05:30:00.000Z'); // 01:30 EDT, not EST
+  });
+
+  it('refuses text that is no timestamp at all, with a zone set, as it does without one', () => {
+    // SF311's broken record: every field the string "null", its requested_datetime ":27.7".
+    setUpstreamReading({ fieldNames: {}, timeZone: 'America/Los_Angeles' });
+    for (const text of [':27.7', 'null', 'true', '', 'Z', '12/25/2013 11:59:08 PM', '2010-11-15']) {
+      expect(normalizeTimestamp(text), text).toBeNull();
+      expect(timestampIssue(text), text).toBe('not an ISO 8601 timestamp with offset');
+    }
+    expect(normalizeTimestamp('2010-11-15 01:05:25.727')).toBe('2010-11-15T09:05:25.727Z');
   });
 });
