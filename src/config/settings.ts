@@ -155,7 +155,8 @@ export const SETTINGS = {
     allowed: 'an IANA time zone such as America/New_York or Europe/Berlin',
     doc:
       'The time zone of upstream timestamps written without an offset (`2024-04-16T03:03:15.000`, as Socrata ' +
-      'exports write them). Unset: such a timestamp is quarantined (the instant is ambiguous). A wall time a ' +
+      'exports write them, or `12/25/2013 11:59:08 PM`, as its portal CSV downloads do: month first, with ' +
+      'AM/PM). Unset: such a timestamp is quarantined (the instant is ambiguous). A wall time a ' +
       'daylight-saving change repeats is its first instant; one it skips is read with the offset before it.',
   },
   csvPageSize: {
