@@ -38,6 +38,13 @@ export const DEFAULT_NDJSON_PATH = '/api/v1/public/reports.ndjson';
 // The report fields REPORTS_FIELD_NAMES may name (schema/wire-format.ts: WIRE_FIELDS, and the coordinates).
 const FIELDS = [...new Set<string>([...WIRE_FIELDS, 'lat', 'lng'])];
 
+// A coordinate mapped to one of its own aliases (`lng=long`, as Open311 names it) is read so anyway: no
+// mapping is needed, and none is refused.
+const COORDINATE_ALIASES: Readonly<Record<string, readonly string[]>> = {
+  lat: ['lat', 'latitude'],
+  lng: ['lng', 'lon', 'long', 'longitude'],
+};
+
 /** Why a REPORTS_FIELD_NAMES value is refused, or undefined when it is a list of `field=name` pairs. */
 function fieldNamesProblem(text: string): string | undefined {
   const seen = new Set<string>();
@@ -46,7 +53,9 @@ function fieldNamesProblem(text: string): string | undefined {
     const [field, name, more] = pair.split('=').map((p) => p.trim());
     if (more !== undefined || !field || !name) return `"${pair}" is not field=name`;
     if (!FIELDS.includes(field)) return `"${field}" is no report field (one of ${FIELDS.join(', ')})`;
-    if (MODELLED_KEYS.has(name)) return `"${name}" is a report field's own name: it needs no mapping`;
+    if (MODELLED_KEYS.has(name) && !COORDINATE_ALIASES[field]?.includes(name)) {
+      return `"${name}" is a report field's own name: it needs no mapping`;
+    }
     if (seen.has(name)) return `"${name}" is mapped twice`;
     seen.add(name);
   }
@@ -146,7 +155,8 @@ export const SETTINGS = {
     allowed: 'an IANA time zone such as America/New_York or Europe/Berlin',
     doc:
       'The time zone of upstream timestamps written without an offset (`2024-04-16T03:03:15.000`, as Socrata ' +
-      'exports write them). Unset: such a timestamp is quarantined (the instant is ambiguous). A wall time a ' +
+      'exports write them, or `12/25/2013 11:59:08 PM`, as its portal CSV downloads do: month first, with ' +
+      'AM/PM). Unset: such a timestamp is quarantined (the instant is ambiguous). A wall time a ' +
       'daylight-saving change repeats is its first instant; one it skips is read with the offset before it.',
   },
   csvPageSize: {

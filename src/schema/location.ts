@@ -8,12 +8,13 @@ export type LocationRead =
   { lat: unknown; lng: unknown; leftover: Record<string, unknown> | null } | { issue: RecordIssue };
 
 const LAT_KEYS = ['lat', 'latitude'] as const;
-const LNG_KEYS = ['lng', 'lon', 'longitude'] as const;
+// `long`: Open311 GeoReport v2's name (Chicago, Köln and most city APIs speaking it).
+const LNG_KEYS = ['lng', 'lon', 'long', 'longitude'] as const;
 const ALIASES = [...LAT_KEYS, ...LNG_KEYS];
 const POINT_KEYS = ['type', 'coordinates'];
 
 /**
- * The coordinates of a wire object, from `location` ({lat|latitude, lng|lon|longitude}, or a GeoJSON
+ * The coordinates of a wire object, from `location` ({lat|latitude, lng|lon|long|longitude}, or a GeoJSON
  * `Point` {type, coordinates: [lng, lat]}) or else the top-level aliases. Nothing is dropped unseen: keys
  * of `location` it does not read come back in `leftover` as `location.<key>` (kept in `extra`), and an
  * alias that names a different value than the one read (`location.lat` 40.7 and `latitude` 41) is an
@@ -122,7 +123,7 @@ function pickCoordinates(
   leftover: Record<string, unknown> | null,
 ): LocationRead {
   const lat = from.lat ?? from.latitude;
-  const lng = from.lng ?? from.lon ?? from.longitude;
+  const lng = from.lng ?? from.lon ?? from.long ?? from.longitude;
   const clash =
     (location &&
       (differing(location, LAT_KEYS, lat, 'location.') ?? differing(location, LNG_KEYS, lng, 'location.'))) ??

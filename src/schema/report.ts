@@ -102,7 +102,7 @@ export type ValidationResult = { ok: true; report: Report } | { ok: false; issue
 
 /**
  * Validates one NDJSON object (or list item). Accepts the location as `location: {lat, lng|lon}`,
- * `location: {latitude, longitude}`, a GeoJSON `Point` or top-level `latitude/longitude` / `lat` + `lng|lon`
+ * `location: {latitude, longitude}`, a GeoJSON `Point` or top-level `latitude/longitude` / `lat` + `lng|lon|long`
  * (docs/sources.md aliases; other keys of `location` go to `extra` as `location.<key>`, see readLocation).
  * Unknown fields go to `extra` unchanged, within `limits` (quarantined past them, see {@link checkExtra}).
  * Never throws.
@@ -179,7 +179,7 @@ export type CsvRow = Record<string, string | null | undefined>;
 
 /**
  * Validates one CSV row ({@link CsvRow}). Coerces `lat`/`lng` from text (an empty one is `null`; the columns
- * `latitude`, `lon`, `longitude` are read as their aliases, as in NDJSON; a `location` cell is read from its
+ * `latitude`, `lon`, `long`, `longitude` are read as their aliases, as in NDJSON; a `location` cell is read from its
  * text, JSON, `(lat, lng)` or `POINT (lng lat)`, and a second value for a coordinate is an issue, see
  * readLocation); a `null`
  * cell is `null`, a quoted empty cell the empty string (but an empty `updatedAt` is `null` either way: no
@@ -234,7 +234,7 @@ function csvTimestampCells(row: CsvRow): CsvRow {
 }
 
 // CSV alias columns: an empty cell (quoted or not) is no value, as a CSV cannot leave a column out.
-const CSV_ALIASES = ['latitude', 'longitude', 'lon', 'location'];
+const CSV_ALIASES = ['latitude', 'longitude', 'lon', 'long', 'location'];
 
 /**
  * `row` with empty alias cells read as absent and a `location` cell read as the object its text writes

@@ -39,7 +39,10 @@ export function normalizeTimestamp(text: string): string | null {
 /** The general path of {@link normalizeTimestamp}: any accepted form, through `Date.parse`. */
 export function normalizeTimestampGeneral(text: string): string | null {
   const m = ISO_WITH_OFFSET.exec(text);
-  if (!m) return localTimestamp(text);
+  if (!m) {
+    const us = isoOfUsWallTime(text);
+    return us === null ? localTimestamp(text) : us === undefined ? null : localTimestamp(us);
+  }
   const [, y, mo, d, h, mi, s] = m;
   const month = Number(mo);
   const day = Number(d);
@@ -59,7 +62,9 @@ export function normalizeTimestampGeneral(text: string): string | null {
 export function timestampIssue(text: string): string {
   const m = ISO_WITH_OFFSET.exec(text);
   if (!m) {
-    if (!ISO_WITH_OFFSET.test(`${text}Z`)) return 'not an ISO 8601 timestamp with offset';
+    const us = isoOfUsWallTime(text);
+    if (us === undefined) return `no such date or time of day: ${text}`;
+    if (us === null && !ISO_WITH_OFFSET.test(`${text}Z`)) return 'not an ISO 8601 timestamp with offset';
     const zone = upstreamReading().timeZone;
     return zone === undefined
       ? 'no UTC offset (`Z` or `±HH:MM`): the instant it names is ambiguous (REPORTS_SOURCE_TIME_ZONE names the zone such times are written in)'
@@ -122,6 +127,30 @@ function daysInMonth(year: number, month: number): number {
   return DAYS[month - 1] ?? 0;
 }
 
+// `12/25/2013 11:59:08 PM`: the US 12-hour form Socrata portals (NYC 311's CSV download) write local times
+// in, month first. Only with its AM/PM marker: `05/01/2022 10:00` alone could be day first.
+const US_WALL_TIME =
+  /^(\d{1,2})\/(\d{1,2})\/(\d{4})[ T](\d{1,2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?\s*([AP])\.?M\.?$/i;
+
+/**
+ * `text` in {@link US_WALL_TIME} form as the offset-less ISO text it names (`2013-12-25T23:59:08`), for
+ * {@link localTimestamp}; `null` when it is not that form, `undefined` when it is but names no such
+ * date or hour (`02/30/2024`, `13:00 PM`).
+ */
+function isoOfUsWallTime(text: string): string | null | undefined {
+  const m = US_WALL_TIME.exec(text.trim());
+  if (!m) return null;
+  const [, mo, d, y, h, mi, s, frac, half] = m;
+  const month = Number(mo);
+  const day = Number(d);
+  const hour12 = Number(h);
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(Number(y), month)) return undefined;
+  if (hour12 < 1 || hour12 > 12 || Number(mi) > 59 || Number(s ?? 0) > 59) return undefined;
+  const hour = (hour12 % 12) + (half!.toUpperCase() === 'P' ? 12 : 0);
+  const two = (n: number) => String(n).padStart(2, '0');
+  return `${y}-${two(month)}-${two(day)}T${two(hour)}:${mi}:${s ?? '00'}${frac ?? ''}`;
+}
+
 /**
  * A timestamp without an offset read in `REPORTS_SOURCE_TIME_ZONE` (an IANA zone, schema/upstream-reading.ts),
  * as `normalizeTimestamp` gives it; `null` with no zone set, or for text that is not such a timestamp. A wall
@@ -130,7 +159,9 @@ function daysInMonth(year: number, month: number): number {
  */
 function localTimestamp(text: string): string | null {
   const zone = upstreamReading().timeZone;
-  if (zone === undefined || ISO_WITH_OFFSET.test(text)) return null;
+  // Only text that is an offset-less timestamp is read as one: anything else (`:27.7`, `null`) is refused
+  // here, never handed back to the general path with a `Z` added once more.
+  if (zone === undefined || ISO_WITH_OFFSET.test(text) || !ISO_WITH_OFFSET.test(`${text}Z`)) return null;
   const utc = normalizeTimestampGeneral(`${text}Z`);
   if (utc === null) return null;
   const wall = Date.parse(utc);

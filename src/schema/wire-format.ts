@@ -72,7 +72,7 @@ export const CSV_COLUMNS = [
 export const KNOWN_STATUSES = ['SUBMITTED', 'IN_PROGRESS', 'RESOLVED', 'REJECTED'] as const;
 
 // Keys that are aliases of the location (docs/sources.md) and so never land in `extra`.
-const LOCATION_KEYS = new Set(['location', 'lat', 'lng', 'lon', 'latitude', 'longitude']);
+const LOCATION_KEYS = new Set(['location', 'lat', 'lng', 'lon', 'long', 'latitude', 'longitude']);
 /** The wire keys the schema models: the known fields and the location aliases. */
 export const MODELLED_KEYS: ReadonlySet<string> = new Set<string>([...WIRE_FIELDS, ...LOCATION_KEYS]);
 

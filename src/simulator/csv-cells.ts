@@ -10,7 +10,7 @@ import type { BodyRecord } from './record-faults.js';
  * A wart (a line the upstream's export leaks, see dataset.ts) becomes a best-effort row, so the same
  * problem reaches the CSV reader as the NDJSON reader:
  * - when its raw line parses as a JSON object, its fields fill the columns as they are, unvalidated
- *   (`location.lat`/`lng` or the top-level aliases `lat`/`latitude`, `lng`/`lon`/`longitude` fill
+ *   (`location.lat`/`lng` or the top-level aliases `lat`/`latitude`, `lng`/`lon`/`long`/`longitude` fill
  *   `lat`/`lng`; keys that are no column are dropped);
  * - otherwise every cell is empty except `description`, which holds the raw line (so the row is refused
  *   for its empty `id`).
@@ -36,7 +36,8 @@ function wartCells(obj: Record<string, unknown>, extraColumns: readonly string[]
       ? (obj.location as Record<string, unknown>)
       : {};
   const lat = loc.lat ?? loc.latitude ?? obj.lat ?? obj.latitude;
-  const lng = loc.lng ?? loc.lon ?? loc.longitude ?? obj.lng ?? obj.lon ?? obj.longitude;
+  const lng =
+    loc.lng ?? loc.lon ?? loc.long ?? loc.longitude ?? obj.lng ?? obj.lon ?? obj.long ?? obj.longitude;
   const cells = CSV_COLUMNS.map((column) => {
     if (column === 'lat') return cell(lat);
     if (column === 'lng') return cell(lng);

@@ -23,6 +23,14 @@ describe('loadConfig', () => {
     expect(loadConfig(env, { batchSize: 7 }).batchSize).toBe(7);
   });
 
+  it('accepts a coordinate mapped to one of its own aliases (Open311 `lng=long`), refuses other own names', () => {
+    const fieldNames = 'id=service_request_id,lng=long,lat=latitude';
+    expect(loadConfig({ REPORTS_FIELD_NAMES: fieldNames }).fieldNames).toBeDefined();
+    for (const bad of ['lat=long', 'id=status', 'category=lon']) {
+      expect(() => loadConfig({ REPORTS_FIELD_NAMES: bad }), bad).toThrow(/own name/);
+    }
+  });
+
   it('refuses a bad value naming the variable, the value and what is allowed', () => {
     let error: unknown;
     try {

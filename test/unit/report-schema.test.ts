@@ -38,6 +38,34 @@ describe('validateWireReport', () => {
     }
   });
 
+  it("reads Open311's `long` as the longitude, in a line, a location object and a CSV row", () => {
+    // GeoReport v2 names the coordinates `lat` and `long` (Chicago's and Köln's request lists).
+    const { location: _location, ...rest } = base;
+    const line = JSON.stringify({ ...rest, lat: 41.74685764200721, long: -87.6536401592609 });
+    const r = validateWireLine(line, JSON.parse(line));
+    expect(r.ok && [r.report.lat, r.report.lng, r.report.extra]).toEqual([
+      41.74685764200721,
+      -87.6536401592609,
+      null,
+    ]);
+    const nested = validateWireReport({ ...rest, location: { lat: 50.9384079215, long: 6.83454483747 } });
+    expect(nested.ok && [nested.report.lat, nested.report.lng, nested.report.extra]).toEqual([
+      50.9384079215,
+      6.83454483747,
+      null,
+    ]);
+    const row = { id: '1', status: 'open', destination: 'CDOT', createdAt: base.createdAt };
+    const csv = validateCsvReport({ ...row, lat: '41.746857', long: '-87.65364' });
+    expect(csv.ok && [csv.report.lat, csv.report.lng, csv.report.extra]).toEqual([
+      41.746857,
+      -87.65364,
+      null,
+    ]);
+    expect(validateCsvReport({ ...row, lat: '', long: '' }).ok).toBe(true);
+    const twice = validateWireReport({ ...rest, lat: 41.7, lng: -87.6, long: -88 });
+    expect(!twice.ok && twice.issues[0]?.path).toBe('location');
+  });
+
   it.each([
     ['missing id', { id: undefined }, 'id'],
     ['blank id', { id: '  ' }, 'id'],

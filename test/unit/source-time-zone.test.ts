@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { normalizeTimestamp } from '../../src/schema/timestamp.js';
+import { normalizeTimestamp, timestampIssue } from '../../src/schema/timestamp.js';
 import { setUpstreamReading } from '../../src/schema/upstream-reading.js';
 
 // A timestamp written without an offset is read in REPORTS_SOURCE_TIME_ZONE: the instant whose wall time
@@ -70,5 +70,34 @@ describe('REPORTS_SOURCE_TIME_ZONE', () => {
     setUpstreamReading({ fieldNames: {}, timeZone: 'America/New_York' });
     expect(normalizeTimestamp('2024-03-10T02:30:00')).toBe('2024-03-10T07:30:00.000Z'); // 03:30 EDT
     expect(normalizeTimestamp('2024-11-03T01:30:00')).toBe('2024-11-03T05:30:00.000Z'); // 01:30 EDT, not EST
+  });
+
+  it('refuses text that is no timestamp at all, with a zone set, as it does without one', () => {
+    // SF311's broken record: every field the string "null", its requested_datetime ":27.7".
+    setUpstreamReading({ fieldNames: {}, timeZone: 'America/Los_Angeles' });
+    for (const text of [':27.7', 'null', 'true', '', 'Z', '12/25/2013', '2010-11-15']) {
+      expect(normalizeTimestamp(text), text).toBeNull();
+      expect(timestampIssue(text), text).toBe('not an ISO 8601 timestamp with offset');
+    }
+    expect(normalizeTimestamp('2010-11-15 01:05:25.727')).toBe('2010-11-15T09:05:25.727Z');
+  });
+
+  it("reads a Socrata portal's US 12-hour local time (NYC 311's CSV download) in the zone", () => {
+    setUpstreamReading({ fieldNames: {}, timeZone: 'America/New_York' });
+    expect(normalizeTimestamp('12/25/2013 11:59:08 PM')).toBe('2013-12-26T04:59:08.000Z');
+    expect(normalizeTimestamp('05/01/2022 12:00:03 AM')).toBe('2022-05-01T04:00:03.000Z');
+    expect(normalizeTimestamp('05/01/2022 12:30:00 PM')).toBe('2022-05-01T16:30:00.000Z');
+    expect(normalizeTimestamp('5/1/2022 1:05 am')).toBe('2022-05-01T05:05:00.000Z');
+    // The ISO text of the same wall time reads as the same instant.
+    expect(normalizeTimestamp('05/01/2022 01:00:31 AM')).toBe(normalizeTimestamp('2022-05-01T01:00:31.000'));
+    for (const impossible of ['02/30/2024 10:00:00 AM', '13/01/2024 10:00:00 AM', '01/01/2024 13:00:00 PM']) {
+      expect(normalizeTimestamp(impossible), impossible).toBeNull();
+      expect(timestampIssue(impossible), impossible).toMatch(/^no such date or time of day/);
+    }
+    // Without its AM/PM marker the order of day and month is not known: refused.
+    expect(normalizeTimestamp('05/01/2022 10:00:00')).toBeNull();
+    setUpstreamReading(undefined);
+    expect(normalizeTimestamp('12/25/2013 11:59:08 PM')).toBeNull();
+    expect(timestampIssue('12/25/2013 11:59:08 PM')).toMatch(/REPORTS_SOURCE_TIME_ZONE/);
   });
 });

@@ -4,7 +4,7 @@ import { isModelledKey } from '../../schema/wire-format.js';
 import type { StoredWire } from '../../warehouse/current-wire.js';
 
 /** Wire keys that give a location (schema/location.ts): one of them in a list element replaces `location`. */
-const LOCATION_KEYS = new Set(['location', 'lat', 'lng', 'lon', 'latitude', 'longitude']);
+const LOCATION_KEYS = new Set(['location', 'lat', 'lng', 'lon', 'long', 'latitude', 'longitude']);
 
 /** A list element completed from the stored report: its text, and the field names involved. */
 export interface PatchedElement {
