@@ -23,7 +23,8 @@ export async function loadLineHasher(): Promise<void> {
  */
 // 2: xxHash64 instead of SHA-1 cut to 64 bits; 3: location keys kept, CR never left in a CSV cell;
 // 4: a CSV id `17.0` read as 17, required fields missing told apart; 5: the NDJSON fast lane leaves a key
-// naming a modelled field in another style (`Lat`) to the general path, which reads it as that field.
+// naming a modelled field in another style (`Lat`) to the general path, which reads it as that field, and
+// Open311's `long` is a longitude (it was an unknown field).
 const RULES_VERSION = 5;
 
 /** A {@link KnownLines} set as passed to a worker thread (its tables are shared memory). */
