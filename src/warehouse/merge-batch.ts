@@ -126,16 +126,7 @@ async function batchSlice(
   const params = { run: run.runId };
   const staged = `staging_reports WHERE run_id = $run AND ${inSlice('id', s)}`;
   const lossy = LOSSY_SOURCES.includes(run.source) ? 'true' : 'false';
-  await c.run(
-    `CREATE OR REPLACE TEMP TABLE merge_existing AS
-     SELECT r.id, r.removed_at, r.updated_at, r.content_hash, r.csv_hash, r.source,
-       r.${lineHashColumn(run.source)} AS line_hash, r.rowid AS row_id,
-       coalesce(w.reading = (SELECT reading FROM sync_runs WHERE run_id = $run), false)
-         AS same_reading
-     FROM report_rows r LEFT JOIN sync_runs w ON w.run_id = r.version_run_id
-     WHERE ${inSlice('r.id', s)} AND r.id IN (SELECT id FROM ${staged})`,
-    params,
-  );
+  await existingRows(c, run, staged, s);
   await c.run(
     `CREATE OR REPLACE TEMP TABLE merge_picked AS
      SELECT id, sk // 2 AS seq, sk % 2 = 1 AS known FROM (
@@ -179,6 +170,33 @@ async function batchSlice(
      LEFT JOIN merge_existing e ON e.id = p.id
      LEFT JOIN (SELECT DISTINCT record_id AS id FROM rejected_records
                 WHERE run_id = $run AND record_id IS NOT NULL) q ON q.id = p.id`,
+    params,
+  );
+}
+
+/**
+ * `merge_existing`: the stored rows of one slice's staged ids, with the line hash of the run's source and,
+ * for an export a cache served, whether the stored version was read as this run reads (`same_reading`).
+ */
+async function existingRows(
+  c: DuckDBConnection,
+  run: { runId: string; source: string; fromCache: boolean },
+  staged: string,
+  s: Slice,
+): Promise<void> {
+  const params = { run: run.runId };
+  // How the stored version was read matters only to the `older` rule, so only an export a cache served
+  // joins the run log for it.
+  const sameReading = run.fromCache
+    ? 'coalesce(w.reading = (SELECT reading FROM sync_runs WHERE run_id = $run), false)'
+    : 'false';
+  const runLog = run.fromCache ? 'LEFT JOIN sync_runs w ON w.run_id = r.version_run_id' : '';
+  await c.run(
+    `CREATE OR REPLACE TEMP TABLE merge_existing AS
+     SELECT r.id, r.removed_at, r.updated_at, r.content_hash, r.csv_hash, r.source,
+       r.${lineHashColumn(run.source)} AS line_hash, r.rowid AS row_id, ${sameReading} AS same_reading
+     FROM report_rows r ${runLog}
+     WHERE ${inSlice('r.id', s)} AND r.id IN (SELECT id FROM ${staged})`,
     params,
   );
 }
