@@ -156,7 +156,8 @@ function decodeParsed(
   return true;
 }
 
-function isBlank(raw: Buffer): boolean {
+/** Whether an NDJSON line holds only spaces, tabs and a CR (a blank line: no record, never quarantined). */
+export function isBlank(raw: Uint8Array): boolean {
   for (let i = 0; i < raw.length; i++) {
     const c = raw[i];
     if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { SyncError } from '../../util/errors.js';
-import { listItems } from './recent-list-page.js';
+import { ITEM_KEYS, listItems } from './recent-list-page.js';
 
 /**
  * Bytes an NDJSON export answered as one JSON document may hold: the document is parsed whole, so it is
@@ -162,15 +162,12 @@ class ShapeScan {
   }
 }
 
-// The names under which a wrapped list holds its reports (as list pages are read: recent-list-page.ts).
-const ITEM_KEYS = ['data', 'items', 'results', 'reports', 'records', 'rows', 'content', 'elements'];
-
 /** An object holding its reports in an array, and no report itself (it has no `id`). */
 function wrapsReports(value: unknown): boolean {
   if (typeof value !== 'object' || value === null) return false;
   const obj = value as Record<string, unknown>;
   if ('id' in obj) return false;
-  return ITEM_KEYS.some((k) => Array.isArray(obj[k]));
+  return [...ITEM_KEYS].some((k) => Array.isArray(obj[k]));
 }
 
 function parsedOrUndefined(text: string): unknown {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { NdjsonBlock, OverLongLine } from '../../extract/block-packer.js';
 import { readableJsonId } from '../../extract/readable-id.js';
+import { isBlank } from '../../normalize/ndjson-block.js';
 
 /**
  * Whether a page of a paged NDJSON export repeats the page before it, key by key in order, as the CSV
@@ -72,9 +73,4 @@ function lineKey(raw: Uint8Array): string {
 
 function overLongKey(line: OverLongLine): string {
   return `${lineKey(Buffer.from(line.text))} of ${line.bytes} bytes`;
-}
-
-function isBlank(raw: Uint8Array): boolean {
-  for (const c of raw) if (c !== 0x20 && c !== 0x09 && c !== 0x0d) return false;
-  return true;
 }

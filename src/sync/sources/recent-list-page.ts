@@ -130,8 +130,17 @@ function restyled(items: Pick<ListPage, 'values' | 'texts'>): Pick<ListPage, 'va
   return items;
 }
 
-// Names under which list APIs put their items.
-const ITEM_KEYS = new Set(['data', 'items', 'results', 'reports', 'records', 'rows', 'content', 'elements']);
+/** Names under which list APIs put their items (`{"data": […]}`), also read for an NDJSON export sent as one document. */
+export const ITEM_KEYS: ReadonlySet<string> = new Set([
+  'data',
+  'items',
+  'results',
+  'reports',
+  'records',
+  'rows',
+  'content',
+  'elements',
+]);
 
 function wrappedItems(body: unknown, text: string, url: string): Pick<ListPage, 'values' | 'texts'> {
   if (Array.isArray(body)) return { values: body, texts: arrayElementTexts(text) ?? [] };
