@@ -55,19 +55,27 @@ export async function runSync(options: RunSyncOptions): Promise<RunSummary> {
     // Reading only appends to staging: a lower DuckDB memory limit keeps its cache of written blocks small.
     const { config, source, logger } = run;
     const readLimit = readMemoryLimit(config.duckdbReadMemoryLimit, config.maxRecordBytes);
+    let alone = false;
     await withoutStagingVacuum(
       run.connection,
       () =>
-        withMemoryLimit(run.connection, readLimit, () =>
-          withRetry(`${source.name} export`, config, logger, (n) => readExport(run, n), options.signal),
-        ),
+        withMemoryLimit(run.connection, readLimit, (lowered) => {
+          alone = lowered;
+          return withRetry(
+            `${source.name} export`,
+            config,
+            logger,
+            (n) => readExport(run, n),
+            options.signal,
+          );
+        }),
       () => run.state.counters.recordsRead >= STAGING_CHECKPOINT_MIN_RECORDS,
     );
     let summary: RunSummary;
     if (run.state.notModified) summary = await commitNotModified(run);
     else {
       await checkBeforeMerge(run, options);
-      summary = await commitMerge(run, options);
+      summary = await commitMerge(run, options, alone ? options.evictCache : undefined);
     }
     await sortLeftBehind(run.connection, config, logger, options.signal);
     return summary;
@@ -150,8 +158,15 @@ async function sliceRowsFor(run: OpenedExportRun): Promise<number> {
   return sliceRows;
 }
 
-/** Merges the run in its finishing transaction (close-run.ts) and returns its summary. */
-async function commitMerge(run: OpenedExportRun, options: RunSyncOptions): Promise<RunSummary> {
+/**
+ * Merges the run in its finishing transaction (close-run.ts) and returns its summary. `evictCache`: given
+ * only when the run has the instance to itself (its reading could lower the memory limit).
+ */
+async function commitMerge(
+  run: OpenedExportRun,
+  options: RunSyncOptions,
+  evictCache: RunSyncOptions['evictCache'],
+): Promise<RunSummary> {
   const { state, config, source, logger } = run;
   const sliceRows = await sliceRowsFor(run);
   pointOfNoReturn(run, run.runId, state.counters.recordsLoaded);
@@ -166,6 +181,7 @@ async function commitMerge(run: OpenedExportRun, options: RunSyncOptions): Promi
       mergeThreads: config.duckdbMergeThreads,
       fullExport: source.fullExport,
       sliceRows,
+      evictCache,
       releaseKnownLines: () => {
         run.knownLines = undefined;
       },

@@ -61,7 +61,8 @@ export interface RunSyncOptions {
   /**
    * Evicts the blocks DuckDB holds cached and unpinned (`evictCachedBlocks`), through another connection
    * of the instance: there a refused `memory_limit` cannot abort this run's open transaction. Used only
-   * while the run reads with a lowered limit, which means nothing else shares the instance.
+   * while the run reads with a lowered limit, and before its merge's checkpoint when it did: either means
+   * nothing else shares the instance.
    */
   evictCache?: (() => Promise<void>) | undefined;
 }

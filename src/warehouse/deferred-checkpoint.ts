@@ -13,22 +13,33 @@ const NEVER = '1000GiB';
  * end (peak RSS of the phase 818–849 against 719–752 MiB, the same time; docs/performance.md, "Scale").
  *
  * Meanwhile the log holds the updates (~16 MiB per 1M hashes); a crash replays it at the next open, as it
- * does any committed transaction. The closing `CHECKPOINT` is best effort: when another connection's
- * transaction keeps it from running, the next commit past the threshold checkpoints.
+ * does any committed transaction. The closing `CHECKPOINT` follows only an `fn` that resolved, and is best
+ * effort: when another connection's transaction keeps it from running, the next commit past the threshold
+ * checkpoints. After a failure none is tried: a checkpoint that fails on a full disk invalidates the
+ * DuckDB instance, and the caller still has to record its failure there.
  *
+ * @param beforeCheckpoint runs between `fn` and the checkpoint (e.g. evicting DuckDB's cache, so that the
+ *   checkpoint's own memory does not come on top of it); its failure is ignored
  * @throws what `fn` throws (the threshold is restored first)
  */
-export async function withCheckpointsDeferred<T>(c: DuckDBConnection, fn: () => Promise<T>): Promise<T> {
+export async function withCheckpointsDeferred<T>(
+  c: DuckDBConnection,
+  fn: () => Promise<T>,
+  beforeCheckpoint?: () => Promise<void>,
+): Promise<T> {
   const before = (
     await c.runAndReadAll(`SELECT current_setting('checkpoint_threshold')::VARCHAR`)
   ).getRows()[0]![0] as string;
   await c.run(`SET checkpoint_threshold = '${NEVER}'`);
+  let result: T;
   try {
-    return await fn();
+    result = await fn();
   } finally {
     await c.run(`SET checkpoint_threshold = '${before.replace(/'/g, "''")}'`);
-    await c.run('CHECKPOINT').catch(() => undefined);
   }
+  await beforeCheckpoint?.().catch(() => undefined);
+  await c.run('CHECKPOINT').catch(() => undefined);
+  return result;
 }
 
 /**

@@ -44,12 +44,54 @@ describe('statements with automatic checkpoints held back', () => {
       expect(sum).toBe(0);
 
       await expect(
-        withCheckpointsDeferred(c, async () => {
-          await c.run('UPDATE t SET h = 0');
-          throw new Error('a slice failed');
-        }),
+        withCheckpointsDeferred(
+          c,
+          async () => {
+            await c.run('UPDATE t SET h = 0');
+            throw new Error('a slice failed');
+          },
+          async () => {
+            throw new Error('not after a failure');
+          },
+        ),
       ).rejects.toThrow('a slice failed');
       expect(await setting()).toBe(threshold);
+      // No checkpoint after a failure (on a full disk it would invalidate the instance the caller records
+      // the failure in): the committed update stays in the log, and is read back all the same.
+      expect(walBytes(path)).toBeGreaterThan(256 * 1024);
+      expect((await c.runAndReadAll('SELECT count(*)::INTEGER FROM t WHERE h <> 0')).getRows()[0]![0]).toBe(
+        0,
+      );
+    } finally {
+      c.closeSync();
+      w.close();
+    }
+  });
+
+  it('runs the step before the checkpoint once the statements committed, with the log still full', async () => {
+    const path = join(tmp.dir, 'w.duckdb');
+    const w = await openWarehouse(path);
+    const c = await w.connect();
+    try {
+      await c.run(`SET checkpoint_threshold = '256KiB'`);
+      await c.run('CREATE TABLE t AS SELECT range AS id, 0::BIGINT AS h FROM range(200000)');
+      await c.run('CHECKPOINT');
+      const seen: number[] = [];
+      const result = await withCheckpointsDeferred(
+        c,
+        async () => {
+          await c.run('UPDATE t SET h = id + 1');
+          return 'merged';
+        },
+        async () => {
+          seen.push(walBytes(path));
+          throw new Error('a failed eviction does not stop the checkpoint');
+        },
+      );
+      expect(result).toBe('merged');
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toBeGreaterThan(256 * 1024);
+      expect(walBytes(path)).toBeLessThan(seen[0]!);
     } finally {
       c.closeSync();
       w.close();
