@@ -17,9 +17,10 @@ const ANSWERS: Record<string, [number, string, string]> = {
  * `clientErrorHandler`): a request head over node's 16 KiB limit (431), a head not received in time (408),
  * anything else the parser rejects, such as an unknown method or a malformed header (400). The body has the
  * API's error shape `{"error": {"code", "message"}}` (docs/reader.md), where fastify's default writes
- * `{"error", "message", "statusCode"}`. The connection is then closed: the parser cannot read on after it.
+ * `{"error", "message", "statusCode"}`; a HEAD request gets the head only. The connection is then closed: the
+ * parser cannot read on after it.
  */
-export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
+export function answerClientError(err: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, code, message] = ANSWERS[err.code ?? ''] ?? [
     400,
@@ -33,6 +34,11 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
       'Content-Type: application/json; charset=utf-8\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       'Cache-Control: no-store\r\nConnection: close\r\n\r\n' +
-      body,
+      (isHead(err.rawPacket) ? '' : body),
   );
+}
+
+// An answer to HEAD carries no content (RFC 9110 §9.3.2): a client would read the body as the next answer.
+function isHead(packet: unknown): boolean {
+  return Buffer.isBuffer(packet) && packet.subarray(0, 5).toString('latin1') === 'HEAD ';
 }

@@ -28,7 +28,9 @@ export function validateWireLine(
     return validateWireReport(value, limits);
   const obj = value as Record<string, unknown>;
   if (Object.keys(obj).some(isRestyledName)) {
-    const renamed = restyledObjectText(text, scanJsonObject(text).fields);
+    // A scan stops at a repeated key: its fields would rebuild the object without the rest of the line.
+    const scan = scanJsonObject(text);
+    const renamed = scan.duplicate ? undefined : restyledObjectText(text, scan.fields);
     if (renamed !== undefined) return validateWireLine(renamed, JSON.parse(renamed), limits);
   }
   const exactId = exactIntegerId(text, obj);

@@ -10,7 +10,7 @@ import { openTestWarehouse, tempDir, testConfig } from '../helpers/sync.js';
 // Requests node's HTTP parser refuses never reach a route; they still get the API's error body.
 
 /** Sends `request` as raw bytes and resolves with the whole answer once the server closes. */
-function rawExchange(url: URL, request: string): Promise<string> {
+function rawExchange(url: URL, request: string | Buffer): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(Number(url.port), url.hostname, () => socket.write(request));
     let answer = '';
@@ -65,5 +65,18 @@ describe('requests the HTTP parser refuses', () => {
     expect(Object.keys(parsed)).toEqual(['error']);
     expect(parsed.error.code).toBe(code);
     expect(parsed.error.message.length).toBeGreaterThan(10);
+  });
+
+  it('a HEAD request the parser refuses (a raw non-ASCII byte in the URL): the status, no body', async () => {
+    const request = Buffer.concat([
+      Buffer.from('HEAD /api/v1/public/reports?destination='),
+      Buffer.from('é', 'utf8'),
+      Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n'),
+    ]);
+    const answer = await rawExchange(url, request);
+    const [head = '', body] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    // RFC 9110 §9.3.2: an answer to HEAD has no content, whatever its Content-Length says.
+    expect(body).toBe('');
   });
 });

@@ -122,7 +122,9 @@ function restyled(items: Pick<ListPage, 'values' | 'texts'>): Pick<ListPage, 'va
   values.forEach((value, i) => {
     if (typeof value !== 'object' || value === null || Array.isArray(value) || texts[i] === undefined) return;
     if (!Object.keys(value).some(isRestyledName)) return;
-    const renamed = restyledObjectText(texts[i], scanJsonObject(texts[i]).fields);
+    // A repeated key stays as sent, for the validator to quarantine (a scan stops at it).
+    const scan = scanJsonObject(texts[i]);
+    const renamed = scan.duplicate ? undefined : restyledObjectText(texts[i], scan.fields);
     if (renamed === undefined) return;
     texts[i] = renamed;
     values[i] = JSON.parse(renamed);
