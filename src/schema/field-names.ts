@@ -1,3 +1,4 @@
+import type { JsonObjectScan } from './json-text.js';
 import { upstreamReading } from './upstream-reading.js';
 import { MODELLED_KEYS } from './wire-format.js';
 
@@ -33,14 +34,16 @@ export function canonicalNames(names: readonly string[]): string[] {
 
 /**
  * The text of a JSON object (one NDJSON line, one list element) with its top-level keys in another style
- * renamed by {@link canonicalNames}, each value's text kept as sent; undefined when no key is renamed.
+ * renamed by {@link canonicalNames}, each value's text kept as sent; undefined when no key is renamed, and
+ * when the object repeats a key: the scan stops there, so a copy would drop that key's second value and
+ * every field after it (the caller's check for repeated keys then quarantines the object as sent).
  *
- * @param fields the object's top-level fields with their value offsets in `text` (scanJsonObject)
+ * @param scan the object's scan (json-text.ts `scanJsonObject`): top-level fields with their value offsets
+ *   in `text`, and the first repeated key
  */
-export function restyledObjectText(
-  text: string,
-  fields: readonly { key: string; start: number; end: number }[],
-): string | undefined {
+export function restyledObjectText(text: string, scan: JsonObjectScan): string | undefined {
+  if (scan.duplicate !== undefined) return undefined;
+  const fields = scan.fields;
   const names = canonicalNames(fields.map((f) => f.key));
   if (names.every((name, i) => name === fields[i]!.key)) return undefined;
   return `{${fields.map((f, i) => `${JSON.stringify(names[i])}:${text.slice(f.start, f.end)}`).join(',')}}`;

@@ -28,7 +28,7 @@ export function validateWireLine(
     return validateWireReport(value, limits);
   const obj = value as Record<string, unknown>;
   if (Object.keys(obj).some(isRestyledName)) {
-    const renamed = restyledObjectText(text, scanJsonObject(text).fields);
+    const renamed = restyledObjectText(text, scanJsonObject(text));
     if (renamed !== undefined) return validateWireLine(renamed, JSON.parse(renamed), limits);
   }
   const exactId = exactIntegerId(text, obj);
