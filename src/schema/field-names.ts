@@ -13,7 +13,8 @@ const BY_FOLD = new Map([...MODELLED_KEYS].map((key) => [fold(key), key]));
  * field's wire name. The seed shows no field names but `destination` and `status`
  * (docs/upstream-contract.md): a spreadsheet-styled header, or snake_case JSON, is the same export. A name is
  * renamed only when there is no name of that exact field and no other name folds to it (two candidates stay
- * as they are: their values go to `extra`, never one chosen silently). Every other name is kept as sent.
+ * as they are: their values go to `extra`, never one chosen silently); a name given twice is renamed at
+ * both places, as a repeated wire name stays repeated. Every other name is kept as sent.
  * A name `REPORTS_FIELD_NAMES` maps (`service_request_id` → `id`: schema/upstream-reading.ts) is renamed
  * by the same rules.
  */
@@ -24,11 +25,15 @@ export function canonicalNames(names: readonly string[]): string[] {
     const key = fieldOf(name);
     return key !== undefined && !exact.has(key) ? key : undefined;
   });
-  const count = new Map<string, number>();
-  for (const key of candidates) if (key !== undefined) count.set(key, (count.get(key) ?? 0) + 1);
+  // Distinct names per field: one name given twice (`ID,…,ID`) is one column repeated, as `id,…,id` is
+  // (its cells must then agree), not two candidates.
+  const named = new Map<string, Set<string>>();
+  candidates.forEach((key, i) => {
+    if (key !== undefined) named.set(key, (named.get(key) ?? new Set()).add(names[i]!));
+  });
   return names.map((name, i) => {
     const key = candidates[i];
-    return key !== undefined && count.get(key) === 1 ? key : name;
+    return key !== undefined && named.get(key)!.size === 1 ? key : name;
   });
 }
 
@@ -85,7 +90,8 @@ export function ambiguousNames(names: readonly string[]): { field: string; names
     if (MODELLED_KEYS.has(name)) continue;
     const field = fieldOf(name);
     if (field === undefined || exact.has(field)) continue;
-    byField.set(field, [...(byField.get(field) ?? []), name]);
+    const given = byField.get(field) ?? [];
+    if (!given.includes(name)) byField.set(field, [...given, name]);
   }
   return [...byField].filter(([, n]) => n.length > 1).map(([field, n]) => ({ field, names: n }));
 }

@@ -1,5 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { parseCsvPage } from '../../src/extract/csv.js';
+import { readableJsonId } from '../../src/extract/readable-id.js';
+import { validateCsvReport } from '../../src/schema/report.js';
 import { validateWireLine } from '../../src/schema/wire-line.js';
 
 // Records whose modelled keys come in another style (`created_at`, `ID`) are read through a renamed copy
@@ -112,3 +115,57 @@ function isStyledModelled(name: string): boolean {
     ['CREATED_AT', 'Created At'].includes(name)
   );
 }
+
+describe('a CSV header with columns in another style', () => {
+  const CELLS: Record<string, (row: number) => string> = {
+    id: (row) => `r${row}`,
+    status: () => 'SUBMITTED',
+    destination: () => 'ROAD_CONTROL',
+    createdAt: () => '2024-01-01T00:00:00Z',
+  };
+  const header = fc.record({
+    names: fc.tuple(...Object.keys(CELLS).map((key) => fc.constantFrom(...styles(key)))),
+    repeat: fc.subarray(Object.keys(CELLS), { maxLength: 2 }),
+    agree: fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
+  });
+
+  it('a column repeated under the same name is one field when its cells agree, as a wire name is (property)', () => {
+    fc.assert(
+      fc.property(header, ({ names, repeat, agree }) => {
+        const keys = Object.keys(CELLS);
+        const columns = [
+          ...keys.map((key, i) => ({ key, name: names[i]! })),
+          ...repeat.map((key) => ({ key, name: names[keys.indexOf(key)]! })),
+        ];
+        const rows = agree.map((same, r) =>
+          columns.map(({ key }, c) => (c >= keys.length && !same ? 'other' : CELLS[key]!(r))),
+        );
+        const body = [columns.map((c) => c.name), ...rows].map((cells) => cells.join(',')).join('\r\n');
+        const parsed = parseCsvPage(Buffer.from(`${body}\r\n`), {
+          page: 1,
+          maxRecordBytes: 1 << 20,
+          rejectRawMaxBytes: 1 << 16,
+          url: 'http://up/reports.csv',
+        });
+        expect(parsed.records).toHaveLength(rows.length);
+        parsed.records.forEach((record, r) => {
+          if (record.kind === 'malformed') {
+            expect(agree[r] === false && repeat.length > 0, JSON.stringify(record.issues)).toBe(true);
+            expect(repeat).toContain(record.issues[0]!.path);
+            return;
+          }
+          expect(agree[r] || repeat.length === 0).toBe(true);
+          const result = validateCsvReport(record.value as Record<string, string | null>);
+          expect(result.ok, JSON.stringify(result)).toBe(true);
+          if (result.ok) expect(result.report.id).toBe(`r${r}`);
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('an id given twice under one restyled key is no readable id of a broken line', () => {
+    expect(readableJsonId(Buffer.from('{"ID":"E2","ID":"E3","status":'))).toBeUndefined();
+    expect(readableJsonId(Buffer.from('{"ID":"E2","status":'))).toBe('E2');
+  });
+});
