@@ -195,6 +195,16 @@ class PageParser {
     const shown = (this.header ?? []).join(',').slice(0, 200);
     const twice = ambiguousNames(this.header ?? []).find((a) => a.field === 'id');
     if (twice) return this.ambiguousHeader(twice);
+    const sep = otherSeparator(this.header ?? []);
+    if (sep !== undefined) {
+      return new SyncError(
+        'CSV_HEADER_INVALID',
+        `The header row of page ${options.page} of ${options.url} has no \`id\` column: its names are separated ` +
+          `by ${JSON.stringify(sep)} (it reads "${shown}"), and the export is read as comma-separated (RFC 4180): ` +
+          'the upstream must serve it with commas (is REPORTS_CSV_PATH a spreadsheet download for another locale?)',
+        { context: { url: options.url, page: options.page, header: shown, separator: sep } },
+      );
+    }
     return new SyncError(
       'CSV_HEADER_INVALID',
       `The header row of page ${options.page} of ${options.url} has no \`id\` column (it reads "${shown}"): ` +
@@ -490,4 +500,16 @@ class PageParser {
       { context: { url: options.url, page: options.page, line }, retry: 'request' },
     );
   }
+}
+
+/**
+ * The separator of a header read as one column that names the `id` column once split by it (`;`, as
+ * spreadsheets in comma-decimal locales write CSV, a tab, `|`), else undefined.
+ */
+function otherSeparator(header: readonly string[]): string | undefined {
+  if (header.length !== 1) return undefined;
+  return [';', '\t', '|'].find((sep) => {
+    const names = header[0]!.split(sep);
+    return names.length > 1 && canonicalNames(names).includes('id');
+  });
 }

@@ -28,7 +28,9 @@ export function readableJsonId(bytes: Uint8Array): string | undefined {
   if (exact.length === 1) return exact[0]!.token && idValue(exact[0]!.token);
   const keys = fields.map((f) => f.key ?? '');
   if (!keys.some(isRestyledName)) return undefined;
-  const at = canonicalNames(keys).indexOf('id');
+  const names = canonicalNames(keys);
+  const at = names.indexOf('id');
+  if (names.lastIndexOf('id') !== at) return undefined; // one restyled key given twice (`ID`, `ID`)
   const token = at < 0 ? undefined : fields[at]!.token;
   return token && idValue(token);
 }

@@ -9,7 +9,7 @@ import { validateWireLine } from '../schema/wire-line.js';
 import { SyncError } from '../util/errors.js';
 import { LineBuffer } from '../util/line-file.js';
 import type { KnownLines } from './known-lines.js';
-import { recordIdOf, type DecodedBlock, type Reject } from './reject.js';
+import type { DecodedBlock, Reject } from './reject.js';
 import { canonicalLine } from './canonical-line.js';
 import { seenLine, stagedLineHead, stagedRowLine } from './staged-line.js';
 
@@ -142,12 +142,9 @@ function decodeParsed(
   }
   const result = validateWireLine(text, parsed.value, rules.limits);
   if (!result.ok) {
-    out.rejects.push({
-      location,
-      raw: text,
-      recordId: recordIdOf(parsed.value, text),
-      issues: result.issues,
-    });
+    // Read from the bytes, not the parsed value: `JSON.parse` keeps the last of an id given twice, as if
+    // the line named that report for sure.
+    out.rejects.push({ location, raw: text, recordId: readableJsonId(raw), issues: result.issues });
     return false;
   }
   const json = canonicalJson(result.report);

@@ -1,3 +1,4 @@
+import type { JsonObjectScan } from './json-text.js';
 import { upstreamReading } from './upstream-reading.js';
 import { MODELLED_KEYS } from './wire-format.js';
 
@@ -12,7 +13,8 @@ const BY_FOLD = new Map([...MODELLED_KEYS].map((key) => [fold(key), key]));
  * field's wire name. The seed shows no field names but `destination` and `status`
  * (docs/upstream-contract.md): a spreadsheet-styled header, or snake_case JSON, is the same export. A name is
  * renamed only when there is no name of that exact field and no other name folds to it (two candidates stay
- * as they are: their values go to `extra`, never one chosen silently). Every other name is kept as sent.
+ * as they are: their values go to `extra`, never one chosen silently); a name given twice is renamed at
+ * both places, as a repeated wire name stays repeated. Every other name is kept as sent.
  * A name `REPORTS_FIELD_NAMES` maps (`service_request_id` → `id`: schema/upstream-reading.ts) is renamed
  * by the same rules.
  */
@@ -23,24 +25,30 @@ export function canonicalNames(names: readonly string[]): string[] {
     const key = fieldOf(name);
     return key !== undefined && !exact.has(key) ? key : undefined;
   });
-  const count = new Map<string, number>();
-  for (const key of candidates) if (key !== undefined) count.set(key, (count.get(key) ?? 0) + 1);
+  // Distinct names per field: one name given twice (`ID,…,ID`) is one column repeated, as `id,…,id` is
+  // (its cells must then agree), not two candidates.
+  const named = new Map<string, Set<string>>();
+  candidates.forEach((key, i) => {
+    if (key !== undefined) named.set(key, (named.get(key) ?? new Set()).add(names[i]!));
+  });
   return names.map((name, i) => {
     const key = candidates[i];
-    return key !== undefined && count.get(key) === 1 ? key : name;
+    return key !== undefined && named.get(key)!.size === 1 ? key : name;
   });
 }
 
 /**
  * The text of a JSON object (one NDJSON line, one list element) with its top-level keys in another style
- * renamed by {@link canonicalNames}, each value's text kept as sent; undefined when no key is renamed.
+ * renamed by {@link canonicalNames}, each value's text kept as sent; undefined when no key is renamed, and
+ * when the object repeats a key: the scan stops there, so a copy would drop that key's second value and
+ * every field after it (the caller's check for repeated keys then quarantines the object as sent).
  *
- * @param fields the object's top-level fields with their value offsets in `text` (scanJsonObject)
+ * @param scan the object's scan (json-text.ts `scanJsonObject`): top-level fields with their value offsets
+ *   in `text`, and the first repeated key
  */
-export function restyledObjectText(
-  text: string,
-  fields: readonly { key: string; start: number; end: number }[],
-): string | undefined {
+export function restyledObjectText(text: string, scan: JsonObjectScan): string | undefined {
+  if (scan.duplicate !== undefined) return undefined;
+  const fields = scan.fields;
   const names = canonicalNames(fields.map((f) => f.key));
   if (names.every((name, i) => name === fields[i]!.key)) return undefined;
   return `{${fields.map((f, i) => `${JSON.stringify(names[i])}:${text.slice(f.start, f.end)}`).join(',')}}`;
@@ -82,7 +90,8 @@ export function ambiguousNames(names: readonly string[]): { field: string; names
     if (MODELLED_KEYS.has(name)) continue;
     const field = fieldOf(name);
     if (field === undefined || exact.has(field)) continue;
-    byField.set(field, [...(byField.get(field) ?? []), name]);
+    const given = byField.get(field) ?? [];
+    if (!given.includes(name)) byField.set(field, [...given, name]);
   }
   return [...byField].filter(([, n]) => n.length > 1).map(([field, n]) => ({ field, names: n }));
 }

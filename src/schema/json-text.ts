@@ -38,9 +38,13 @@ interface Frame {
 
 /**
  * Scans the text of a JSON object that `JSON.parse` already accepted. Linear, no values built: ~0.3 µs
- * for a typical report line. Only top-level fields get offsets; keys are compared in every object.
+ * for a typical report line. Only top-level fields get offsets; keys are compared in every object, and the
+ * scan stops at the first repeated one.
+ *
+ * @param compareKeys false to compare no keys: every top-level field is listed, a repeated one too (a
+ *   wrapper object whose nested values are not ours to judge)
  */
-export function scanJsonObject(text: string): JsonObjectScan {
+export function scanJsonObject(text: string, compareKeys = true): JsonObjectScan {
   const fields: JsonField[] = [];
   const stack: Frame[] = [];
   let expectKey = false;
@@ -66,7 +70,7 @@ export function scanJsonObject(text: string): JsonObjectScan {
         const raw = text.slice(i + 1, end - 1);
         const key = raw.includes('\\') ? (JSON.parse(text.slice(i, end)) as string) : raw;
         const top = stack[stack.length - 1]!;
-        if (hasKey(top, key)) return { fields, duplicate: { path: pathOf(stack, key), key } };
+        if (compareKeys && hasKey(top, key)) return { fields, duplicate: { path: pathOf(stack, key), key } };
         top.key = key;
         if (stack.length === 1) fields.push({ key, start: -1, end: -1 });
         expectKey = false;

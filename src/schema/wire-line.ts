@@ -28,9 +28,7 @@ export function validateWireLine(
     return validateWireReport(value, limits);
   const obj = value as Record<string, unknown>;
   if (Object.keys(obj).some(isRestyledName)) {
-    // A scan stops at a repeated key: its fields would rebuild the object without the rest of the line.
-    const scan = scanJsonObject(text);
-    const renamed = scan.duplicate ? undefined : restyledObjectText(text, scan.fields);
+    const renamed = restyledObjectText(text, scanJsonObject(text));
     if (renamed !== undefined) return validateWireLine(renamed, JSON.parse(renamed), limits);
   }
   const exactId = exactIntegerId(text, obj);

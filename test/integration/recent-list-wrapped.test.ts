@@ -118,3 +118,59 @@ describe('recent against a list wrapped in an object', () => {
     expect(pages.filter((p) => p === '3')).toHaveLength(2);
   });
 });
+
+describe('a list page that repeats a key', () => {
+  /** An upstream whose one list page is `text(elements as JSON texts)`. */
+  async function pageOf(text: (items: string[]) => string) {
+    const items = Array.from({ length: 3 }, (_, i) => JSON.stringify(report(i)));
+    const server = await startRawServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: items.length }));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(Number(url.searchParams.get('page')) === 1 ? text(items) : '[]');
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`, { maxRejectRatio: 0.5 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'recent');
+    return { run, warehouse };
+  }
+
+  it('{"data": […], "data": […]}: which array is the page cannot be told, LIST_INVALID names the key', async () => {
+    const { run } = await pageOf((items) => `{"data":[${items.slice(0, 2).join(',')}],"data":[${items[2]}]}`);
+    expect(run?.status).toBe('failed');
+    expect(run?.error?.code).toBe('LIST_INVALID');
+    expect(run?.error?.message).toContain('"data"');
+  });
+
+  it('a key repeated outside the array (in meta, or a total) does not hide the reports', async () => {
+    for (const wrap of [
+      (items: string[]) => `{"meta":{"page":1,"page":1},"data":[${items.join(',')}]}`,
+      (items: string[]) => `{"total":3,"total":3,"data":[${items.join(',')}]}`,
+    ]) {
+      const { run } = await pageOf(wrap);
+      expect(run?.status, run?.error?.message).toBe('succeeded');
+      expect(run?.counters).toMatchObject({ recordsLoaded: 3, recordsRejected: 0 });
+      tmp.cleanup();
+      tmp = tempDir();
+    }
+  });
+
+  it('an element in snake_case that repeats a key is quarantined naming it, not loaded with the first value', async () => {
+    const snake = (item: string) =>
+      item.replace('"createdAt"', '"created_at"').replace('"n":1', '"note":1,"note":2,"tail":3');
+    const { run, warehouse } = await pageOf(
+      (items) => `[${items.map((item, i) => (i === 1 ? snake(item) : item)).join(',')}]`,
+    );
+    expect(run?.status, run?.error?.message).toBe('succeeded');
+    expect(run?.counters).toMatchObject({ recordsLoaded: 2, recordsRejected: 1 });
+    const rejects = await query(
+      warehouse,
+      `SELECT record_id, page, "row", issues::VARCHAR AS issues FROM rejected_records`,
+    );
+    expect(rejects).toEqual([
+      { record_id: 'W-01', page: 1, row: 2, issues: expect.stringContaining('duplicate key \\"note\\"') },
+    ]);
+  });
+});

@@ -132,4 +132,39 @@ describe('tombstones and records quarantined without an id', () => {
       { numRuns: 8 },
     );
   });
+
+  it.each(['ndjson', 'recent'] as const)(
+    'a %s record giving its id twice names no report: neither it may be is tombstoned',
+    async (source) => {
+      const file = `${tmp.dir}/w.duckdb`;
+      const first = await upstream(ids, new Set(), ids.length);
+      const load = testConfig(first.url, file, { retries: 0 });
+      const warehouse = await openTestWarehouse(load);
+      onTestFinished(() => warehouse.close());
+      expect((await syncTargetOnce(warehouse, load, 'ndjson'))[0]?.status).toBe('succeeded');
+
+      // r-10 and r-11 still published (counted), served as one line naming both.
+      const twice = line('r-10').replace('"id":"r-10"', '"id":"r-10","id":"r-11"');
+      const lines = [...ids.slice(0, 10).map(line), twice];
+      const server = await startRawServer((req, res) => {
+        const url = new URL(req.url ?? '/', 'http://x');
+        if (url.pathname.endsWith('/stats')) return void res.end(JSON.stringify({ total: ids.length }));
+        if (url.pathname.endsWith('.ndjson')) return void res.end(lines.join(''));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(url.searchParams.get('page') === '1' ? `[${lines.join(',')}]` : '[]');
+      });
+      onTestFinished(() => server.close());
+      const config = testConfig(server.url, file, {
+        retries: 0,
+        statsDiffWarn: 1,
+        maxRejectRatio: 1,
+        tombstoneMinShare: 0.5,
+      });
+      const [run] = await syncTargetOnce(warehouse, config, source);
+      expect(run?.status, run?.error?.message).toBe('succeeded');
+      expect(await query(warehouse, `SELECT id FROM reports WHERE removed_at IS NOT NULL`)).toEqual([]);
+      expect(await query(warehouse, `SELECT record_id FROM rejected_records`)).toEqual([{ record_id: null }]);
+      expect(await query(warehouse, `SELECT id FROM reports WHERE removed_at IS NOT NULL`)).toEqual([]);
+    },
+  );
 });

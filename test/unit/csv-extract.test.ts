@@ -244,6 +244,18 @@ describe('parseCsvPage', () => {
     expect(page('No more records\r\n').records).toEqual([]);
   });
 
+  it('names the separator of a header split by ";", a tab or "|" instead of commas, and says only commas are read', () => {
+    for (const sep of [';', '\t', '|']) {
+      const body = ['id', 'status', 'description'].join(sep) + `\r\n7${sep}SUBMITTED${sep}a, b\r\n`;
+      const caught = thrown(body);
+      expect(isSyncError(caught, 'CSV_HEADER_INVALID'), body).toBe(true);
+      expect((caught as Error).message).toContain(`its names are separated by ${JSON.stringify(sep)}`);
+      expect((caught as Error).message).toContain('comma-separated (RFC 4180)');
+    }
+    // A header of one column holding a ";" in its name is no such header.
+    expect((thrown('ident;x\r\n7\r\n') as Error).message).not.toContain('separated by');
+  });
+
   it('gives equal key digests to pages with the same ids and different ones otherwise', () => {
     const a = page(`${HEADER}1,SUBMITTED,a\r\n2,SUBMITTED,b\r\n`);
     const b = page(`${HEADER}1,RESOLVED,changed\r\n2,SUBMITTED,b\r\n`);

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { arrayElementTexts, scanJsonObject } from '../../schema/json-text.js';
+import { arrayElementTexts, scanJsonObject, type JsonField } from '../../schema/json-text.js';
 import { isRestyledName, restyledObjectText } from '../../schema/field-names.js';
 import { charsetOf, toUtf8 } from '../../upstream/charset.js';
 import { header, networkError, notAtPath, refusedPageSize } from '../../upstream/http-answers.js';
@@ -122,14 +122,33 @@ function restyled(items: Pick<ListPage, 'values' | 'texts'>): Pick<ListPage, 'va
   values.forEach((value, i) => {
     if (typeof value !== 'object' || value === null || Array.isArray(value) || texts[i] === undefined) return;
     if (!Object.keys(value).some(isRestyledName)) return;
-    // A repeated key stays as sent, for the validator to quarantine (a scan stops at it).
-    const scan = scanJsonObject(texts[i]);
-    const renamed = scan.duplicate ? undefined : restyledObjectText(texts[i], scan.fields);
+    const renamed = restyledObjectText(texts[i], scanJsonObject(texts[i]));
     if (renamed === undefined) return;
     texts[i] = renamed;
     values[i] = JSON.parse(renamed);
   });
   return items;
+}
+
+/**
+ * A wrapper that gives a key twice where reports may be (a name lists use, or one holding an array) is
+ * refused: `JSON.parse` keeps the last value, the text shows both, and which is the page cannot be told.
+ * A repeat elsewhere (`meta`, a `total`) holds no report and is let be.
+ *
+ * @throws SyncError `LIST_INVALID` naming the key
+ */
+function refuseRepeatedArray(fields: JsonField[], arrays: JsonField[], url: string, text: string): void {
+  const repeated = fields.find(
+    (f, i) =>
+      fields.findIndex((g) => g.key === f.key) !== i &&
+      (ITEM_KEYS.has(f.key) || arrays.some((a) => a.key === f.key)),
+  );
+  if (repeated === undefined) return;
+  throw new SyncError(
+    'LIST_INVALID',
+    `The list page ${url} gives the key ${JSON.stringify(repeated.key)} twice: which of its values is the page cannot be told`,
+    { context: { url, excerpt: text.slice(0, 200) } },
+  );
 }
 
 /** Names under which list APIs put their items (`{"data": […]}`), also read for an NDJSON export sent as one document. */
@@ -148,8 +167,10 @@ function wrappedItems(body: unknown, text: string, url: string): Pick<ListPage, 
   if (Array.isArray(body)) return { values: body, texts: arrayElementTexts(text) ?? [] };
   if (typeof body === 'object' && body !== null) {
     const trimmed = text.trim();
-    const fields = scanJsonObject(trimmed).fields;
+    // Keys are compared here only at the top: a repeat inside an element is that element's to quarantine.
+    const fields = scanJsonObject(trimmed, false).fields;
     const arrays = fields.filter((f) => trimmed[f.start] === '[');
+    refuseRepeatedArray(fields, arrays, url, text);
     // Several arrays (`{"data": […], "errors": []}`): the one under a name lists use, when one is.
     const named = arrays.filter((f) => ITEM_KEYS.has(f.key));
     const only = arrays.length === 1 ? arrays[0] : named.length === 1 ? named[0] : undefined;
