@@ -1,3 +1,5 @@
+import { isWellFormedText } from './value-rules.js';
+
 /** One numeric leaf of a stats body: its path and value. Stored in `stats_values`. */
 export interface StatsValue {
   /**
@@ -43,6 +45,24 @@ function pathOf(parent: string, key: string): string {
 }
 
 const BARE_KEY = /^[^.[\]"]+$/;
+
+/**
+ * Where a parsed JSON value (nested at most a few dozen levels: the caller bounds the depth) holds a key or
+ * string with a lone UTF-16 surrogate (`"\ud800"`), as a metric name ({@link StatsValue.metric}; `$` for the
+ * root; the key at fault written as its JSON escapes), or undefined when it holds none. Such text has no UTF-8 form, so no warehouse column can store it.
+ */
+export function loneSurrogatePath(value: unknown, path = ''): string | undefined {
+  if (typeof value === 'string') return isWellFormedText(value) ? undefined : path || '$';
+  if (value === null || typeof value !== 'object') return undefined;
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+  for (const [key, child] of entries) {
+    // The key itself is named by its JSON escapes (`["\\ud800"]`): its text could be stored nowhere either.
+    if (!isWellFormedText(key)) return `${path}[${JSON.stringify(key)}]`;
+    const found = loneSurrogatePath(child, pathOf(path, key));
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
 
 /**
  * The total of published reports in a stats body, at `path` (`REPORTS_STATS_TOTAL_PATH`, default `total`; the

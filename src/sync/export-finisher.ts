@@ -2,7 +2,7 @@ import type { Dispatcher } from 'undici';
 import type { Config } from '../config/config.js';
 import { errorMessage, isSyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
-import { fetchStats } from '../upstream/fetch-stats.js';
+import { fetchStats, type UpstreamStats } from '../upstream/fetch-stats.js';
 import { statsTotal } from '../schema/flatten-stats.js';
 import { recordStatsSnapshots, type SnapshotTotals } from '../warehouse/snapshots.js';
 import { applyTombstones } from '../warehouse/tombstones.js';
@@ -32,7 +32,7 @@ export interface ExportFinisherOptions {
 export function exportFinisher(
   options: ExportFinisherOptions,
 ): Required<Pick<RunSyncOptions, 'beforeMerge' | 'afterMerge' | 'upstreamTotal'>> {
-  let upstream: unknown;
+  let stats: UpstreamStats | undefined;
   let statsProblem: string | undefined;
   // One /stats fetch per run: the source may ask for the total while paging (csv-paging.ts), and the
   // snapshot then keeps that same body.
@@ -41,8 +41,8 @@ export function exportFinisher(
     fetched ??= (async () => {
       const logger = options.logger.child({ source: options.source.name });
       try {
-        upstream = (await fetchStats({ ...options, logger })).body;
-        statsProblem = noTotalProblem(upstream, options.config.statsTotalPath);
+        stats = await fetchStats({ ...options, logger });
+        statsProblem = noTotalProblem(stats.body, options.config.statsTotalPath);
       } catch (err) {
         if (!isSyncError(err)) throw err;
         statsProblem = `/stats failed: ${errorMessage(err)}`;
@@ -54,7 +54,7 @@ export function exportFinisher(
   return {
     upstreamTotal: async () => {
       await fetchOnce();
-      return statsTotal(upstream, options.config.statsTotalPath);
+      return statsTotal(stats?.body, options.config.statsTotalPath);
     },
     beforeMerge: async () => {
       await fetchOnce();
@@ -69,7 +69,7 @@ export function exportFinisher(
         complete: ctx.complete && options.source.fullExport,
         incompleteReason: options.source.fullExport ? ctx.incompleteReason : 'not a full export',
         inconsistentReason: ctx.tombstonesBlocked,
-        statsTotal: statsTotal(upstream, config.statsTotalPath),
+        statsTotal: statsTotal(stats?.body, config.statsTotalPath),
         statsProblem,
         minShare: config.tombstoneMinShare,
         statsTolerance: config.statsDiffWarn,
@@ -78,7 +78,8 @@ export function exportFinisher(
       const totals = await recordStatsSnapshots(ctx.connection, {
         runId: ctx.runId,
         takenAt: ctx.now,
-        upstream,
+        upstream: stats?.body,
+        upstreamText: stats?.text,
         totalPath: config.statsTotalPath,
         maxValues: config.statsMaxValues,
       });

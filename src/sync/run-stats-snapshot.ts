@@ -55,6 +55,7 @@ export async function runStatsSnapshot(options: RunStatsSnapshotOptions): Promis
         runId: run.runId,
         takenAt: now,
         upstream: stats.body,
+        upstreamText: stats.text,
         totalPath: config.statsTotalPath,
         maxValues: config.statsMaxValues,
       });

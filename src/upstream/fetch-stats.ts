@@ -1,7 +1,8 @@
 import { requestOptions } from './request-options.js';
 import type { Dispatcher } from 'undici';
 import { apiUrl, type Config } from '../config/config.js';
-import { jsonDepth, repeatedJsonKey } from '../schema/json-text.js';
+import { loneSurrogatePath } from '../schema/flatten-stats.js';
+import { canonicalJsonText, jsonDepth, repeatedJsonKey } from '../schema/json-text.js';
 import { SyncError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { charsetOf, toUtf8 } from './charset.js';
@@ -13,6 +14,11 @@ import { withRetry } from './with-retry.js';
 export interface UpstreamStats {
   /** The parsed JSON body, whatever its shape (the upstream names no field: docs/upstream-contract.md). */
   body: unknown;
+  /**
+   * The body's JSON text as stored in `stats_snapshots`: white space dropped, numbers as sent
+   * (`12345678901234567890`, `1e400`, `1.0`: the parsed body holds their doubles).
+   */
+  text: string;
   /** URL that answered, without secrets. */
   url: string;
   etag?: string | undefined;
@@ -37,8 +43,8 @@ const MAX_STATS_DEPTH = 64;
  * docs/upstream-contract.md: "Aggregate counters") with the retries, redirects and key handling of every upstream call, and parses the body as
  * JSON of any shape. The body is bounded by `REPORTS_MAX_RECORD_BYTES`.
  *
- * @throws SyncError `STATS_INVALID` (body not valid text in its charset, not JSON, too large, nested deeper than 64 levels, or an object
- *   giving a key twice), or what openStream throws after retries
+ * @throws SyncError `STATS_INVALID` (body not valid text in its charset, not JSON, too large, nested deeper than 64 levels, an object
+ *   giving a key twice, or a lone surrogate in a key or string), or what openStream throws after retries
  */
 export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamStats> {
   const { config } = options;
@@ -105,7 +111,17 @@ export async function fetchStats(options: FetchStatsOptions): Promise<UpstreamSt
           { context: { url: res.url, key: repeated.key, path: repeated.path } },
         );
       }
-      return { body, url: res.url, etag: header(res.headers, 'etag') };
+      // A key or string with a lone surrogate has no UTF-8 form: no snapshot could store the body.
+      const lone = loneSurrogatePath(body);
+      if (lone !== undefined) {
+        throw new SyncError(
+          'STATS_INVALID',
+          `The stats body of ${res.url} holds a lone UTF-16 surrogate (at ${lone}), text with no UTF-8 form: ` +
+            'it is not used',
+          { context: { url: res.url, path: lone } },
+        );
+      }
+      return { body, text: canonicalJsonText(text), url: res.url, etag: header(res.headers, 'etag') };
     },
     options.signal,
   );

@@ -1,4 +1,5 @@
 import { redactSecrets } from '../util/redact.js';
+import { storableJson } from '../util/storable-json.js';
 import { randomBytes } from 'node:crypto';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { RunCounters } from './run-counters.js';
@@ -219,7 +220,7 @@ export class RunLog {
       {
         run: this.runId,
         status,
-        error: error ? redactSecrets(JSON.stringify(error)) : null,
+        error: error ? redactSecrets(storableJson(error)) : null,
         now: new Date().toISOString(),
         notBefore: (notBefore ?? new Date(0)).toISOString(),
         merged: notBefore === undefined ? null : notBefore.toISOString(),

@@ -24,7 +24,7 @@ export interface SnapshotTotals {
  * Call inside the transaction that finishes the run, after the merge and tombstones, so the warehouse side
  * describes the committed state.
  *
- * @param takenAt the snapshot time (the run's merge time)
+ * @param snapshot.takenAt the snapshot time (the run's merge time)
  */
 export async function recordStatsSnapshots(
   connection: DuckDBConnection,
@@ -32,6 +32,8 @@ export async function recordStatsSnapshots(
     runId: string;
     takenAt: Date;
     upstream?: unknown;
+    /** The upstream body's JSON text as stored (numbers as sent); `JSON.stringify(upstream)` when absent. */
+    upstreamText?: string | undefined;
     totalPath?: string | undefined;
     maxValues: number;
   },
@@ -41,7 +43,13 @@ export async function recordStatsSnapshots(
   const valuesLeftOut =
     snapshot.upstream === undefined
       ? 0
-      : await saveSnapshot(connection, { runId, takenAt, maxValues }, 'upstream', snapshot.upstream);
+      : await saveSnapshot(
+          connection,
+          { runId, takenAt, maxValues },
+          'upstream',
+          snapshot.upstream,
+          snapshot.upstreamText,
+        );
   await saveSnapshot(connection, { runId, takenAt, maxValues: Infinity }, 'warehouse', own);
   const upstream =
     snapshot.upstream === undefined ? undefined : statsTotal(snapshot.upstream, snapshot.totalPath);
@@ -49,19 +57,23 @@ export async function recordStatsSnapshots(
   return { upstream, warehouse: own.total, diff, valuesLeftOut };
 }
 
-/** Stores one snapshot and its first `maxValues` numeric leaves; returns the count of leaves left out. */
+/**
+ * Stores one snapshot (`text`, else the body's JSON) and its first `maxValues` numeric leaves; returns the
+ * count of leaves left out.
+ */
 async function saveSnapshot(
   connection: DuckDBConnection,
   at: { runId: string; takenAt: Date; maxValues: number },
   source: 'upstream' | 'warehouse',
   body: unknown,
+  text: string = JSON.stringify(body),
 ): Promise<number> {
   const { runId, takenAt } = at;
   const taken = takenAt.toISOString();
   await connection.run(
     `INSERT INTO stats_snapshots (taken_at, run_id, source, body) VALUES ($taken::TIMESTAMPTZ, $run, $source, $body::JSON)`,
     // An upstream body may echo the key: the stored snapshot never carries it (redact.ts).
-    { taken, run: runId, source, body: redactSecrets(JSON.stringify(body)) },
+    { taken, run: runId, source, body: redactSecrets(text) },
   );
   const all = flattenStats(body);
   const values = all.length > at.maxValues ? all.slice(0, at.maxValues) : all;

@@ -83,4 +83,27 @@ describe('recent against a list that names its next page', () => {
     expect(row).toEqual({ complete: false });
     expect(server.requests.length).toBeLessThanOrEqual(3);
   });
+
+  it('an empty page that links on mid-list is read past: the reports after it are loaded, a re-run loads nothing', async () => {
+    const pages: Record<string, { rows: unknown[]; next?: string }> = {
+      '': { rows: [report(9), report(8)], next: '/api/v1/public/reports?cursor=b' },
+      b: { rows: [], next: '/api/v1/public/reports?cursor=c' },
+      c: { rows: [report(7), report(6)] },
+    };
+    const server = await startRawServer((req, res) => {
+      const page = pages[new URL(req.url ?? '/', 'http://x').searchParams.get('cursor') ?? '']!;
+      const link = page.next ? { link: `<${page.next}>; rel="next"` } : ({} as Record<string, string>);
+      res.writeHead(200, { 'content-type': 'application/json', ...link }).end(JSON.stringify(page.rows));
+    });
+    onTestFinished(() => server.close());
+    const config = testConfig(server.url, `${tmp.dir}/w.duckdb`, { recentPageSize: 2 });
+    const warehouse = await openTestWarehouse(config);
+    onTestFinished(() => warehouse.close());
+    const [run] = await syncTargetOnce(warehouse, config, 'recent');
+    expect(run?.status, run?.error?.message).toBe('succeeded');
+    const ids = await query(warehouse, 'SELECT id FROM reports ORDER BY id');
+    expect(ids.map((r) => r.id)).toEqual(['L-06', 'L-07', 'L-08', 'L-09']);
+    const [again] = await syncTargetOnce(warehouse, config, 'recent');
+    expect(again?.counters).toMatchObject({ inserted: 0, updated: 0, removed: 0 });
+  });
 });

@@ -188,6 +188,27 @@ describe("the recent source's pager and its stop rules (recent-paging.ts)", () =
     expect(last.outcome).toEqual({ complete: true });
   });
 
+  it('an empty page that names its next page is not the end: the link is followed, up to maxPages', () => {
+    const u = (q: string) => new URL(`http://x/r?${q}`);
+    const fresh = (id: string) => ({ id, valid: true, known: false });
+    const pager = new RecentPager(2, 4);
+    expect(
+      pager.onPage([fresh('a'), fresh('b')], { url: u('page=1'), next: u('c=2') }).outcome,
+    ).toBeUndefined();
+    expect(pager.onPage([], { url: u('c=2'), next: u('c=3') }).outcome).toBeUndefined();
+    expect(pager.request().url?.href).toBe('http://x/r?c=3');
+    expect(pager.onPage([fresh('c')], { url: u('c=3'), next: u('c=4') }).outcome).toBeUndefined();
+    // Page maxPages, empty but linking on: the run stops there, incomplete (reports may follow).
+    const last = pager.onPage([], { url: u('c=4'), next: u('c=5') });
+    expect(last.outcome).toMatchObject({ complete: false });
+    // An empty page naming no next page still ends the list.
+    const plain = new RecentPager(2, 9);
+    expect(
+      plain.onPage([fresh('a'), fresh('b')], { url: u('page=1'), next: u('c=2') }).outcome,
+    ).toBeUndefined();
+    expect(plain.onPage([], { url: u('c=2') }).outcome).toEqual({ complete: true });
+  });
+
   it('a link to a page already read stops the run incomplete, the page used', () => {
     const pager = new RecentPager(2, 9);
     const u = (q: string) => new URL(`http://x/r?${q}`);

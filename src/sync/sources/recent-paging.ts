@@ -48,7 +48,8 @@ export interface PageInput {
 
 /**
  * Decides what follows a list page, in this order:
- * 1. an empty page ends the list (`end`, complete);
+ * 1. an empty page ends the list (`end`, complete), unless it names its next page (`linkNext`): then that
+ *    page is read (`max-pages`, incomplete, when this one is page `maxPages`);
  * 2. a page whose ids equal the previous page's, in order, is a repeat (`repeated`, incomplete, its records
  *    are dropped: they were all just read), unless it repeats a page 1 shorter or longer than `pageSize`: the
  *    server ignores paging, and the list was that page (`end`). A window that merely shifted (reports published between two
@@ -87,7 +88,12 @@ export function decidePage(input: PageInput): PageDecision {
 
 function decideByOrder(input: PageInput): PageDecision {
   const { records } = input;
-  if (records.length === 0) return { next: false, reason: 'end', complete: true, use: true };
+  if (records.length === 0) {
+    // A page naming its next page is no end, empty or not: a cursor-paged list may filter a page empty.
+    if (input.linkNext !== true) return { next: false, reason: 'end', complete: true, use: true };
+    if (input.page >= input.maxPages) return { next: false, reason: 'max-pages', complete: false, use: true };
+    return { next: true };
+  }
   if (input.previousIds !== undefined && sameIds(records, input.previousIds)) {
     // Page 1 read again, shorter or longer than asked: the server ignores `page` (and `pageSize`, when
     // longer: an Open311 server sends its whole list), and the list was all on page 1.
