@@ -76,7 +76,10 @@ export async function mergeRun(
       withCheckpointsDeferred(
         connection,
         () => mergeInTransaction(connection, run, afterMerge, vacuum),
-        run.evictCache,
+        async () => {
+          await failpoint('merge-logged');
+          await run.evictCache?.();
+        },
       ),
     ),
   );

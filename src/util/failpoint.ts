@@ -5,6 +5,7 @@ export type FailpointName =
   | 'before-merge'
   | 'merge-slice'
   | 'in-merge'
+  | 'merge-logged'
   | 'after-commit'
   | 'sort-slice'
   | 'publish-parquet'
@@ -21,7 +22,8 @@ export type FailpointName =
  * Points: `after-batch` (a staging batch and its checkpoint committed), `after-page-batch` (the same for a
  * paged export: whole pages and the checkpoint naming the next one committed), `before-merge` (every batch
  * committed, the merge not begun), `merge-slice` (the first of several slices of the merge done, inside its
- * transaction), `in-merge` (the final transaction has merged but not committed), `after-commit` (the run is
+ * transaction), `in-merge` (the final transaction has merged but not committed), `merge-logged` (the final transaction
+ * committed to the write-ahead log, its checkpoint not run: sync/close-run.ts), `after-commit` (the run is
  * committed, nothing after it has run yet), `sort-slice` (a slice of the rows a moved serving split left
  * behind rewritten, its transaction not committed: warehouse/recluster.ts), `publish-parquet` (a publish
  * wrote and checkpointed its temp copy, still attached, and no Parquet yet), `publish-written` (a publish wrote its temp copy and Parquet

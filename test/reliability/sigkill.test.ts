@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/server.js';
@@ -248,6 +249,25 @@ describe('SIGKILL of a sync (case 1)', () => {
     await proc.waitFor(/failpoint after-commit reached/);
     proc.child.kill('SIGKILL');
     await proc.exited;
+
+    const killed = await inspect(w.path);
+    expect(killed.fingerprint).toEqual(w.after);
+    expect(killed.runs.map((r) => r.status)).toEqual(['succeeded', 'succeeded']);
+    expect(killed.staged).toBe(0);
+
+    const next = await rerun(w);
+    expect(next.fingerprint).toEqual(w.after);
+    expect(next.runs.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+  });
+
+  it('after the commit, before its checkpoint: the log replays the run whole; the next run changes nothing', async () => {
+    const w = await world();
+    const proc = spawnCli(['sync'], { ...w.env, REPORTS_FAILPOINT: 'merge-logged' });
+    await proc.waitFor(/failpoint merge-logged reached/);
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    // The merge is in the write-ahead log only, as a crash there leaves it.
+    expect(statSync(`${w.path}.wal`).size).toBeGreaterThan(0);
 
     const killed = await inspect(w.path);
     expect(killed.fingerprint).toEqual(w.after);
