@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { validateCsvReport, validateWireReport } from '../../src/schema/report.js';
 import { canonicalJson, contentHash, toWire } from '../../src/schema/wire-format.js';
 import { validateWireLine } from '../../src/schema/wire-line.js';
+import { extraObjectJson } from '../../src/schema/json-text.js';
 
 const base = {
   id: '1',
@@ -198,6 +199,22 @@ describe('validateWireReport', () => {
       expect(canonicalJson(r.report)).toMatch(
         /"top":1\.0,"location\.acc":1\.0,"location\.big":12345678901234567890}$/,
       );
+  });
+
+  it('bounds the unknown fields by the size of their text as stored, numbers as sent (REPORTS_EXTRA_MAX_BYTES)', () => {
+    const limits = { maxDepth: 64, maxKeys: 1000, maxBytes: 64 };
+    const line = (extra: string) => {
+      const text = `{"id":"r","status":"S","destination":"D","createdAt":"2024-01-01T00:00:00Z",${extra}}`;
+      return validateWireLine(text, JSON.parse(text), limits);
+    };
+    // Stored as `{"x":1.000…}` (108 bytes), though the double it names writes as `1`.
+    const long = line(`"x":1.${'0'.repeat(100)}`);
+    expect(long.ok).toBe(false);
+    if (!long.ok) expect(long.issues[0]?.message).toMatch(/^unknown fields of 108 bytes exceed 64 bytes/);
+    // Stored as `{"x":[1e21,…]}` (62 bytes), though the doubles write as `1e+21` (73 bytes).
+    const short = line(`"x":[${Array(11).fill('1e21').join(',')}]`);
+    expect(short.ok).toBe(true);
+    if (short.ok) expect(Buffer.byteLength(extraObjectJson(short.report.extra!))).toBe(62);
   });
 
   it('rejects a value that is not an object', () => {
