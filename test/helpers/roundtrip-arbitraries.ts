@@ -200,6 +200,13 @@ export const probe: fc.Arbitrary<Probe> = fc
     createdAt: stamp,
     updatedAt: fc.option(stamp, { nil: null }),
     extras: fc.uniqueArray(fc.tuple(extraKey, extraJson), { maxLength: 4, selector: ([k]) => k }),
+    locationExtras: fc.uniqueArray(
+      fc.tuple(
+        extraKey.filter((k) => k !== 'type' && k !== 'coordinates'),
+        extraJson,
+      ),
+      { maxLength: 2, selector: ([k]) => k },
+    ),
   })
   .map(({ idParts, ...rest }) => ({ ...idParts, ...rest }));
 

@@ -40,12 +40,21 @@ export interface Probe {
   updatedAt: Stamp | null;
   /** Unknown fields: key and the canonical JSON text of the value (no white space, minimal escapes). */
   extras: Array<[string, string]>;
+  /** Other keys of the `location` object (an `accuracy`), as `extras`; kept as `location.<key>`. */
+  locationExtras: Array<[string, string]>;
+}
+
+/** The unknown fields the warehouse keeps of `p`: its own, then those of its location. */
+function keptExtras(p: Probe): Array<[string, string]> {
+  const located = p.location === null ? [] : p.locationExtras;
+  return [...p.extras, ...located.map(([k, v]): [string, string] => [`location.${k}`, v])];
 }
 
 /** The probe's NDJSON line (and list item), as the upstream writes it. */
 export function probeLine(p: Probe): string {
   const s = JSON.stringify;
-  const location = p.location ? `{"lat":${p.location.lat.json},"lng":${p.location.lng.json}}` : 'null';
+  const more = p.locationExtras.map(([k, v]) => `,${s(k)}:${v}`).join('');
+  const location = p.location ? `{"lat":${p.location.lat.json},"lng":${p.location.lng.json}${more}}` : 'null';
   const known =
     `"id":${p.idJson},"status":${s(p.status)},"destination":${s(p.destination)},"category":${s(p.category)},` +
     `"description":${s(p.description)},"location":${location},"address":${s(p.address)},` +
@@ -63,7 +72,9 @@ export function expectedLine(p: Probe): string {
     `"id":${s(p.id)},"status":${s(p.status)},"destination":${s(p.destination)},"category":${s(p.category)},` +
     `"description":${s(p.description)},"location":${location},"address":${s(p.address)},` +
     `"createdAt":${s(p.createdAt.iso)},"updatedAt":${s((p.updatedAt ?? p.createdAt).iso)}`;
-  return `{${known}${p.extras.map(([k, v]) => `,${s(k)}:${v}`).join('')}}`;
+  return `{${known}${keptExtras(p)
+    .map(([k, v]) => `,${s(k)}:${v}`)
+    .join('')}}`;
 }
 
 /** An extra value as a CSV cell (strings as they are, anything else its JSON text: the simulator's rule). */
@@ -75,13 +86,13 @@ function extraCell(json: string): string | null {
 
 /** The probes as one CSV export (the simulator's format: known columns, then extra columns first seen first). */
 export function probeCsvRows(probes: readonly Probe[]): { header: string[]; rows: (string | null)[][] } {
-  const extraColumns = [...new Set(probes.flatMap((p) => p.extras.map(([k]) => k)))];
+  const extraColumns = [...new Set(probes.flatMap((p) => keptExtras(p).map(([k]) => k)))];
   const header = [
     ...['id', 'status', 'destination', 'category', 'description', 'lat', 'lng', 'address'],
     ...['createdAt', 'updatedAt', ...extraColumns],
   ];
   const rows = probes.map((p) => {
-    const extras = new Map(p.extras);
+    const extras = new Map(keptExtras(p));
     return [
       p.idCell,
       p.status,

@@ -201,6 +201,21 @@ describe('validateWireReport', () => {
       );
   });
 
+  it('keeps the number text of a location key it does not read when no top-level field holds a number', () => {
+    for (const location of [
+      '{"lat":47.5,"lng":8.25,"acc":1.50,"far":1e400,"big":12345678901234567890}',
+      '{"type":"Point","coordinates":[8.25,47.5],"acc":1.50,"far":1e400,"big":12345678901234567890}',
+    ]) {
+      const text = `{"id":"r","status":"S","destination":"D","location":${location},"createdAt":"2024-01-01T00:00:00Z"}`;
+      const r = validateWireLine(text, JSON.parse(text));
+      expect(r.ok).toBe(true);
+      if (r.ok)
+        expect(canonicalJson(r.report)).toMatch(
+          /"location\.acc":1\.50,"location\.far":1e400,"location\.big":12345678901234567890}$/,
+        );
+    }
+  });
+
   it('bounds the unknown fields by the size of their text as stored, numbers as sent (REPORTS_EXTRA_MAX_BYTES)', () => {
     const limits = { maxDepth: 64, maxKeys: 1000, maxBytes: 64 };
     const line = (extra: string) => {
