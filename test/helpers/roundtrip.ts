@@ -187,7 +187,10 @@ export async function syncAndRead(
   try {
     const runs = await syncTargetOnce(warehouse, config, target);
     const rows = await query(warehouse, STORED);
-    const rejected = await query(warehouse, 'SELECT record_id, issues, raw FROM rejected_records');
+    const rejected = await query(
+      warehouse,
+      'SELECT record_id, issues, raw, line, page, "row" FROM rejected_records',
+    );
     const reader = await startTestReader(warehouse, config);
     try {
       const get = async (path: string) => (await fetch(reader.api(path))).text();

@@ -116,3 +116,60 @@ describe('values round-trip from every upstream format to every reader format', 
     );
   }, 120_000);
 });
+
+/** A plain valid probe `p<i>`, created `i` seconds after 10:00, with `patch` applied. */
+function plain(i: number, patch: Partial<Probe> = {}): Probe {
+  const t = `2024-03-01T10:00:${String(i).padStart(2, '0')}`;
+  return {
+    ...{ idJson: `"p${i}"`, idCell: `p${i}`, id: `p${i}`, status: 'SUBMITTED', destination: 'ROAD_CONTROL' },
+    ...{ category: null, description: 'd', address: null, location: null, extras: [], locationExtras: [] },
+    ...{ createdAt: { text: `${t}Z`, iso: `${t}.000Z` }, updatedAt: null },
+    ...patch,
+  };
+}
+
+describe('records past a rule are quarantined by every source, with their id, location and reason', () => {
+  it('a half location, a leap second, year 10000, unknown fields or a record over their limits', async () => {
+    const half = {
+      lat: { json: '47.5', cell: '47.5', value: 47.5 },
+      lng: { json: 'null', cell: '', value: 0 },
+    };
+    const stamp = (text: string) => ({ text, iso: '' });
+    const bad: Array<[Probe, RegExp]> = [
+      [plain(1, { location: half }), /lat and lng must be given together/],
+      [plain(2, { updatedAt: stamp('2016-12-31T23:59:60Z') }), /a leap second/],
+      [plain(3, { updatedAt: stamp('9999-12-31T23:59:59.5-00:01') }), /outside the storable range/],
+      [plain(4, { extras: [['x', `"${'y'.repeat(200)}"`]] }), /unknown fields of \d+ bytes exceed 128 bytes/],
+      // Over REPORTS_MAX_RECORD_BYTES, one after the other: each still names its report.
+      [plain(5, { description: 'x'.repeat(1100) }), /1024/],
+      [plain(6, { description: 'é'.repeat(600) }), /1024/],
+    ];
+    const good = [plain(7), plain(8, { description: '=1+2' })];
+    // Pages of 3: p5 and p6 are rows 2 and 3 of page 2.
+    const all = [...bad.map(([p]) => p), ...good];
+    const server = await startProbeServer(all);
+    try {
+      for (const target of ['ndjson', 'csv', 'recent'] as const) {
+        const r = await syncAndRead(server.url, tmp.dir, target, {
+          maxRecordBytes: 1024,
+          extraMaxBytes: 128,
+        });
+        expect([...r.stored.keys()].sort(), target).toEqual(['p7', 'p8']);
+        expect(r.rejected.length, target).toBe(bad.length);
+        for (const [p, reason] of bad) {
+          const reject = r.rejected.find((x) => x.record_id === p.id);
+          expect(reject, `${target} ${p.id}`).toBeDefined();
+          expect(String(reject!.issues), `${target} ${p.id}`).toMatch(reason);
+          expect(reject!.line, `${target} ${p.id}`).toBeGreaterThan(0);
+          if (target === 'csv')
+            expect([reject!.page, reject!.row]).toEqual([
+              Math.ceil(Number(p.id.slice(1)) / 3),
+              ((Number(p.id.slice(1)) - 1) % 3) + 1,
+            ]);
+        }
+      }
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+});
