@@ -2,6 +2,7 @@
 
 import { RECORD_ISSUE_CODES, type RecordIssue } from './record-issue.js';
 import { canonicalJsonText, extraValue, scanJsonObject, type JsonField } from './json-text.js';
+import { holdsNumber } from './json-key-count.js';
 
 /** What {@link readLocation} found: the coordinates (as given) and the keys it kept, or the issue. */
 export type LocationRead =
@@ -92,10 +93,25 @@ function objectOfText(t: string): Record<string, unknown> | undefined {
     }
   };
   const json = asObject(t);
-  if (json !== undefined || !t.includes("'")) return json;
+  if (json !== undefined) return withNumberTexts(t, json);
+  if (!t.includes("'")) return undefined;
   return asObject(
     t.replace(PY_STRING, (_, body: string) => JSON.stringify(body.replace(/\\(['\\])/g, '$1'))),
   );
+}
+
+/**
+ * `object` (parsed from the JSON `text`) with each key it does not read as a coordinate that holds a number
+ * set to that value's text (json-text.ts `extraValue`): `1.50`, `1e400` are kept as sent, as they are from
+ * a `location` object of an NDJSON line.
+ */
+function withNumberTexts(text: string, object: Record<string, unknown>): Record<string, unknown> {
+  const point = object.type === 'Point';
+  for (const f of scanJsonObject(text).fields) {
+    if ((ALIASES as readonly string[]).includes(f.key) || (point && f.key === 'coordinates')) continue;
+    if (holdsNumber(object[f.key])) object[f.key] = extraValue(canonicalJsonText(text, f.start, f.end));
+  }
+  return object;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { extraObjectJson, JsonText } from './json-text.js';
 import { RECORD_ISSUE_CODES, type RecordIssue } from './record-issue.js';
 
 /**
@@ -60,6 +61,10 @@ export function checkExtra(extra: Record<string, unknown>, limits: ExtraLimits):
       bound += value.length * 6 + 3;
       continue;
     }
+    if (value instanceof JsonText) {
+      bound += value.text.length * 3; // canonical text: escaped, at most 3 UTF-8 bytes a code unit
+      continue;
+    }
     if (typeof value !== 'object' || value === null) {
       bound += 25; // the longest number, `false`, `null`
       continue;
@@ -96,7 +101,7 @@ export function checkExtra(extra: Record<string, unknown>, limits: ExtraLimits):
       code: RECORD_ISSUE_CODES.extraTooLarge,
     };
   }
-  if (bound > limits.maxBytes) return sizeIssue(JSON.stringify(extra), limits.maxBytes);
+  if (bound > limits.maxBytes) return sizeIssue(extraObjectJson(extra), limits.maxBytes);
   return undefined;
 }
 

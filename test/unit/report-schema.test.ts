@@ -257,6 +257,21 @@ describe('validateCsvReport', () => {
     expect(csv).toEqual(json);
   });
 
+  it('keeps the number text of the location keys it does not read from a location cell of JSON, as a line does', () => {
+    const location = '{"lat":47.5,"lng":8.25,"acc":1.50,"far":1e400,"big":12345678901234567890}';
+    const known = { id: '1', status: 'S', destination: 'D', createdAt: '2024-01-01T00:00:00Z' };
+    const csv = validateCsvReport({ ...known, lat: null, lng: null, location });
+    const line = `${JSON.stringify(known).slice(0, -1)},"location":${location}}`;
+    const json = validateWireLine(line, JSON.parse(line));
+    expect(csv.ok && json.ok).toBe(true);
+    if (csv.ok && json.ok) {
+      expect(canonicalJson(csv.report)).toBe(canonicalJson(json.report));
+      expect(canonicalJson(csv.report)).toMatch(
+        /"location\.acc":1\.50,"location\.far":1e400,"location\.big":12345678901234567890}$/,
+      );
+    }
+  });
+
   it('reads the location aliases as NDJSON does, and drops none of them unseen', () => {
     const row = {
       id: '1',
