@@ -40,15 +40,15 @@ const id = z.union(
       .max(RULES.idMaxLength)
       .regex(RULES.nonBlank, 'must not be blank')
       .refine(wellFormed, SURROGATE),
+    // Negative too: the CSV cell `-5` is the id `-5`, and so must the JSON integer be.
     z
       .number()
       .int()
-      .nonnegative()
       .transform((n) => String(n)),
   ],
   {
     error:
-      'expected a non-blank string or a non-negative integer of at most 2^53 − 1 (a larger one: as a string)',
+      'expected a non-blank string or an integer of at most 2^53 − 1 in magnitude (a larger one: as plain digits or as a string)',
   },
 );
 const timestamp = z.string().transform((value, ctx) => {

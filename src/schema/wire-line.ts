@@ -58,7 +58,7 @@ export function validateWireLine(
 }
 
 /**
- * The digits of an `id` sent as an integer past 2^53 − 1 (64-bit keys: `12345678901234567890`), which
+ * The digits of an `id` sent as an integer past ±(2^53 − 1) (64-bit keys: `12345678901234567890`), which
  * `JSON.parse` turned into another integer: the id is its text, as a CSV export's cell of the same id is
  * (with a zero fraction, `…890.0`, its digits, as a CSV cell `…890.0` reads: schema/csv-id.ts). Undefined
  * for any other id, and for such a number not written as plain digits (`1.5e20`).
@@ -68,7 +68,7 @@ function exactIntegerId(text: string, obj: Record<string, unknown>): string | un
   if (typeof id !== 'number' || !Number.isInteger(id) || Number.isSafeInteger(id)) return undefined;
   const field = scanJsonObject(text).fields.find((f) => f.key === 'id');
   const digits = field === undefined ? undefined : text.slice(field.start, field.end);
-  return digits === undefined ? undefined : /^([1-9][0-9]*)(?:\.0+)?$/.exec(digits)?.[1];
+  return digits === undefined ? undefined : /^(-?[1-9][0-9]*)(?:\.0+)?$/.exec(digits)?.[1];
 }
 
 // Keys of `location` read as its coordinates; any other key is kept in `extra` (schema/location.ts).

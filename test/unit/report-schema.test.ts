@@ -133,6 +133,22 @@ describe('validateWireReport', () => {
     }
   });
 
+  it('reads a negative integer id as its decimal text, as the CSV cell of the same id reads', () => {
+    for (const digits of ['-5', '-9007199254740991', '-12345678901234567890', '-12345678901234567890.0']) {
+      const line = `{"id":${digits},"status":"S","destination":"D","createdAt":"2024-01-01T00:00:00Z"}`;
+      const json = validateWireLine(line, JSON.parse(line));
+      const csv = validateCsvReport({
+        id: digits,
+        status: 'S',
+        destination: 'D',
+        createdAt: '2024-01-01T00:00:00Z',
+      });
+      expect(json.ok && csv.ok, digits).toBe(true);
+      if (json.ok && csv.ok) expect(json.report.id).toBe(csv.report.id);
+      if (json.ok) expect(json.report.id).toBe(digits.replace(/\.0+$/, ''));
+    }
+  });
+
   it('says why a numeric id past 2^53 − 1 is refused (a double cannot hold it) and how to send it', () => {
     const r = validateWireReport({ ...base, id: 2 ** 60 });
     expect(r.ok).toBe(false);
