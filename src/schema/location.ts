@@ -16,8 +16,9 @@ const POINT_KEYS = ['type', 'coordinates'];
 
 /**
  * The coordinates of a wire object, from `location` ({lat|latitude, lng|lon|long|longitude}, or a GeoJSON
- * `Point` {type, coordinates: [lng, lat]}) or else the top-level aliases. Nothing is dropped unseen: keys
- * of `location` it does not read come back in `leftover` as `location.<key>` (kept in `extra`), and an
+ * `Point` {type, coordinates: [lng, lat] or [lng, lat, altitude]}) or else the top-level aliases. Nothing
+ * is dropped unseen: keys of `location` it does not read come back in `leftover` as `location.<key>` (kept
+ * in `extra`; a position with an altitude as `location.coordinates`, whole), and an
  * alias that names a different value than the one read (`location.lat` 40.7 and `latitude` 41) is an
  * issue, not a silent choice. An alias with the same value (NYC 311's `latitude` beside its `location`)
  * is a copy and goes.
@@ -38,8 +39,10 @@ export function readLocation(obj: Record<string, unknown>): LocationRead {
   }
   const l = loc as Record<string, unknown>;
   const c = l.coordinates;
-  if (l.type === 'Point' && Array.isArray(c) && c.length === 2 && !hasAny(l, ALIASES)) {
-    return keyedOnce(obj, pickCoordinates({ lat: c[1], lng: c[0] }, null, obj, leftoverOf(l, POINT_KEYS)));
+  if (l.type === 'Point' && Array.isArray(c) && (c.length === 2 || c.length === 3) && !hasAny(l, ALIASES)) {
+    // A third element is an altitude (RFC 7946 §3.1.1): the position is then kept whole, as sent.
+    const read = c.length === 2 ? POINT_KEYS : ['type'];
+    return keyedOnce(obj, pickCoordinates({ lat: c[1], lng: c[0] }, null, obj, leftoverOf(l, read)));
   }
   return keyedOnce(obj, pickCoordinates(l, l, obj, leftoverOf(l, ALIASES)));
 }

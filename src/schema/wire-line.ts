@@ -82,7 +82,9 @@ function locationKeepsNumber(location: unknown): boolean {
   if (typeof location !== 'object' || location === null || Array.isArray(location)) return false;
   const l = location as Record<string, unknown>;
   for (const key in l) {
-    if (COORDINATE_KEYS.has(key) || (key === 'coordinates' && l.type === 'Point')) continue;
+    // A Point's [lng, lat] is read as the coordinates; with an altitude it is kept in `extra` too.
+    const pair = Array.isArray(l[key]) && (l[key] as unknown[]).length === 2;
+    if (COORDINATE_KEYS.has(key) || (key === 'coordinates' && l.type === 'Point' && pair)) continue;
     if (holdsNumber(l[key])) return true;
   }
   return false;

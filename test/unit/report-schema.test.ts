@@ -288,6 +288,24 @@ describe('validateCsvReport', () => {
     }
   });
 
+  it('reads a GeoJSON Point with an altitude (RFC 7946 §3.1.1) and keeps its position whole in extra', () => {
+    const location = '{"type":"Point","coordinates":[8.25,47.5,420.50]}';
+    const known = { id: '1', status: 'S', destination: 'D', createdAt: '2024-01-01T00:00:00Z' };
+    const line = `${JSON.stringify(known).slice(0, -1)},"location":${location}}`;
+    const json = validateWireLine(line, JSON.parse(line));
+    expect(json.ok).toBe(true);
+    if (json.ok) {
+      expect([json.report.lat, json.report.lng]).toEqual([47.5, 8.25]);
+      expect(canonicalJson(json.report)).toMatch(/,"location\.coordinates":\[8\.25,47\.5,420\.50\]}$/);
+    }
+    const csv = validateCsvReport({ ...known, lat: null, lng: null, location });
+    expect(csv.ok && [csv.report.lat, csv.report.lng, csv.report.extra?.['location.coordinates']]).toEqual([
+      47.5,
+      8.25,
+      [8.25, 47.5, 420.5],
+    ]);
+  });
+
   it('reads the location aliases as NDJSON does, and drops none of them unseen', () => {
     const row = {
       id: '1',
