@@ -21,8 +21,11 @@ export const REPORT_RULES = {
    */
   // eslint-disable-next-line no-control-regex -- control characters are exactly what the rule refuses
   code: /^(?=[^]*\S)[^\u0000-\u001f\u007f-\u009f]+$/,
-  /** A coordinate given as text (CSV cells, string values in NDJSON). */
-  numericText: /^\s*-?\d+(\.\d+)?([eE][-+]?\d+)?\s*$/,
+  /**
+   * A coordinate given as text (CSV cells, string values in NDJSON): a decimal, maybe signed, with an
+   * exponent; `-.1276` and `51.` too (Oracle's `TO_CHAR` drops the leading zero, printf's `%#g` keeps a dot).
+   */
+  numericText: /^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$/,
   /** Latitude bound in degrees (WGS84). */
   maxLatitude: 90,
   /** Longitude bound in degrees (WGS84). */

@@ -306,6 +306,23 @@ describe('validateCsvReport', () => {
     ]);
   });
 
+  it('reads coordinate text without a leading zero or with a sign, as Oracle and printf write it', () => {
+    const known = { id: '1', status: 'S', destination: 'D', createdAt: '2024-01-01T00:00:00Z' };
+    for (const [lat, lng] of [
+      ['51.5072', '-.1276'],
+      ['.5', '+51.'],
+      ['+51.5072', '-0.1276e0'],
+    ]) {
+      const csv = validateCsvReport({ ...known, lat, lng });
+      expect(csv.ok && [csv.report.lat, csv.report.lng], `${lat} ${lng}`).toEqual([Number(lat), Number(lng)]);
+      const json = validateWireReport({ ...known, location: { lat, lng } });
+      expect(json).toEqual(csv);
+    }
+    for (const bad of ['.', '-.', '+', '1..2', '.e5', '0x10', '1,5']) {
+      expect(validateCsvReport({ ...known, lat: bad, lng: '1' }).ok, bad).toBe(false);
+    }
+  });
+
   it('reads the location aliases as NDJSON does, and drops none of them unseen', () => {
     const row = {
       id: '1',
