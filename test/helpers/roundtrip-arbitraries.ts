@@ -33,7 +33,8 @@ const instant = fc.oneof(
 /**
  * A timestamp in any form RFC 3339 and ISO 8601 allow and APIs write: `T`, `t` or a space; `Z`, `z`,
  * `±HH:MM` (`-00:00`, `+05:45`, `+14:00`), `±HHMM`, `±HH`; seconds left out on a whole minute; 0 to 12
- * fraction digits (those past the millisecond dropped). Its local time stays within years 0001–9999.
+ * fraction digits after `.` or ISO 8601's `,` (those past the millisecond dropped). Its local time stays
+ * within years 0001–9999.
  */
 export const stamp: fc.Arbitrary<Stamp> = fc
   .record({
@@ -46,10 +47,11 @@ export const stamp: fc.Arbitrary<Stamp> = fc
     zero: fc.constantFrom('Z', 'z', '+00:00', '-00:00', '+0000', '+00'),
     form: fc.constantFrom('HH:MM', 'HHMM', 'HH'),
     digits: fc.integer({ min: 0, max: 12 }),
+    point: fc.constantFrom('.', '.', ','),
     noise: fc.stringMatching(/^[0-9]{9}$/),
   })
   .filter(({ ms, offset }) => ms + offset * 60_000 >= MIN_MS && ms + offset * 60_000 <= MAX_MS)
-  .map(({ ms, offset, sep, zero, form, digits, noise }) => {
+  .map(({ ms, offset, sep, zero, form, digits, point, noise }) => {
     const local = new Date(ms + offset * 60_000).toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
     const millis = local.slice(20, 23);
     const fraction = `${millis}${noise}`.slice(0, digits);
@@ -69,7 +71,7 @@ export const stamp: fc.Arbitrary<Stamp> = fc
           : form === 'HHMM'
             ? `${hh}${mm}`
             : `${hh}:${mm}`;
-    const text = `${local.slice(0, 10)}${sep}${time}${digits > 0 ? `.${fraction}` : ''}${zone}`;
+    const text = `${local.slice(0, 10)}${sep}${time}${digits > 0 ? `${point}${fraction}` : ''}${zone}`;
     return { text, iso: new Date(truncated).toISOString() };
   });
 
@@ -79,20 +81,26 @@ function degrees(max: number): fc.Arbitrary<Degrees> {
     fc.double({ min: -max, max, noNaN: true }),
     fc.constantFrom(max, -max, 0, -0, 1e-7, 5e-324, max - Number.EPSILON * max),
   );
-  return fc.tuple(value, fc.constantFrom('plain', 'exp', 'EXP', 'long', 'text')).map(([v, spelling]) => {
+  const spellings = fc.constantFrom('plain', 'exp', 'EXP', 'long', 'text', 'oracle');
+  return fc.tuple(value, spellings).map(([v, spelling]) => {
     const text =
-      spelling === 'exp'
-        ? v.toExponential()
-        : spelling === 'EXP'
-          ? v.toExponential(20).toUpperCase()
-          : spelling === 'long'
-            ? v.toFixed(20)
-            : Object.is(v, -0)
-              ? '-0'
-              : String(v);
+      spelling === 'oracle' // as text only: `-.5`, `+12.` are no JSON numbers
+        ? String(v)
+            .replace(/^(-?)0\./, '$1.')
+            .replace(/^(\d+)$/, '+$1.')
+        : spelling === 'exp'
+          ? v.toExponential()
+          : spelling === 'EXP'
+            ? v.toExponential(20).toUpperCase()
+            : spelling === 'long'
+              ? v.toFixed(20)
+              : Object.is(v, -0)
+                ? '-0'
+                : String(v);
     // toFixed(20) may name a number a hair away from v: the value is what the text names (-0 is 0 in JSON).
     const named = Number(text) + 0;
-    return { json: spelling === 'text' ? JSON.stringify(text) : text, cell: text, value: named };
+    const asText = spelling === 'text' || spelling === 'oracle';
+    return { json: asText ? JSON.stringify(text) : text, cell: text, value: named };
   });
 }
 
