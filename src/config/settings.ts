@@ -342,7 +342,7 @@ export const SETTINGS = {
     env: 'REPORTS_EXTRA_MAX_BYTES',
     schema: int(64, 1_073_741_824).default(65_536),
     allowed: 'bytes from 64 to 1073741824',
-    doc: "Largest size of a record's unknown fields as JSON (bytes); a larger record is quarantined.",
+    doc: "Largest size of a record's unknown fields as JSON (bytes; as stored, numbers as sent); a larger record is quarantined.",
   },
   tombstoneMinShare: {
     env: 'REPORTS_TOMBSTONE_MIN_SHARE',

@@ -53,3 +53,31 @@ export function csvCellFromPrefix(bytes: Uint8Array, column: number): string | u
     at++;
   }
 }
+
+/**
+ * True when `bytes` (one line of a CSV page, its line break left out) is whole RFC 4180 cells: each quoted
+ * cell closes on the line and is followed by `,` or the line's end, no unquoted cell holds a quote. The
+ * row such a line starts, refused for its size, ended at that line break: the next line starts a row of
+ * its own. False for a line that may end inside a quoted cell. Linear, never throws.
+ */
+export function cellsCloseOnLine(bytes: Uint8Array): boolean {
+  let end = bytes.length;
+  if (end > 0 && bytes[end - 1] === CR) end--;
+  let at = 0;
+  for (;;) {
+    if (bytes[at] === QUOTE) {
+      for (at++; ; at += 2) {
+        const quote = bytes.indexOf(QUOTE, at);
+        if (quote === -1 || quote >= end) return false;
+        at = quote;
+        if (bytes[quote + 1] !== QUOTE) break;
+      }
+      at++;
+    } else {
+      while (at < end && bytes[at] !== COMMA) if (bytes[at++] === QUOTE) return false;
+    }
+    if (at >= end) return at === end;
+    if (bytes[at] !== COMMA) return false;
+    at++;
+  }
+}

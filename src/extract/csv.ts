@@ -17,7 +17,7 @@ import {
   usesCrlf,
   type Cells,
 } from './csv-row-bounds.js';
-import { csvCellFromPrefix } from './csv-prefix-id.js';
+import { cellsCloseOnLine, csvCellFromPrefix } from './csv-prefix-id.js';
 import { csvRowValue, repeatedColumns, type RepeatedColumns } from './csv-row-value.js';
 import { ambiguousNames, canonicalNames } from '../schema/field-names.js';
 import type { ExtractedRecord } from './record.js';
@@ -361,7 +361,8 @@ class PageParser {
     // Only a row refused for its size alone, starting where the last good row ended, is known to begin at
     // its id: after a refusal, a line may be the continuation of a broken row's quoted cell.
     const whole = err instanceof CsvError && err.code === 'CSV_MAX_RECORD_SIZE' && !this.afterRefusal;
-    this.afterRefusal = true;
+    // Such a row whose quotes all close on its line ended at its line break: the next line is a row.
+    this.afterRefusal = !(whole && cellsCloseOnLine(body.subarray(start, lineEnd)));
     if (invalid === undefined) {
       const rowBytes = body.subarray(start, lineEnd + (lineEnd < body.length ? 1 : 0));
       const recordId = whole ? this.prefixId(rowBytes) : undefined;

@@ -2,6 +2,7 @@
 
 import { RECORD_ISSUE_CODES, type RecordIssue } from './record-issue.js';
 import { canonicalJsonText, extraValue, scanJsonObject, type JsonField } from './json-text.js';
+import { holdsNumber } from './json-key-count.js';
 
 /** What {@link readLocation} found: the coordinates (as given) and the keys it kept, or the issue. */
 export type LocationRead =
@@ -15,8 +16,9 @@ const POINT_KEYS = ['type', 'coordinates'];
 
 /**
  * The coordinates of a wire object, from `location` ({lat|latitude, lng|lon|long|longitude}, or a GeoJSON
- * `Point` {type, coordinates: [lng, lat]}) or else the top-level aliases. Nothing is dropped unseen: keys
- * of `location` it does not read come back in `leftover` as `location.<key>` (kept in `extra`), and an
+ * `Point` {type, coordinates: [lng, lat] or [lng, lat, altitude]}) or else the top-level aliases. Nothing
+ * is dropped unseen: keys of `location` it does not read come back in `leftover` as `location.<key>` (kept
+ * in `extra`; a position with an altitude as `location.coordinates`, whole), and an
  * alias that names a different value than the one read (`location.lat` 40.7 and `latitude` 41) is an
  * issue, not a silent choice. An alias with the same value (NYC 311's `latitude` beside its `location`)
  * is a copy and goes.
@@ -37,8 +39,10 @@ export function readLocation(obj: Record<string, unknown>): LocationRead {
   }
   const l = loc as Record<string, unknown>;
   const c = l.coordinates;
-  if (l.type === 'Point' && Array.isArray(c) && c.length === 2 && !hasAny(l, ALIASES)) {
-    return keyedOnce(obj, pickCoordinates({ lat: c[1], lng: c[0] }, null, obj, leftoverOf(l, POINT_KEYS)));
+  if (l.type === 'Point' && Array.isArray(c) && (c.length === 2 || c.length === 3) && !hasAny(l, ALIASES)) {
+    // A third element is an altitude (RFC 7946 §3.1.1): the position is then kept whole, as sent.
+    const read = c.length === 2 ? POINT_KEYS : ['type'];
+    return keyedOnce(obj, pickCoordinates({ lat: c[1], lng: c[0] }, null, obj, leftoverOf(l, read)));
   }
   return keyedOnce(obj, pickCoordinates(l, l, obj, leftoverOf(l, ALIASES)));
 }
@@ -92,10 +96,25 @@ function objectOfText(t: string): Record<string, unknown> | undefined {
     }
   };
   const json = asObject(t);
-  if (json !== undefined || !t.includes("'")) return json;
+  if (json !== undefined) return withNumberTexts(t, json);
+  if (!t.includes("'")) return undefined;
   return asObject(
     t.replace(PY_STRING, (_, body: string) => JSON.stringify(body.replace(/\\(['\\])/g, '$1'))),
   );
+}
+
+/**
+ * `object` (parsed from the JSON `text`) with each key it does not read as a coordinate that holds a number
+ * set to that value's text (json-text.ts `extraValue`): `1.50`, `1e400` are kept as sent, as they are from
+ * a `location` object of an NDJSON line.
+ */
+function withNumberTexts(text: string, object: Record<string, unknown>): Record<string, unknown> {
+  const point = object.type === 'Point';
+  for (const f of scanJsonObject(text).fields) {
+    if ((ALIASES as readonly string[]).includes(f.key) || (point && f.key === 'coordinates')) continue;
+    if (holdsNumber(object[f.key])) object[f.key] = extraValue(canonicalJsonText(text, f.start, f.end));
+  }
+  return object;
 }
 
 /**

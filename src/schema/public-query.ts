@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { REPORT_RULES } from './report-rules.js';
+import { isWithinLength, REPORT_RULES } from './report-rules.js';
 
 /**
  * The query strings of the public endpoints, shared by the simulator and the reader so both answer a bad
@@ -51,7 +51,7 @@ const codeMessage = `must be a code of 1 to ${CODE_MAX_LENGTH} characters, not b
 /** A filter code (`destination`, `status`): see {@link CODE_PATTERN}; unknown codes simply match nothing. */
 const codeParam = z
   .string()
-  .refine((s) => s.length <= CODE_MAX_LENGTH && CODE_PATTERN.test(s), { message: codeMessage });
+  .refine((s) => isWithinLength(s, CODE_MAX_LENGTH) && CODE_PATTERN.test(s), { message: codeMessage });
 
 /** A decimal integer parameter from `min` to `max` (no sign, no exponent, no spaces). */
 function intParam(min: number, max: number) {

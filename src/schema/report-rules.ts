@@ -1,8 +1,9 @@
 import { isWellFormedText } from './value-rules.js';
 /**
  * The limits and patterns of a valid report (docs/sources.md), in one place so the zod schema of report.ts
- * (the source of truth) and its hot path (fast-core.ts) cannot drift apart. Lengths are in UTF-16 code
- * units, as zod's `.max()` counts them.
+ * (the source of truth) and its hot path (fast-core.ts) cannot drift apart. Lengths are in characters
+ * (Unicode code points: `😀` is one, though two UTF-16 units), as zod's `.max()` counts them and as
+ * DuckDB's `length()` does.
  */
 export const REPORT_RULES = {
   /** Longest `id` string. */
@@ -20,8 +21,11 @@ export const REPORT_RULES = {
    */
   // eslint-disable-next-line no-control-regex -- control characters are exactly what the rule refuses
   code: /^(?=[^]*\S)[^\u0000-\u001f\u007f-\u009f]+$/,
-  /** A coordinate given as text (CSV cells, string values in NDJSON). */
-  numericText: /^\s*-?\d+(\.\d+)?([eE][-+]?\d+)?\s*$/,
+  /**
+   * A coordinate given as text (CSV cells, string values in NDJSON): a decimal, maybe signed, with an
+   * exponent; `-.1276` and `51.` too (Oracle's `TO_CHAR` drops the leading zero, printf's `%#g` keeps a dot).
+   */
+  numericText: /^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$/,
   /** Latitude bound in degrees (WGS84). */
   maxLatitude: 90,
   /** Longitude bound in degrees (WGS84). */
@@ -35,19 +39,43 @@ export const REPORT_RULES = {
  * proves each predicate accepts exactly what the zod field accepts.
  */
 
-/** An `id` string: non-blank, at most `idMaxLength` UTF-16 code units, well-formed (no lone surrogate). */
+/**
+ * True when `text` has at most `max` characters (code points). Only a string longer than `max` UTF-16
+ * units is counted: a code point is one or two of them.
+ */
+export function isWithinLength(text: string, max: number): boolean {
+  if (text.length <= max) return true;
+  if (text.length > 2 * max) return false;
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    // A high surrogate followed by a low one is one character.
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    if (++count > max) return false;
+  }
+  return true;
+}
+
+/** An `id` string: non-blank, at most `idMaxLength` characters, well-formed (no lone surrogate). */
 export function isValidId(id: string): boolean {
-  return id.length <= REPORT_RULES.idMaxLength && REPORT_RULES.nonBlank.test(id) && isWellFormedText(id);
+  return (
+    isWithinLength(id, REPORT_RULES.idMaxLength) && REPORT_RULES.nonBlank.test(id) && isWellFormedText(id)
+  );
 }
 
-/** A `status` / `destination` code: at most `codeMaxLength` code units, {@link REPORT_RULES}.code, well-formed. */
+/** A `status` / `destination` code: at most `codeMaxLength` characters, {@link REPORT_RULES}.code, well-formed. */
 export function isValidCode(code: string): boolean {
-  return code.length <= REPORT_RULES.codeMaxLength && REPORT_RULES.code.test(code) && isWellFormedText(code);
+  return (
+    isWithinLength(code, REPORT_RULES.codeMaxLength) && REPORT_RULES.code.test(code) && isWellFormedText(code)
+  );
 }
 
-/** A free text (`category`, `description`, `address`): at most `textMaxLength` code units, well-formed. */
+/** A free text (`category`, `description`, `address`): at most `textMaxLength` characters, well-formed. */
 export function isValidText(text: string): boolean {
-  return text.length <= REPORT_RULES.textMaxLength && isWellFormedText(text);
+  return isWithinLength(text, REPORT_RULES.textMaxLength) && isWellFormedText(text);
 }
 
 /** A latitude in degrees: within ±`maxLatitude` (NaN is not). */

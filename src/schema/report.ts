@@ -10,9 +10,10 @@ import {
   DEFAULT_EXTRA_LIMITS,
   isWellFormedText,
   loneSurrogateIssue,
+  sizeIssue,
   type ExtraLimits,
 } from './value-rules.js';
-import { canonicalJsonText, extraValue, type JsonField } from './json-text.js';
+import { canonicalJsonText, extraObjectJson, extraValue, type JsonField } from './json-text.js';
 import { MODELLED_KEYS, type Report } from './wire-format.js';
 
 const wellFormed = (s: string) => isWellFormedText(s);
@@ -39,15 +40,15 @@ const id = z.union(
       .max(RULES.idMaxLength)
       .regex(RULES.nonBlank, 'must not be blank')
       .refine(wellFormed, SURROGATE),
+    // Negative too: the CSV cell `-5` is the id `-5`, and so must the JSON integer be.
     z
       .number()
       .int()
-      .nonnegative()
       .transform((n) => String(n)),
   ],
   {
     error:
-      'expected a non-blank string or a non-negative integer of at most 2^53 − 1 (a larger one: as a string)',
+      'expected a non-blank string or an integer of at most 2^53 − 1 in magnitude (a larger one: as plain digits or as a string)',
   },
 );
 const timestamp = z.string().transform((value, ctx) => {
@@ -276,10 +277,14 @@ function withExtra(
 ): ValidationResult {
   let extra = parsedExtra;
   if (parsedExtra !== null) {
-    const issue = checkExtra(parsedExtra, limits);
+    // With the text, the size that counts is that of the values as sent, checked once they are read.
+    const issue = checkExtra(parsedExtra, source ? { ...limits, maxBytes: Infinity } : limits);
     if (issue) return { ok: false, issues: [issue] };
-    if (source)
+    if (source) {
       extra = withLeftover(extraOfText(source), leftoverOfText(source.text, source.fields, parsedExtra));
+      const tooLarge = extra === null ? undefined : sizeIssue(extraObjectJson(extra), limits.maxBytes);
+      if (tooLarge) return { ok: false, issues: [tooLarge] };
+    }
   }
   const report: Report = {
     id: r.id,

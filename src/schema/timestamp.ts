@@ -1,14 +1,17 @@
 import { upstreamReading } from './upstream-reading.js';
 
 // ISO 8601 date-time with a UTC offset or `Z` (RFC 3339's profile, plus what ISO 8601 and PostgreSQL's text
-// for `timestamptz` also write: a space for `T`, `±HHMM`, an hour-only `±HH`). Seconds and fractions are
-// optional.
+// for `timestamptz` also write: a space for `T`, `±HHMM`, an hour-only `±HH`, a decimal comma). Seconds and
+// fractions are optional; a fraction may have any number of digits (RFC 3339: `1*DIGIT`).
 const ISO_WITH_OFFSET =
-  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}(?::?\d{2})?)$/i;
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?(Z|[+-]\d{2}(?::?\d{2})?)$/i;
 
-/** `text` (matched by {@link ISO_WITH_OFFSET}) as `Date.parse` reads it: `T`, and an hour-only offset `±HH:00`. */
+/**
+ * `text` (matched by {@link ISO_WITH_OFFSET}) as `Date.parse` reads it: `T`, a `.` and at most three
+ * fraction digits (the rest dropped, not rounded), and an hour-only offset as `±HH:00`.
+ */
 function parseable(text: string): number {
-  const t = text.replace(' ', 'T');
+  const t = text.replace(' ', 'T').replace(/[.,](\d{1,3})\d*/, '.$1');
   return Date.parse(/[+-]\d{2}$/.test(t) ? `${t}:00` : t);
 }
 
@@ -130,7 +133,7 @@ function daysInMonth(year: number, month: number): number {
 // `12/25/2013 11:59:08 PM`: the US 12-hour form Socrata portals (NYC 311's CSV download) write local times
 // in, month first. Only with its AM/PM marker: `05/01/2022 10:00` alone could be day first.
 const US_WALL_TIME =
-  /^(\d{1,2})\/(\d{1,2})\/(\d{4})[ T](\d{1,2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?\s*([AP])\.?M\.?$/i;
+  /^(\d{1,2})\/(\d{1,2})\/(\d{4})[ T](\d{1,2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s*([AP])\.?M\.?$/i;
 
 /**
  * `text` in {@link US_WALL_TIME} form as the offset-less ISO text it names (`2013-12-25T23:59:08`), for

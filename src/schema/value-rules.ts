@@ -1,3 +1,4 @@
+import { extraObjectJson, JsonText } from './json-text.js';
 import { RECORD_ISSUE_CODES, type RecordIssue } from './record-issue.js';
 
 /**
@@ -60,6 +61,10 @@ export function checkExtra(extra: Record<string, unknown>, limits: ExtraLimits):
       bound += value.length * 6 + 3;
       continue;
     }
+    if (value instanceof JsonText) {
+      bound += value.text.length * 3; // canonical text: escaped, at most 3 UTF-8 bytes a code unit
+      continue;
+    }
     if (typeof value !== 'object' || value === null) {
       bound += 25; // the longest number, `false`, `null`
       continue;
@@ -96,15 +101,21 @@ export function checkExtra(extra: Record<string, unknown>, limits: ExtraLimits):
       code: RECORD_ISSUE_CODES.extraTooLarge,
     };
   }
-  if (bound > limits.maxBytes) {
-    const bytes = Buffer.byteLength(JSON.stringify(extra));
-    if (bytes > limits.maxBytes) {
-      return {
-        path: '',
-        message: `unknown fields of ${bytes} bytes exceed ${limits.maxBytes} bytes (REPORTS_EXTRA_MAX_BYTES)`,
-        code: RECORD_ISSUE_CODES.extraTooLarge,
-      };
-    }
-  }
+  if (bound > limits.maxBytes) return sizeIssue(extraObjectJson(extra), limits.maxBytes);
   return undefined;
+}
+
+/**
+ * The issue of unknown fields whose JSON text (`json`, as stored) is over `maxBytes` UTF-8 bytes, or
+ * `undefined` within it. Fields holding numbers are stored as sent (`1.000…0` is not `1`): their size is
+ * the text's, not their parsed values'.
+ */
+export function sizeIssue(json: string, maxBytes: number): RecordIssue | undefined {
+  const bytes = Buffer.byteLength(json);
+  if (bytes <= maxBytes) return undefined;
+  return {
+    path: '',
+    message: `unknown fields of ${bytes} bytes exceed ${maxBytes} bytes (REPORTS_EXTRA_MAX_BYTES)`,
+    code: RECORD_ISSUE_CODES.extraTooLarge,
+  };
 }

@@ -33,12 +33,10 @@ export function validateWireLine(
   }
   const exactId = exactIntegerId(text, obj);
   if (exactId !== undefined) return validateWireLine(text, { ...obj, id: exactId }, limits);
-  let numbers = false;
+  let numbers = locationKeepsNumber(obj.location);
   for (const key in obj) {
-    if (!isModelledKey(key) && holdsNumber(obj[key])) {
-      numbers = true;
-      break;
-    }
+    if (numbers) break;
+    if (!isModelledKey(key) && holdsNumber(obj[key])) numbers = true;
   }
   const repeated = countTextKeys(text) !== countParsedKeys(value);
   if (!repeated && !numbers) return validateWireReport(value, limits);
@@ -60,7 +58,7 @@ export function validateWireLine(
 }
 
 /**
- * The digits of an `id` sent as an integer past 2^53 − 1 (64-bit keys: `12345678901234567890`), which
+ * The digits of an `id` sent as an integer past ±(2^53 − 1) (64-bit keys: `12345678901234567890`), which
  * `JSON.parse` turned into another integer: the id is its text, as a CSV export's cell of the same id is
  * (with a zero fraction, `…890.0`, its digits, as a CSV cell `…890.0` reads: schema/csv-id.ts). Undefined
  * for any other id, and for such a number not written as plain digits (`1.5e20`).
@@ -70,5 +68,24 @@ function exactIntegerId(text: string, obj: Record<string, unknown>): string | un
   if (typeof id !== 'number' || !Number.isInteger(id) || Number.isSafeInteger(id)) return undefined;
   const field = scanJsonObject(text).fields.find((f) => f.key === 'id');
   const digits = field === undefined ? undefined : text.slice(field.start, field.end);
-  return digits === undefined ? undefined : /^([1-9][0-9]*)(?:\.0+)?$/.exec(digits)?.[1];
+  return digits === undefined ? undefined : /^(-?[1-9][0-9]*)(?:\.0+)?$/.exec(digits)?.[1];
+}
+
+// Keys of `location` read as its coordinates; any other key is kept in `extra` (schema/location.ts).
+const COORDINATE_KEYS = new Set(['lat', 'latitude', 'lng', 'lon', 'long', 'longitude']);
+
+/**
+ * Whether a `location` object holds a number under a key kept in `extra` as `location.<key>` (an
+ * `accuracy` of `1.50`): such numbers, too, are read from the text, or they would be stored rewritten.
+ */
+function locationKeepsNumber(location: unknown): boolean {
+  if (typeof location !== 'object' || location === null || Array.isArray(location)) return false;
+  const l = location as Record<string, unknown>;
+  for (const key in l) {
+    // A Point's [lng, lat] is read as the coordinates; with an altitude it is kept in `extra` too.
+    const pair = Array.isArray(l[key]) && (l[key] as unknown[]).length === 2;
+    if (COORDINATE_KEYS.has(key) || (key === 'coordinates' && l.type === 'Point' && pair)) continue;
+    if (holdsNumber(l[key])) return true;
+  }
+  return false;
 }

@@ -43,8 +43,12 @@ const edgyString = (max: number) =>
       'a\udc00b',
     ),
     fc
-      .tuple(fc.integer({ min: max - 2, max: max + 2 }), fc.constantFrom('a', ' ', '\u00e9'))
+      .tuple(fc.integer({ min: max - 2, max: max + 2 }), fc.constantFrom('a', ' ', '\u00e9', '😀', '𓀀'))
       .map(([n, c]) => c.repeat(Math.max(0, n))),
+    // Characters past the BMP (two UTF-16 units each) around the limit and half of it, mixed with others.
+    fc
+      .tuple(fc.integer({ min: max / 2 - 2, max: max + 2 }), fc.integer({ min: 0, max: 2 }))
+      .map(([n, k]) => `${'😀'.repeat(Math.max(0, n - k))}${'a'.repeat(k)}`),
   );
 
 describe('the named report rules agree with the zod schema, field by field', () => {
@@ -74,6 +78,10 @@ describe('the named report rules agree with the zod schema, field by field', () 
     const long = 'x'.repeat(REPORT_RULES.textMaxLength);
     expect(isValidText(long)).toBe(zodAccepts({ address: long }));
     expect(isValidText(`${long}x`)).toBe(zodAccepts({ address: `${long}x` }));
+    // A million characters past the BMP are two million UTF-16 units: within the limit, as zod counts.
+    const astral = '😀'.repeat(REPORT_RULES.textMaxLength);
+    expect(isValidText(astral)).toBe(zodAccepts({ address: astral }));
+    expect(isValidText(`${astral}x`)).toBe(zodAccepts({ address: `${astral}x` }));
   });
 
   it('coordinates', () => {

@@ -37,6 +37,8 @@ const code = fc.oneof(
     maxLength: 6,
   }),
   fc.string({ minLength: 126, maxLength: 130, unit: fc.constantFrom('A', 'b') }),
+  // Past the BMP a character is two UTF-16 units: the limit counts characters (code points).
+  fc.string({ minLength: 63, maxLength: 130, unit: fc.constantFrom('😀', '𓀀', 'A') }),
 );
 
 function validatorAccepts(field: 'status' | 'destination', value: string): boolean {

@@ -204,16 +204,18 @@ describe('the canonical-line fast lane', () => {
     expect(JSON.parse(staged.x)).toEqual({ district: 'Harburg', channel: 7 });
   });
 
-  it('leaves a number it would not write the same way to the general path, whose byte limit counts it as a double', () => {
-    // `1E5` is 3 bytes as sent and 6 as the double's text (100000), which the unknown-field byte limit counts.
+  it('leaves a number it would not write the same way to the general path, whose byte limit counts it as sent', () => {
+    // `1E5` is stored as sent: `{"n":1E5}` is 9 bytes (`{"n":100000}`, the double's text, would be 12).
     const line =
       '{"id":"R-1","status":"SUBMITTED","destination":"ROAD_CONTROL","category":null,"description":null,' +
       '"location":null,"address":null,"createdAt":"2024-01-02T00:00:10.000Z","updatedAt":"2024-01-02T00:00:10.000Z","n":1E5}';
-    const limits = { ...DEFAULT_EXTRA_LIMITS, maxBytes: 9 };
+    const limits = { ...DEFAULT_EXTRA_LIMITS, maxBytes: 8 };
     expect(canonicalLine(line, Buffer.from(line), limits)).toBeUndefined();
     const [fast, general] = decodeBoth([line], limits);
     expect(fast).toEqual(general);
-    expect(general!.rejects[0]!.issues[0]!.message).toContain('exceed 9 bytes');
+    expect(general!.rejects[0]!.issues[0]!.message).toContain('unknown fields of 9 bytes exceed 8 bytes');
+    const [, within] = decodeBoth([line], { ...limits, maxBytes: 9 });
+    expect(within!.rejects).toEqual([]);
   });
 
   it('leaves a line longer than the text limit to the general path, which rejects its text', () => {

@@ -171,6 +171,17 @@ describe('parseCsvPage', () => {
       page(`${HEADER}1,SUBMITTED,"first "bad" quote\r\nNear 12, left "side"\r\n4,S,ok\r\n`),
     );
     expect(quote.map((r) => r.recordId)).toEqual([undefined, undefined]);
+    // A refused row whose quotes all close on its line ended there: the next line is a row of its own.
+    const twice = malformed(
+      page(`${HEADER}1,SUBMITTED,"${giant}"\r\n2,"S ""x""",${giant}\r\n3,S,"${giant}"\r\n4,S,ok\r\n`),
+    );
+    expect(twice.map((r) => [r.location.row, r.recordId])).toEqual([
+      [1, '1'],
+      [2, '2'],
+      [3, '3'],
+    ]);
+    const thenMulti = malformed(page(`${HEADER}1,S,${giant}\r\n2,S,"${giant}\r\nmore, "x"\r\n5,S,ok\r\n`));
+    expect(thenMulti.map((r) => r.recordId)).toEqual(['1', '2', undefined]);
   });
 
   it('treats a body cut inside a row as truncated (retryable), not as a bad row', () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { stringify } from 'csv-stringify/sync';
 import { describe, expect, it } from 'vitest';
-import { csvCellFromPrefix } from '../../src/extract/csv-prefix-id.js';
+import { cellsCloseOnLine, csvCellFromPrefix } from '../../src/extract/csv-prefix-id.js';
 
 // A row refused whole (too long, a broken quote further on) still names its report when its id cell can be
 // read from the row's first bytes: never a wrong id, whatever the cells and wherever the row is cut.
@@ -45,5 +45,22 @@ describe('csvCellFromPrefix', () => {
     expect(csvCellFromPrefix(Buffer.from('a"b,c\r\n'), 1)).toBeUndefined();
     expect(csvCellFromPrefix(Buffer.from([0x31, 0xff, 0x2c, 0x0a]), 0)).toBeUndefined();
     expect(csvCellFromPrefix(Buffer.from(`r-013,${'x'.repeat(100_000)}`), 0)).toBe('r-013');
+  });
+});
+
+describe('cellsCloseOnLine', () => {
+  it('is true exactly when the row as written holds no line break: its first line is the whole row (property)', () => {
+    fc.assert(
+      fc.property(row, fc.boolean(), (cells, quoted) => {
+        const bytes = written(cells, quoted);
+        const lf = bytes.indexOf(0x0a);
+        const whole = lf === bytes.length - 1;
+        expect(cellsCloseOnLine(bytes.subarray(0, lf))).toBe(whole);
+      }),
+      { numRuns: 2_000 },
+    );
+    expect(cellsCloseOnLine(Buffer.from('1,a"b,"c'))).toBe(false);
+    expect(cellsCloseOnLine(Buffer.from('1,"a"b'))).toBe(false);
+    expect(cellsCloseOnLine(Buffer.from('1,"a""b",c\r'))).toBe(true);
   });
 });

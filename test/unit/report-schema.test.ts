@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { validateCsvReport, validateWireReport } from '../../src/schema/report.js';
 import { canonicalJson, contentHash, toWire } from '../../src/schema/wire-format.js';
 import { validateWireLine } from '../../src/schema/wire-line.js';
+import { extraObjectJson } from '../../src/schema/json-text.js';
 
 const base = {
   id: '1',
@@ -132,6 +133,22 @@ describe('validateWireReport', () => {
     }
   });
 
+  it('reads a negative integer id as its decimal text, as the CSV cell of the same id reads', () => {
+    for (const digits of ['-5', '-9007199254740991', '-12345678901234567890', '-12345678901234567890.0']) {
+      const line = `{"id":${digits},"status":"S","destination":"D","createdAt":"2024-01-01T00:00:00Z"}`;
+      const json = validateWireLine(line, JSON.parse(line));
+      const csv = validateCsvReport({
+        id: digits,
+        status: 'S',
+        destination: 'D',
+        createdAt: '2024-01-01T00:00:00Z',
+      });
+      expect(json.ok && csv.ok, digits).toBe(true);
+      if (json.ok && csv.ok) expect(json.report.id).toBe(csv.report.id);
+      if (json.ok) expect(json.report.id).toBe(digits.replace(/\.0+$/, ''));
+    }
+  });
+
   it('says why a numeric id past 2^53 − 1 is refused (a double cannot hold it) and how to send it', () => {
     const r = validateWireReport({ ...base, id: 2 ** 60 });
     expect(r.ok).toBe(false);
@@ -200,6 +217,37 @@ describe('validateWireReport', () => {
       );
   });
 
+  it('keeps the number text of a location key it does not read when no top-level field holds a number', () => {
+    for (const location of [
+      '{"lat":47.5,"lng":8.25,"acc":1.50,"far":1e400,"big":12345678901234567890}',
+      '{"type":"Point","coordinates":[8.25,47.5],"acc":1.50,"far":1e400,"big":12345678901234567890}',
+    ]) {
+      const text = `{"id":"r","status":"S","destination":"D","location":${location},"createdAt":"2024-01-01T00:00:00Z"}`;
+      const r = validateWireLine(text, JSON.parse(text));
+      expect(r.ok).toBe(true);
+      if (r.ok)
+        expect(canonicalJson(r.report)).toMatch(
+          /"location\.acc":1\.50,"location\.far":1e400,"location\.big":12345678901234567890}$/,
+        );
+    }
+  });
+
+  it('bounds the unknown fields by the size of their text as stored, numbers as sent (REPORTS_EXTRA_MAX_BYTES)', () => {
+    const limits = { maxDepth: 64, maxKeys: 1000, maxBytes: 64 };
+    const line = (extra: string) => {
+      const text = `{"id":"r","status":"S","destination":"D","createdAt":"2024-01-01T00:00:00Z",${extra}}`;
+      return validateWireLine(text, JSON.parse(text), limits);
+    };
+    // Stored as `{"x":1.000…}` (108 bytes), though the double it names writes as `1`.
+    const long = line(`"x":1.${'0'.repeat(100)}`);
+    expect(long.ok).toBe(false);
+    if (!long.ok) expect(long.issues[0]?.message).toMatch(/^unknown fields of 108 bytes exceed 64 bytes/);
+    // Stored as `{"x":[1e21,…]}` (62 bytes), though the doubles write as `1e+21` (73 bytes).
+    const short = line(`"x":[${Array(11).fill('1e21').join(',')}]`);
+    expect(short.ok).toBe(true);
+    if (short.ok) expect(Buffer.byteLength(extraObjectJson(short.report.extra!))).toBe(62);
+  });
+
   it('rejects a value that is not an object', () => {
     expect(validateWireReport([1, 2]).ok).toBe(false);
   });
@@ -223,6 +271,56 @@ describe('validateCsvReport', () => {
       empty: null,
     });
     expect(csv).toEqual(json);
+  });
+
+  it('keeps the number text of the location keys it does not read from a location cell of JSON, as a line does', () => {
+    const location = '{"lat":47.5,"lng":8.25,"acc":1.50,"far":1e400,"big":12345678901234567890}';
+    const known = { id: '1', status: 'S', destination: 'D', createdAt: '2024-01-01T00:00:00Z' };
+    const csv = validateCsvReport({ ...known, lat: null, lng: null, location });
+    const line = `${JSON.stringify(known).slice(0, -1)},"location":${location}}`;
+    const json = validateWireLine(line, JSON.parse(line));
+    expect(csv.ok && json.ok).toBe(true);
+    if (csv.ok && json.ok) {
+      expect(canonicalJson(csv.report)).toBe(canonicalJson(json.report));
+      expect(canonicalJson(csv.report)).toMatch(
+        /"location\.acc":1\.50,"location\.far":1e400,"location\.big":12345678901234567890}$/,
+      );
+    }
+  });
+
+  it('reads a GeoJSON Point with an altitude (RFC 7946 §3.1.1) and keeps its position whole in extra', () => {
+    const location = '{"type":"Point","coordinates":[8.25,47.5,420.50]}';
+    const known = { id: '1', status: 'S', destination: 'D', createdAt: '2024-01-01T00:00:00Z' };
+    const line = `${JSON.stringify(known).slice(0, -1)},"location":${location}}`;
+    const json = validateWireLine(line, JSON.parse(line));
+    expect(json.ok).toBe(true);
+    if (json.ok) {
+      expect([json.report.lat, json.report.lng]).toEqual([47.5, 8.25]);
+      expect(canonicalJson(json.report)).toMatch(/,"location\.coordinates":\[8\.25,47\.5,420\.50\]}$/);
+    }
+    const csv = validateCsvReport({ ...known, lat: null, lng: null, location });
+    expect(csv.ok && [csv.report.lat, csv.report.lng, csv.report.extra?.['location.coordinates']]).toEqual([
+      47.5,
+      8.25,
+      [8.25, 47.5, 420.5],
+    ]);
+  });
+
+  it('reads coordinate text without a leading zero or with a sign, as Oracle and printf write it', () => {
+    const known = { id: '1', status: 'S', destination: 'D', createdAt: '2024-01-01T00:00:00Z' };
+    for (const [lat, lng] of [
+      ['51.5072', '-.1276'],
+      ['.5', '+51.'],
+      ['+51.5072', '-0.1276e0'],
+    ]) {
+      const csv = validateCsvReport({ ...known, lat, lng });
+      expect(csv.ok && [csv.report.lat, csv.report.lng], `${lat} ${lng}`).toEqual([Number(lat), Number(lng)]);
+      const json = validateWireReport({ ...known, location: { lat, lng } });
+      expect(json).toEqual(csv);
+    }
+    for (const bad of ['.', '-.', '+', '1..2', '.e5', '0x10', '1,5']) {
+      expect(validateCsvReport({ ...known, lat: bad, lng: '1' }).ok, bad).toBe(false);
+    }
   });
 
   it('reads the location aliases as NDJSON does, and drops none of them unseen', () => {

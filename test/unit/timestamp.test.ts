@@ -33,6 +33,17 @@ describe('normalizeTimestamp', () => {
     expect(normalizeTimestamp('2024-02-29T00:00:00.000Z')).toBe('2024-02-29T00:00:00.000Z');
   });
 
+  it('reads any number of fraction digits (RFC 3339: 1*DIGIT), and a comma (ISO 8601), dropping those past the millisecond', () => {
+    expect(normalizeTimestamp('2024-01-01T00:00:00.1234567891Z')).toBe('2024-01-01T00:00:00.123Z');
+    expect(normalizeTimestamp(`2024-01-01T00:00:00.${'9'.repeat(40)}+05:45`)).toBe(
+      '2023-12-31T18:15:00.999Z',
+    );
+    expect(normalizeTimestamp('2024-01-01 00:00:00,5-00:00')).toBe('2024-01-01T00:00:00.500Z');
+    expect(normalizeTimestamp('9999-12-31T23:59:59.99999999999Z')).toBe('9999-12-31T23:59:59.999Z');
+    expect(normalizeTimestamp('2024-01-01T00:00:00.Z')).toBeNull();
+    expect(normalizeTimestamp('2024-01-01T00:00.5Z')).toBeNull();
+  });
+
   it("reads every offset form ISO 8601 and PostgreSQL's timestamptz text write as the same instant (property)", () => {
     // PostgreSQL writes `2024-01-01 10:00:00+00` (and `+05:30` only for a zone off the hour).
     fc.assert(
