@@ -24,8 +24,10 @@ export async function loadLineHasher(): Promise<void> {
 // 2: xxHash64 instead of SHA-1 cut to 64 bits; 3: location keys kept, CR never left in a CSV cell;
 // 4: a CSV id `17.0` read as 17, required fields missing told apart; 5: the NDJSON fast lane leaves a key
 // naming a modelled field in another style (`Lat`) to the general path, which reads it as that field, and
-// Open311's `long` is a longitude (it was an unknown field).
-const RULES_VERSION = 5;
+// Open311's `long` is a longitude (it was an unknown field); 6: a GeoJSON Point with an altitude is a
+// location, a location's other keys keep their number text, unknown fields are bounded by their stored
+// text, negative integer ids, longer timestamp fractions and more coordinate spellings are read.
+const RULES_VERSION = 6;
 
 /** A {@link KnownLines} set as passed to a worker thread (its tables are shared memory). */
 export interface KnownLinesState {

@@ -39,6 +39,22 @@ describe('known lines across reading-rule changes', () => {
     expect(again).toEqual(fresh);
   });
 
+  it('reads again a line version 5 stored without a location (a GeoJSON Point with an altitude), now located', async () => {
+    const line =
+      '{"id":"R-1","status":"SUBMITTED","destination":"ROAD_CONTROL","category":null,"description":null,' +
+      '"location":{"type":"Point","coordinates":[10,53.5,12]},"address":null,' +
+      '"createdAt":"2024-01-02T00:00:10.000Z","updatedAt":"2024-01-02T00:00:10.000Z"}';
+    const packer = new BlockPacker(4096);
+    packer.add(Buffer.from(line), 1);
+    const block = packer.take();
+    const known = await knownSet([await hashUnderVersion(5, line)]);
+    const fresh = decodeBlock(block, await KnownLines.empty('ndjson'), 1024, DEFAULT_EXTRA_LIMITS);
+    const again = decodeBlock(block, known, 1024, DEFAULT_EXTRA_LIMITS);
+    expect(fresh.rejected).toBe(0);
+    expect(fresh.loaded).toBe(1);
+    expect(again).toEqual(fresh);
+  });
+
   it('reads again a line stored under larger unknown-field limits once REPORTS_EXTRA_MAX_* are lowered', async () => {
     const line =
       '{"id":"R-1","status":"SUBMITTED","destination":"ROAD_CONTROL","category":null,"description":null,' +
