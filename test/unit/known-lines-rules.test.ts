@@ -22,19 +22,25 @@ async function knownSet(hashes: bigint[]): Promise<KnownLines> {
   });
 }
 
+/** The line decoded fresh, and decoded with a set holding its hash under line-hash rules version `v`. */
+async function freshAndStoredUnder(v: number, line: string) {
+  const packer = new BlockPacker(4096);
+  packer.add(Buffer.from(line), 1);
+  const block = packer.take();
+  const known = await knownSet([await hashUnderVersion(v, line)]);
+  const fresh = decodeBlock(block, await KnownLines.empty('ndjson'), 1024, DEFAULT_EXTRA_LIMITS);
+  const again = decodeBlock(block, known, 1024, DEFAULT_EXTRA_LIMITS);
+  return { fresh, again };
+}
+
 describe('known lines across reading-rule changes', () => {
   it('reads again a line the fast lane took with an unknown `Lat` under version 4 (the general path reads it as `lat`)', async () => {
     const line =
       '{"id":"R-1","status":"SUBMITTED","destination":"ROAD_CONTROL","category":null,"description":null,' +
       '"location":{"lat":53.5,"lng":10},"address":null,"createdAt":"2024-01-02T00:00:10.000Z",' +
       '"updatedAt":"2024-01-02T00:00:10.000Z","Lat":1}';
-    const packer = new BlockPacker(4096);
-    packer.add(Buffer.from(line), 1);
-    const block = packer.take();
     // Version 4 stored this line's report (the fast lane took `Lat` as an unknown field).
-    const known = await knownSet([await hashUnderVersion(4, line)]);
-    const fresh = decodeBlock(block, await KnownLines.empty('ndjson'), 1024, DEFAULT_EXTRA_LIMITS);
-    const again = decodeBlock(block, known, 1024, DEFAULT_EXTRA_LIMITS);
+    const { fresh, again } = await freshAndStoredUnder(4, line);
     expect(fresh.rejected).toBe(1);
     expect(again).toEqual(fresh);
   });
@@ -44,12 +50,7 @@ describe('known lines across reading-rule changes', () => {
       '{"id":"R-1","status":"SUBMITTED","destination":"ROAD_CONTROL","category":null,"description":null,' +
       '"location":{"type":"Point","coordinates":[10,53.5,12]},"address":null,' +
       '"createdAt":"2024-01-02T00:00:10.000Z","updatedAt":"2024-01-02T00:00:10.000Z"}';
-    const packer = new BlockPacker(4096);
-    packer.add(Buffer.from(line), 1);
-    const block = packer.take();
-    const known = await knownSet([await hashUnderVersion(5, line)]);
-    const fresh = decodeBlock(block, await KnownLines.empty('ndjson'), 1024, DEFAULT_EXTRA_LIMITS);
-    const again = decodeBlock(block, known, 1024, DEFAULT_EXTRA_LIMITS);
+    const { fresh, again } = await freshAndStoredUnder(5, line);
     expect(fresh.rejected).toBe(0);
     expect(fresh.loaded).toBe(1);
     expect(again).toEqual(fresh);

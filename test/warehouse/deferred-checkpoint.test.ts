@@ -14,15 +14,21 @@ afterEach(() => tmp.cleanup());
 
 const walBytes = (path: string) => (existsSync(`${path}.wal`) ? statSync(`${path}.wal`).size : 0);
 
+/** A warehouse whose 200,000-row table `t` is checkpointed, with a 256 KiB checkpoint threshold. */
+async function smallThresholdWarehouse(path: string) {
+  const w = await openWarehouse(path);
+  const c = await w.connect();
+  await c.run(`SET checkpoint_threshold = '256KiB'`);
+  await c.run('CREATE TABLE t AS SELECT range AS id, 0::BIGINT AS h FROM range(200000)');
+  await c.run('CHECKPOINT');
+  return { w, c };
+}
+
 describe('statements with automatic checkpoints held back', () => {
   it('commit into the write-ahead log past the threshold, then one checkpoint empties it and the threshold is back, also when they fail', async () => {
     const path = join(tmp.dir, 'w.duckdb');
-    const w = await openWarehouse(path);
-    const c = await w.connect();
+    const { w, c } = await smallThresholdWarehouse(path);
     try {
-      await c.run(`SET checkpoint_threshold = '256KiB'`);
-      await c.run('CREATE TABLE t AS SELECT range AS id, 0::BIGINT AS h FROM range(200000)');
-      await c.run('CHECKPOINT');
       const setting = async () =>
         (await c.runAndReadAll(`SELECT current_setting('checkpoint_threshold')::VARCHAR`)).getRows()[0]![0];
       const threshold = await setting();
@@ -70,12 +76,8 @@ describe('statements with automatic checkpoints held back', () => {
 
   it('runs the step before the checkpoint once the statements committed, with the log still full', async () => {
     const path = join(tmp.dir, 'w.duckdb');
-    const w = await openWarehouse(path);
-    const c = await w.connect();
+    const { w, c } = await smallThresholdWarehouse(path);
     try {
-      await c.run(`SET checkpoint_threshold = '256KiB'`);
-      await c.run('CREATE TABLE t AS SELECT range AS id, 0::BIGINT AS h FROM range(200000)');
-      await c.run('CHECKPOINT');
       const seen: number[] = [];
       const result = await withCheckpointsDeferred(
         c,
